@@ -1,0 +1,3 @@
+"""apache-advisor: read, lint, size and tune Apache httpd configurations."""
+
+__version__ = "0.1.0"

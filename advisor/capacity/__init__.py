@@ -1,0 +1,1 @@
+"""capacity package."""

@@ -1,0 +1,110 @@
+"""httpd's directives, as its manual documents them (packaged from ../shared/data).
+
+Used to spell directive names the way httpd prints them, to answer
+`<IfDirective>`, and by the correctness rules (unknown directive, context).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+# Sections whose only job is to decide whether their content is read.
+CONDITIONAL_SECTIONS = frozenset(
+    {"ifmodule", "ifdefine", "ifversion", "iffile", "ifdirective", "ifsection"}
+)
+# Runtime conditionals: httpd keeps them in its tree and evaluates per request.
+RUNTIME_CONDITIONALS = frozenset({"if", "elseif", "else"})
+
+# Directives httpd executes while reading the files and leaves out of its
+# parse tree (EXEC_ON_READ), so they never appear in `-D DUMP_CONFIG`.
+# Found by feeding each one to httpd 2.4 and reading its dump.
+READ_TIME_DIRECTIVES = frozenset(
+    {
+        "include",
+        "includeoptional",
+        "loadmodule",
+        "loadfile",
+        "serverroot",
+        "define",
+        "undefine",
+        "defaultruntimedir",
+        "macro",
+        "use",
+        "undefmacro",
+    }
+) | CONDITIONAL_SECTIONS
+
+
+@dataclass(frozen=True)
+class DirectiveInfo:
+    name: str
+    module: str
+    modules: tuple[str, ...]
+    syntax: str
+    default: str | None
+    contexts: tuple[str, ...]
+    override: str | None
+    status: str
+    block: bool
+    alias_of: str | None = None
+
+
+@lru_cache(maxsize=1)
+def _raw_catalog() -> dict:
+    text = resources.files("advisor.data").joinpath("directives.json").read_text()
+    return json.loads(text)
+
+
+def version_key(version: str | tuple[int, ...]) -> str:
+    """Map any 2.x.y version to the catalog that documents it."""
+    if isinstance(version, tuple):
+        major, minor = version[0], version[1]
+    else:
+        parts = version.split(".")
+        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 4
+    if (major, minor) >= (2, 3):
+        return "2.4"
+    if (major, minor) >= (2, 1):
+        return "2.2"
+    return "2.0"
+
+
+@lru_cache(maxsize=8)
+def directives(version: str = "2.4") -> dict[str, DirectiveInfo]:
+    """Directives of one httpd version keyed by lower-case name."""
+    table = _raw_catalog()[version_key(version)]
+    return {
+        key: DirectiveInfo(
+            name=entry["name"],
+            module=entry["module"],
+            modules=tuple(entry["modules"]),
+            syntax=entry["syntax"],
+            default=entry["default"],
+            contexts=tuple(entry["contexts"]),
+            override=entry["override"],
+            status=entry["status"],
+            block=entry["block"],
+            alias_of=entry.get("alias_of"),
+        )
+        for key, entry in table.items()
+    }
+
+
+def lookup(name: str, version: str = "2.4") -> DirectiveInfo | None:
+    return directives(version).get(name.lower())
+
+
+@lru_cache(maxsize=4096)
+def canonical_name(name: str, version: str = "2.4") -> str:
+    """The spelling httpd prints: its command table's, or the name as written."""
+    info = directives(version).get(name.lower())
+    return info.name if info else name
+
+
+def module_source_name(module: str) -> str:
+    """The manual names modules `mod_alias`, `core`, `prefork`...; httpd's
+    `<IfModule>` knows them as `mod_alias.c`, `core.c`, `prefork.c`."""
+    return module if module.endswith(".c") else f"{module}.c"

@@ -1,0 +1,59 @@
+"""Build the packaged directive catalog from httpd's manual facts.
+
+Run: python -m advisor.catalog_build ../shared/data
+It writes advisor/data/directives.json: for each httpd version, the directives
+keyed by lower-case name with module, contexts, default, override and block.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+VERSIONS = ("2.0", "2.2", "2.4")
+
+# httpd 2.4 still accepts these 2.2 spellings (its command tables keep them
+# as aliases) although the 2.4 manual no longer lists them.
+ALIASES_24 = {
+    "MaxClients": "MaxRequestWorkers",
+    "MaxRequestsPerChild": "MaxConnectionsPerChild",
+}
+
+
+def build(source_dir: Path) -> dict:
+    catalog: dict = {}
+    for version in VERSIONS:
+        data = json.loads((source_dir / f"apache-{version}-directives.json").read_text())
+        table = {}
+        for entry in data["directives"]:
+            table[entry["name"].lower()] = {
+                "name": entry["name"],
+                "module": entry["module"],
+                "modules": entry["modules"],
+                "syntax": entry["syntax"],
+                "default": entry["default"],
+                "contexts": entry["contexts"],
+                "override": entry["override"],
+                "status": entry["status"],
+                "block": entry["block"],
+            }
+        if version == "2.4":
+            for old, new in ALIASES_24.items():
+                alias = dict(table[new.lower()])
+                alias["name"] = old
+                alias["alias_of"] = new
+                table[old.lower()] = alias
+        catalog[version] = table
+    return catalog
+
+
+def main() -> None:
+    source = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/data")
+    out = Path(__file__).parent / "data" / "directives.json"
+    out.write_text(json.dumps(build(source), sort_keys=True, separators=(",", ":")) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""The configuration model: a tree of sections and directives with their origin.
+
+Two views of one configuration are public API:
+
+* the *raw tree* (`Config.raw`): everything that is written, every branch of
+  every conditional, with `Include` nodes holding the files they pulled in;
+* the *effective tree* (`Config.effective`): what httpd applies, shaped like
+  httpd's own parse tree: conditionals that held are spliced away, false
+  branches are gone, and the read-time directives httpd consumes while reading
+  (Include, LoadModule, Define, ServerRoot...) are absent.
+
+Every node knows its file, the physical line where it starts (`line`) and the
+line where httpd considers it to be (`end_line`: httpd reports the last
+physical line of a directive continued with a backslash).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator
+
+
+@dataclass(eq=False)
+class Node:
+    name: str
+    """The directive name as written, without `<` for sections."""
+    args: list[str]
+    """Arguments split as httpd's ap_getword_conf splits them (quotes removed)."""
+    raw_args: str
+    """The argument text httpd keeps after `${VAR}` expansion (a section's
+    keeps its closing `>`, as in httpd's dump)."""
+    file: str
+    line: int
+    end_line: int
+    active: bool = True
+    """False when an enclosing conditional is false: httpd never applies it."""
+    parent: Section | None = field(default=None, repr=False)
+    raw: Node | None = field(default=None, repr=False)
+    """In the effective tree: the raw-tree node this one stands for."""
+
+    @property
+    def lname(self) -> str:
+        return self.name.lower()
+
+    @property
+    def canonical_name(self) -> str:
+        from advisor.catalog import canonical_name
+
+        return canonical_name(self.name)
+
+    def enclosing(self) -> list[Section]:
+        """Enclosing sections, innermost first, excluding the root."""
+        chain: list[Section] = []
+        node = self.parent
+        while node is not None and not node.is_root:
+            # An Include line is transparent: it does not change the context.
+            if not isinstance(node, Include):
+                chain.append(node)
+            node = node.parent
+        return chain
+
+    def enclosing_names(self) -> list[str]:
+        return [s.lname for s in self.enclosing()]
+
+    def in_section(self, *names: str) -> bool:
+        wanted = {n.lower() for n in names}
+        return any(s.lname in wanted for s in self.enclosing())
+
+    @property
+    def at_server_scope(self) -> bool:
+        """True when no context section (VirtualHost, Directory...) encloses it.
+
+        Conditionals do not count: in the effective tree they are gone, and in
+        the raw tree `<IfModule>` does not change the context.
+        """
+        from advisor.catalog import CONDITIONAL_SECTIONS
+
+        return all(s.lname in CONDITIONAL_SECTIONS for s in self.enclosing())
+
+    @property
+    def location(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    def arg(self, index: int, default: str = "") -> str:
+        return self.args[index] if index < len(self.args) else default
+
+
+@dataclass(eq=False)
+class Directive(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Section(Node):
+    children: list[Node] = field(default_factory=list)
+    close_line: int | None = None
+    is_root: bool = False
+
+    def walk(self) -> Iterator[Node]:
+        """Every node below this one, depth first in file order."""
+        for child in self.children:
+            yield child
+            if isinstance(child, Section):
+                yield from child.walk()
+
+    def directives(self, *names: str) -> Iterator[Directive]:
+        """Directives below this section, recursively, optionally by name."""
+        wanted = {n.lower() for n in names}
+        for node in self.walk():
+            if isinstance(node, Directive) and (not wanted or node.lname in wanted):
+                yield node
+
+    def sections(self, *names: str) -> Iterator[Section]:
+        wanted = {n.lower() for n in names}
+        for node in self.walk():
+            if isinstance(node, Section) and (not wanted or node.lname in wanted):
+                yield node
+
+    def own_directives(self, *names: str) -> Iterator[Directive]:
+        """Direct children only (no recursion)."""
+        wanted = {n.lower() for n in names}
+        for node in self.children:
+            if isinstance(node, Directive) and (not wanted or node.lname in wanted):
+                yield node
+
+    @property
+    def section_args(self) -> list[str]:
+        return self.args
+
+
+@dataclass(eq=False)
+class Include(Section):
+    """An Include/IncludeOptional line in the raw tree; its children are the
+    nodes of the files it pulled in, in httpd's order."""
+
+    files: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Diagnostic:
+    """Something httpd would warn about while reading (not fatal)."""
+
+    file: str
+    line: int
+    message: str
+
+
+@dataclass
+class Config:
+    main_file: str
+    server_root: str
+    raw: Section
+    effective: Section
+    files: list[str]
+    """Every file read, in the order httpd reads them."""
+    modules: set[str]
+    """Loaded module identifiers (`rewrite_module`) and source names (`mod_rewrite.c`)."""
+    module_order: list[str]
+    """Module identifiers in load order: built-ins first, then LoadModule order."""
+    mpm: str | None
+    """`prefork`, `worker`, `event`, ... or None when no MPM is loaded."""
+    defines: dict[str, str | None]
+    apache_version: tuple[int, int, int]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    # ---- convenience queries on the effective tree -------------------------
+
+    def has_module(self, name: str) -> bool:
+        return name in self.modules
+
+    def server_directives(self, *names: str) -> list[Directive]:
+        """Effective directives of the main server (outside any context section)."""
+        return [d for d in self.effective.directives(*names) if d.at_server_scope]
+
+    def server_value(self, name: str) -> Directive | None:
+        """The directive httpd applies at server scope for a single-valued
+        directive: the last one read wins."""
+        found = self.server_directives(name)
+        return found[-1] if found else None
+
+    def virtual_hosts(self) -> list[Section]:
+        return list(self.effective.sections("VirtualHost"))
+
+    def main_location(self) -> tuple[str, int]:
+        """Where to point a finding about a value nobody wrote (httpd's default)."""
+        return self.main_file, 1

@@ -1,0 +1,24 @@
+"""What the user tells the loader about the httpd that will read the config."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Mapping
+
+
+@dataclass
+class LoadOptions:
+    defines: dict[str, str | None] = field(default_factory=dict)
+    """`--define NAME[=VALUE]`, like httpd's `-D`."""
+    modules: set[str] = field(default_factory=set)
+    """`--module NAME`: modules loaded by means the config does not show."""
+    modules_from: str | None = None
+    """`--modules-from FILE`: the output of `apachectl -M`."""
+    apache_version: str = "2.4"
+    """The httpd version `<IfVersion>` tests against."""
+    server_root: str | None = None
+    """httpd's `-d`; by default derived from the main file's location."""
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    max_include_depth: int = 128
+    """httpd's AP_MAX_INCLUDE_DEPTH."""
