@@ -21,14 +21,40 @@ ALIASES_24 = {
 }
 
 
+# Where the manual's spelling differs from the name in httpd 2.4's command
+# tables, which is the one httpd prints in its dump. Found by matching the
+# catalog against the strings in Debian's apache2 binary and modules.
+COMMAND_TABLE_SPELLING = {
+    "Anonymous_NoUserID": "Anonymous_NoUserId",
+    "CookieHTTPOnly": "CookieHttpOnly",
+    "Dav": "DAV",
+    "DavBasePath": "DAVBasePath",
+    "DavDepthInfinity": "DAVDepthInfinity",
+    "DavGenericLockDB": "DAVGenericLockDB",
+    "DavLockDB": "DAVLockDB",
+    "DavLockDiscovery": "DAVLockDiscovery",
+    "DavMinTimeout": "DAVMinTimeout",
+    "DeflateAlterETag": "DeflateAlterEtag",
+    "LimitRequestFieldSize": "LimitRequestFieldsize",
+    "ListenBackLog": "ListenBacklog",
+    "ProxyHTMLDocType": "ProxyHTMLDoctype",
+    "SSIETag": "SSIEtag",
+    "SSLOCSPNoverify": "SSLOCSPNoVerify",
+    "TimeOut": "Timeout",
+}
+
+
 def build(source_dir: Path) -> dict:
     catalog: dict = {}
     for version in VERSIONS:
         data = json.loads((source_dir / f"apache-{version}-directives.json").read_text())
         table = {}
         for entry in data["directives"]:
-            table[entry["name"].lower()] = {
-                "name": entry["name"],
+            name = entry["name"]
+            if version == "2.4":
+                name = COMMAND_TABLE_SPELLING.get(name, name)
+            table[name.lower()] = {
+                "name": name,
                 "module": entry["module"],
                 "modules": entry["modules"],
                 "syntax": entry["syntax"],

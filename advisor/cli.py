@@ -22,6 +22,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Apache httpd configuration advisor: dump, lint, capacity, bench and tune."""
+
+
 def _register() -> None:
     from advisor import cmd_dump
 

@@ -1,0 +1,125 @@
+"""Resolve Include/IncludeOptional arguments to files, in httpd 2.4's order.
+
+Mirrors httpd's process_resource_config_(no)fnmatch: wildcards may stand in
+any path component (directory components match directories only), matches
+are sorted by byte order of the full path, a directory is read recursively,
+a leading dot must be matched explicitly, and a wildcard that matches
+nothing is an error for Include but not for IncludeOptional.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from fnmatch import fnmatchcase
+
+# httpd's AP_MAX_INCLUDE_DIR_DEPTH.
+MAX_DIRECTORY_DEPTH = 128
+
+_WILDCARD = re.compile(r"[*?]|\[[^\]]*\]")
+
+
+class IncludeError(Exception):
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+def has_wildcard(text: str) -> bool:
+    """apr_fnmatch_test: `*`, `?` or a bracket expression."""
+    return bool(_WILDCARD.search(text))
+
+
+def _matches(pattern: str, name: str) -> bool:
+    # APR_FNM_PERIOD: a leading dot is matched only by a leading dot.
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return fnmatchcase(name, pattern.replace("[^", "[!"))
+
+
+def _join(directory: str, name: str) -> str:
+    # ap_make_full_path: exactly one slash between the parts.
+    return directory + name if directory.endswith("/") else f"{directory}/{name}"
+
+
+def server_root_relative(path: str, server_root: str) -> str:
+    if os.path.isabs(path):
+        return os.path.normpath(path) if "//" in path or "/." in path else path
+    return os.path.normpath(os.path.join(server_root, path))
+
+
+def expand(argument: str, server_root: str, optional: bool) -> list[str]:
+    """Files an Include argument names, in the order httpd reads them."""
+    full = server_root_relative(argument, server_root)
+    if not has_wildcard(full):
+        return _plain(full, optional, 0)
+    parts = full.split("/")
+    # parts[0] is "" for an absolute path: the walk starts at the root.
+    return _walk("/", parts[1:], optional)
+
+
+def _plain(path: str, optional: bool, depth: int) -> list[str]:
+    if os.path.isdir(path):
+        depth += 1
+        if depth > MAX_DIRECTORY_DEPTH:
+            raise IncludeError(
+                f"directory {path} exceeds the include nesting limit of {MAX_DIRECTORY_DEPTH}",
+                "look for a directory loop (symbolic links)")
+        try:
+            names = os.listdir(path)
+        except OSError as exc:
+            raise IncludeError(f"cannot open config directory {path}: {exc.strerror}") from None
+        found: list[str] = []
+        for full in sorted(_join(path, name) for name in names):
+            found.extend(_plain(full, optional, depth))
+        return found
+    if not os.path.exists(path):
+        if optional:
+            return []
+        raise IncludeError(f"cannot open configuration file {path}: no such file",
+                           "fix the path, create the file, or use IncludeOptional")
+    return [path]
+
+
+def _walk(directory: str, components: list[str], optional: bool) -> list[str]:
+    # Skip empty components from doubled slashes, as the path merge does.
+    while components and components[0] == "":
+        components = components[1:]
+    if not components:
+        return _plain(directory, optional, 0)
+    head, rest = components[0], components[1:]
+    if not has_wildcard(head):
+        path = _join(directory, head)
+        if rest:
+            return _walk(path, rest, optional)
+        return _plain(path, optional, 0)
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        if optional:
+            return []
+        raise IncludeError(f"cannot open directory {directory}: no such directory",
+                           "fix the path or use IncludeOptional") from None
+    except OSError as exc:
+        raise IncludeError(f"cannot open directory {directory}: {exc.strerror}") from None
+    candidates: list[str] = []
+    for entry in entries:
+        if not _matches(head, entry.name):
+            continue
+        # In the middle of the path only real directories match (httpd
+        # looks at the directory entry's type, which a symlink is not).
+        if rest and not entry.is_dir(follow_symlinks=False):
+            continue
+        candidates.append(_join(directory, entry.name))
+    if not candidates:
+        if optional:
+            return []
+        raise IncludeError(f"no matches for the wildcard '{head}' in '{directory}'",
+                           "fix the pattern, or use IncludeOptional if the match is optional")
+    found: list[str] = []
+    for path in sorted(candidates):
+        if rest:
+            found.extend(_walk(path, rest, optional))
+        else:
+            found.extend(_plain(path, optional, 0))
+    return found

@@ -1,0 +1,344 @@
+"""Build the configuration model by reading files in httpd's order.
+
+httpd reads its configuration in one pass: `Define`, `LoadModule`,
+`ServerRoot` and `Include` take effect at the line where they stand, and each
+conditional section is decided with what has been read so far. The reader
+below does the same, keeping every branch in the raw tree and marking what
+httpd would not apply as inactive.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+
+from advisor import includes
+from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, RUNTIME_CONDITIONALS
+from advisor.conditions import evaluate_condition, parse_version
+from advisor.errors import ConfigError
+from advisor.lexer import LogicalLine, decode, logical_lines, next_word, resolve_env, split_words
+from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
+from advisor.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
+from advisor.options import LoadOptions
+
+MAIN_FILE_CANDIDATES = ("apache2.conf", "httpd.conf", "conf/httpd.conf")
+
+
+def find_main_file(path: str) -> str:
+    """A file as given, or the main file inside a configuration directory."""
+    if os.path.isdir(path):
+        for candidate in MAIN_FILE_CANDIDATES:
+            full = os.path.join(path, candidate)
+            if os.path.isfile(full):
+                return full
+        raise ConfigError(
+            "directory holds no apache2.conf, httpd.conf or conf/httpd.conf",
+            path,
+            None,
+            "pass the main configuration file itself",
+        )
+    return path
+
+
+def default_server_root(main_file: str) -> str:
+    """httpd's -d: by default the directory above `conf/` for the upstream
+    layout (conf/httpd.conf), else the main file's own directory."""
+    directory = os.path.dirname(os.path.abspath(main_file))
+    if os.path.basename(directory) == "conf":
+        return os.path.dirname(directory)
+    return directory
+
+
+@dataclass
+class _State:
+    options: LoadOptions
+    server_root: str
+    modules: ModuleSet
+    defines: dict[str, str | None]
+    version: tuple[int, int, int]
+    files: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    include_stack: list[str] = field(default_factory=list)
+    text_cache: dict[str, str] = field(default_factory=dict)
+
+    def lookup_variable(self, name: str) -> str | None:
+        if name in self.defines and self.defines[name] is not None:
+            return self.defines[name]
+        return self.options.environ.get(name)
+
+
+class _Reader:
+    def __init__(self, state: _State) -> None:
+        self.state = state
+
+    # ---- files ------------------------------------------------------------
+
+    def read_text(self, path: str, where: tuple[str, int] | None) -> str:
+        file, line = where if where else (path, None)
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            raise ConfigError(f"cannot open {path}: no such file", file, line,
+                              "fix the path or create the file") from None
+        except OSError as exc:
+            raise ConfigError(f"cannot open {path}: {exc.strerror}", file, line) from None
+        if stat.S_ISDIR(info.st_mode):
+            raise ConfigError(f"{path} is a directory, not a configuration file", file, line,
+                              "name a file, or Include the directory")
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}", file, line,
+                              "check the file's permissions") from None
+        return decode(data)
+
+    def read_file(self, path: str, container: Section, where: tuple[str, int] | None) -> None:
+        state = self.state
+        real = os.path.realpath(path)
+        if real in state.include_stack:
+            chain = " -> ".join(state.include_stack[state.include_stack.index(real):] + [real])
+            raise ConfigError(f"include cycle: {chain}", where[0] if where else path,
+                              where[1] if where else None, "remove the Include that closes the loop")
+        if len(state.include_stack) > state.options.max_include_depth:
+            raise ConfigError(
+                f"include depth over {state.options.max_include_depth} (httpd's limit)",
+                where[0] if where else path, where[1] if where else None,
+                "look for a recursion in the Include lines")
+        text = self.read_text(path, where)
+        state.files.append(path)
+        state.include_stack.append(real)
+        try:
+            lines = list(logical_lines(text, path))
+            cursor = _Cursor(lines)
+            self.build(cursor, container, path, active=True, closing=None)
+        finally:
+            state.include_stack.pop()
+
+    # ---- one nesting level -----------------------------------------------
+
+    def build(self, cursor: "_Cursor", container: Section, path: str, active: bool,
+              closing: Section | None) -> None:
+        """Read lines into `container` until `closing`'s end tag (or the end
+        of the file when `closing` is None)."""
+        state = self.state
+        while True:
+            logical = cursor.next()
+            if logical is None:
+                if closing is not None:
+                    if active:
+                        raise ConfigError(f"<{closing.name}> was not closed", path, closing.line,
+                                          f"add </{closing.name}>")
+                    raise ConfigError(f"expected </{closing.name}> before end of file", path,
+                                      closing.line, f"add </{closing.name}>")
+                return
+            text = logical.text
+            if active and "${" in text:
+                undefined: list[str] = []
+                text = resolve_env(text, state.lookup_variable, undefined)
+                for name in undefined:
+                    state.diagnostics.append(Diagnostic(path, logical.end,
+                                                        f"variable ${{{name}}} is not defined"))
+            name, pos = next_word(text)
+            rest = text[pos:]
+            if name.startswith("</"):
+                self.close(name, rest, logical, path, active, closing)
+                if closing is not None:
+                    closing.close_line = logical.end
+                return
+            if name.startswith("<"):
+                self.section(name, rest, logical, cursor, container, path, active)
+            else:
+                self.directive(name, rest, logical, container, path, active)
+
+    def close(self, name: str, rest: str, logical: LogicalLine, path: str, active: bool,
+              closing: Section | None) -> None:
+        if closing is None:
+            bare = name[2:].rstrip(">")
+            raise ConfigError(f"</{bare}> without matching <{bare}> section", path, logical.end,
+                              "remove it or add the opening tag")
+        if active and not name.endswith(">"):
+            raise ConfigError(f"{name} directive missing closing '>'", path, logical.end,
+                              f"write </{closing.name}>")
+        bare = name[2:-1] if name.endswith(">") else name[2:]
+        if bare.lower() != closing.name.lower():
+            raise ConfigError(f"expected </{closing.name}> but saw </{bare}>", path, logical.end,
+                              f"<{closing.name}> opened on line {closing.line} is still open")
+
+    def section(self, name: str, rest: str, logical: LogicalLine, cursor: "_Cursor",
+                container: Section, path: str, active: bool) -> None:
+        state = self.state
+        bare = name[1:]
+        if bare.endswith(">"):
+            bare = bare[:-1]
+        raw_args = rest if rest else ">"
+        end = raw_args.rfind(">")
+        if end < 0:
+            raise ConfigError(f"<{bare}> directive missing closing '>'", path, logical.end,
+                              f"end the line with '>'")
+        inner = raw_args[:end]
+        node = Section(
+            name=bare, args=split_words(inner), raw_args=raw_args, file=path,
+            line=logical.start, end_line=logical.end, active=active, parent=container,
+        )
+        container.children.append(node)
+        child_active = active
+        lname = bare.lower()
+        if active and lname in CONDITIONAL_SECTIONS:
+            child_active = evaluate_condition(lname, inner, node, state)
+        elif lname == "macro":
+            # mod_macro keeps a macro's body as text until `Use`: nothing in
+            # it applies where it is written.
+            child_active = False
+        self.build(cursor, node, path, child_active, closing=node)
+
+    def directive(self, name: str, rest: str, logical: LogicalLine, container: Section,
+                  path: str, active: bool) -> None:
+        state = self.state
+        lname = name.lower()
+        args = split_words(rest)
+        if lname in ("include", "includeoptional"):
+            node: Node = Include(name=name, args=args, raw_args=rest, file=path, line=logical.start,
+                                 end_line=logical.end, active=active, parent=container)
+            container.children.append(node)
+            if active:
+                self.include(node, args, optional=lname == "includeoptional")
+            return
+        node = Directive(name=name, args=args, raw_args=rest, file=path, line=logical.start,
+                         end_line=logical.end, active=active, parent=container)
+        container.children.append(node)
+        if not active or lname not in READ_TIME_DIRECTIVES:
+            return
+        if lname == "define":
+            if not args or len(args) > 2:
+                raise ConfigError("Define takes one or two arguments", path, logical.end)
+            if ":" in args[0]:
+                raise ConfigError("Define: variable name must not contain ':'", path, logical.end)
+            state.defines[args[0]] = args[1] if len(args) > 1 else state.defines.get(args[0])
+        elif lname == "undefine":
+            if args:
+                state.defines.pop(args[0], None)
+        elif lname == "loadmodule":
+            if len(args) != 2:
+                raise ConfigError("LoadModule takes two arguments: module identifier and file",
+                                  path, logical.end)
+            if not state.modules.add(args[0], source_name(args[0], args[1])):
+                state.diagnostics.append(Diagnostic(path, logical.end,
+                                                    f"module {args[0]} is already loaded, skipping"))
+        elif lname == "serverroot":
+            if len(args) != 1:
+                raise ConfigError("ServerRoot takes one argument", path, logical.end)
+            root = args[0]
+            if not os.path.isabs(root):
+                root = os.path.join(state.server_root, root)
+            state.server_root = os.path.normpath(root)
+
+    def include(self, node: Include, args: list[str], optional: bool) -> None:
+        state = self.state
+        if len(args) != 1:
+            raise ConfigError(f"{node.name} takes one argument", node.file, node.end_line)
+        try:
+            paths = includes.expand(args[0], state.server_root, optional)
+        except includes.IncludeError as exc:
+            raise ConfigError(str(exc), node.file, node.end_line, exc.hint) from None
+        node.files = paths
+        for path in paths:
+            self.read_file(path, node, (node.file, node.end_line))
+
+
+class _Cursor:
+    __slots__ = ("lines", "index")
+
+    def __init__(self, lines: list[LogicalLine]) -> None:
+        self.lines = lines
+        self.index = 0
+
+    def next(self) -> LogicalLine | None:
+        if self.index >= len(self.lines):
+            return None
+        line = self.lines[self.index]
+        self.index += 1
+        return line
+
+
+# ---- the effective tree ------------------------------------------------------
+
+
+def effective_tree(raw: Section) -> Section:
+    """What httpd keeps after reading: active nodes only, with conditionals
+    and Include lines replaced by what they let in."""
+    root = Section(name="", args=[], raw_args="", file=raw.file, line=0, end_line=0,
+                   is_root=True, raw=raw)
+    _copy_children(raw, root)
+    return root
+
+
+def _copy_children(source: Section, target: Section) -> None:
+    for child in source.children:
+        if not child.active:
+            continue
+        lname = child.lname
+        if isinstance(child, Include) or lname in CONDITIONAL_SECTIONS:
+            _copy_children(child, target)  # type: ignore[arg-type]
+            continue
+        if lname in READ_TIME_DIRECTIVES:
+            continue
+        if isinstance(child, Section):
+            copy = Section(name=child.name, args=child.args, raw_args=child.raw_args,
+                           file=child.file, line=child.line, end_line=child.end_line,
+                           parent=target, raw=child, close_line=child.close_line)
+            _copy_children(child, copy)
+        else:
+            copy = Directive(name=child.name, args=child.args, raw_args=child.raw_args,
+                             file=child.file, line=child.line, end_line=child.end_line,
+                             parent=target, raw=child)
+        target.children.append(copy)
+
+
+# ---- entry point ---------------------------------------------------------------
+
+
+def load_config(path: str, options: LoadOptions | None = None) -> Config:
+    """Read a configuration tree as httpd would and return both views of it."""
+    options = options or LoadOptions()
+    main_file = find_main_file(path)
+    server_root = options.server_root or default_server_root(main_file)
+    if not os.path.isabs(main_file):
+        main_file = os.path.normpath(os.path.join(os.getcwd(), main_file))
+    modules = ModuleSet.with_builtins()
+    for name in sorted(options.modules):
+        module_id = module_id_from_name(name)
+        modules.add(module_id)
+    if options.modules_from:
+        for module_id in parse_module_listing(options.modules_from):
+            modules.add(module_id)
+    state = _State(
+        options=options,
+        server_root=os.path.abspath(server_root),
+        modules=modules,
+        defines=dict(options.defines),
+        version=parse_version(options.apache_version),
+    )
+    raw = Section(name="", args=[], raw_args="", file=main_file, line=0, end_line=0, is_root=True)
+    _Reader(state).read_file(main_file, raw, None)
+    mpms = modules.mpms()
+    if len(mpms) > 1:
+        state.diagnostics.append(Diagnostic(main_file, 1, f"more than one MPM loaded: {', '.join(mpms)}"))
+    return Config(
+        main_file=main_file,
+        server_root=state.server_root,
+        raw=raw,
+        effective=effective_tree(raw),
+        files=state.files,
+        modules=modules.names,
+        module_order=modules.ids,
+        mpm=mpms[0] if mpms else None,
+        defines=state.defines,
+        apache_version=state.version,
+        diagnostics=state.diagnostics,
+    )
+
+
+__all__ = ["load_config", "find_main_file", "default_server_root", "effective_tree",
+           "RUNTIME_CONDITIONALS"]
