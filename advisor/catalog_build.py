@@ -41,6 +41,10 @@ COMMAND_TABLE_SPELLING = {
     "SSIETag": "SSIEtag",
     "SSLOCSPNoverify": "SSLOCSPNoVerify",
     "TimeOut": "Timeout",
+    # mod_access_compat registers its directives in lower case.
+    "Order": "order",
+    "Allow": "allow",
+    "Deny": "deny",
 }
 
 

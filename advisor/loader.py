@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from advisor import includes
 from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, RUNTIME_CONDITIONALS
 from advisor.conditions import evaluate_condition, parse_version
+from advisor.envvars import envvars_beside, read_envvars
 from advisor.errors import ConfigError
 from advisor.lexer import LogicalLine, decode, logical_lines, next_word, resolve_env, split_words
 from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
@@ -313,6 +314,11 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
     if options.modules_from:
         for module_id in parse_module_listing(options.modules_from):
             modules.add(module_id)
+    environ = dict(options.environ)
+    envvars = options.envvars or (envvars_beside(main_file) if options.use_envvars else None)
+    if envvars:
+        environ.update(read_envvars(envvars, environ))
+    options = replace(options, environ=environ)
     state = _State(
         options=options,
         server_root=os.path.abspath(server_root),

@@ -20,5 +20,10 @@ class LoadOptions:
     server_root: str | None = None
     """httpd's `-d`; by default derived from the main file's location."""
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    envvars: str | None = None
+    """A Debian envvars file whose exports apache2ctl would give httpd; by
+    default the one beside apache2.conf. Its values win over the environment,
+    as when apache2ctl sources it."""
+    use_envvars: bool = True
     max_include_depth: int = 128
     """httpd's AP_MAX_INCLUDE_DEPTH."""

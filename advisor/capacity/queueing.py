@@ -371,27 +371,23 @@ def mmpp_m1k(mmpp: MMPP2, service_time: float, k: int) -> MM1KResult:
     l1, l2, r1, r2 = mmpp.lam1, mmpp.lam2, mmpp.r1, mmpp.r2
     # Balance at level n: pi_{n-1} A0 + pi_n A1(n) + pi_{n+1} A2 = 0, where
     # A0 = diag(l1, l2), A2 = mu I. With pi_{n+1} = pi_n R_{n+1}:
-    # R_n = A0 (-(A1(n) + mu R_{n+1}))^-1, R_{K+1} = 0.
-    rs: list[tuple[float, float, float, float]] = [None] * (k + 1)  # type: ignore[list-item]
-    a, b, c, d = 0.0, 0.0, 0.0, 0.0  # R_{n+1}
+    # R_n = A0 U_n^-1 with U_n = -(A1(n) + mu R_{n+1}), R_{K+1} = 0.
+    # U_n is minus the generator of the chain censored on levels <= n, seen
+    # from level n, so its rows sum to mu (the only way out is down). Taking
+    # the diagonal from that identity instead of subtracting (the trick of
+    # Grassmann, Taksar & Heyman) keeps every quantity positive; the naive
+    # subtraction loses all precision once rho > 1.
+    rs: list[tuple[float, float, float, float]] = [(0.0, 0.0, 0.0, 0.0)] * (k + 1)
+    b = c = 0.0  # off-diagonal entries of R_{n+1}
     for n in range(k, 0, -1):
-        up1 = l1 if n < k else 0.0
-        up2 = l2 if n < k else 0.0
-        # M = -(A1(n) + mu R_{n+1}); A1 has -(r_i + up_i + mu) on the diagonal.
-        m11 = r1 + up1 + mu - mu * a
-        m12 = -r1 - mu * b
-        m21 = -r2 - mu * c
-        m22 = r2 + up2 + mu - mu * d
-        det = m11 * m22 - m12 * m21
-        i11, i12, i21, i22 = m22 / det, -m12 / det, -m21 / det, m11 / det
-        a, b, c, d = l1 * i11, l1 * i12, l2 * i21, l2 * i22
+        p = r1 + mu * b  # rate from phase 1 to phase 2 in the censored chain
+        q = r2 + mu * c  # and from phase 2 to phase 1
+        det = mu * (p + q + mu)  # of [[p + mu, -p], [-q, q + mu]]
+        a, b, c, d = l1 * (q + mu) / det, l1 * p / det, l2 * q / det, l2 * (p + mu) / det
         rs[n] = (a, b, c, d)
-    # Level 0: pi_0 (A1(0) + mu R_1) = 0, a 2x2 singular system.
-    a, b, c, d = rs[1]
-    g11 = -(r1 + l1) + mu * a
-    g21 = r2 + mu * c
-    # pi_0 = (x, y) with x*g11 + y*g21 = 0 (the second column is dependent).
-    x, y = g21, -g11
+    # Level 0 has no way down: pi_0 U_0 = 0 with U_0 = [[p, -p], [-q, q]].
+    _, b, c, _ = rs[1]
+    x, y = r2 + mu * c, r1 + mu * b
     # Walk up, normalising each level to keep numbers in range.
     log_scale = 0.0
     levels = [(x, y, 0.0)]
@@ -399,8 +395,6 @@ def mmpp_m1k(mmpp: MMPP2, service_time: float, k: int) -> MM1KResult:
         a, b, c, d = rs[n]
         x, y = x * a + y * c, x * b + y * d
         s = x + y
-        if s <= 0:
-            break
         if s > 1e100 or s < 1e-100:
             log_scale += math.log(s)
             x, y = x / s, y / s

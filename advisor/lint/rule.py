@@ -1,0 +1,126 @@
+"""What a lint rule is: its identity, its documentation and its check.
+
+A rule module in `rules/` defines one `RULE = Rule(...)`. The engine hands
+the rule's `check` a `LintContext` (the loaded config, the directive index and
+the host facts) and a `report` callable; the rule reports what it finds and
+never reads files or prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Union
+
+if TYPE_CHECKING:
+    from advisor.lint.context import LintContext
+    from advisor.model import Node
+
+SEVERITIES = ("info", "warning", "error")
+"""Lowest first: `SEVERITY_RANK[s]` compares two severities."""
+SEVERITY_RANK = {name: rank for rank, name in enumerate(SEVERITIES)}
+
+CATEGORIES = ("performance", "capacity", "reliability", "correctness", "security")
+
+# A profile is a named selection of categories. Correctness findings mean the
+# config will not start or will not do what it says, so every profile keeps
+# them.
+PROFILES: dict[str, tuple[str, ...]] = {
+    "performance": ("performance", "capacity", "reliability", "correctness"),
+    "security": ("security", "correctness"),
+    "all": CATEGORIES,
+}
+
+Location = Union["Node", tuple[str, int]]
+
+
+class Report(Protocol):
+    def __call__(
+        self,
+        at: Location,
+        message: str,
+        *,
+        fix: str | None = None,
+        severity: str | None = None,
+        evidence: str | None = None,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A rule's documentation, kept next to its check.
+
+    `evidence` is the one sentence with the measured figure that every
+    finding of the rule carries; `why` is the longer argument behind it.
+    """
+
+    summary: str
+    """One line: what the rule flags (used in tables and SARIF)."""
+    what: str
+    why: str
+    evidence: str
+    bad: str
+    good: str
+    fix: str
+    references: tuple[str, ...]
+
+    def missing_parts(self) -> list[str]:
+        """Names of the parts that are empty: complete docs have none."""
+        missing = [name for name in ("summary", "what", "why", "evidence", "bad", "good", "fix")
+                   if not getattr(self, name).strip()]
+        if not self.references or not all(ref.strip() for ref in self.references):
+            missing.append("references")
+        return missing
+
+
+CheckFunction = Callable[["LintContext", Report], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    slug: str
+    severity: str
+    category: str
+    directives: tuple[str, ...]
+    """Directives the rule looks at (documentation and `rules --format json`)."""
+    doc: Doc
+    check: CheckFunction = field(repr=False, compare=False)
+    needs: tuple[str, ...] = ()
+    """Host facts the rule cannot work without (`ram`, `worker_memory`,
+    `expected_clients`); the engine notes when it had to skip the rule."""
+    post: bool = False
+    """Runs after the other rules, on what they found (unused suppressions)."""
+
+    def __post_init__(self) -> None:
+        if self.severity not in SEVERITIES:
+            raise ValueError(f"{self.code}: severity {self.severity!r} not in {SEVERITIES}")
+        if self.category not in CATEGORIES:
+            raise ValueError(f"{self.code}: category {self.category!r} not in {CATEGORIES}")
+
+    @property
+    def title(self) -> str:
+        return f"{self.code} {self.slug}"
+
+
+@dataclass
+class Finding:
+    """One problem found. These seven fields are the JSON contract."""
+
+    code: str
+    severity: str
+    message: str
+    file: str
+    line: int
+    evidence: str
+    fix: str | None = None
+
+    def sort_key(self) -> tuple[str, int, str]:
+        return (self.file, self.line, self.code)
+
+
+def max_severity(findings: Iterable[Finding]) -> str | None:
+    best: str | None = None
+    for finding in findings:
+        if best is None or SEVERITY_RANK[finding.severity] > SEVERITY_RANK[best]:
+            best = finding.severity
+    return best
