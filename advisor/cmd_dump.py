@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
         path: str = typer.Argument(..., help="Main config file, or a directory holding apache2.conf / httpd.conf / conf/httpd.conf."),
         json_output: bool = typer.Option(False, "--json", help="Print the tree as JSON with file and line for every node."),
         raw: bool = typer.Option(False, "--raw", help="With --json: the raw tree (every branch, Include nodes) instead of the effective one."),
+        includes: bool = typer.Option(False, "--includes", help="List the files read, in the shape of `httpd -D DUMP_INCLUDES`."),
         define: Optional[List[str]] = typer.Option(None, "--define", "-D", help="NAME[=VALUE], like httpd's -D."),
         module: Optional[List[str]] = typer.Option(None, "--module", help="A module loaded by means the config does not show."),
         modules_from: Optional[str] = typer.Option(None, "--modules-from", help="A file with the output of `apachectl -M`."),
@@ -51,11 +52,16 @@ def register(app: typer.Typer) -> None:
         server_root: Optional[str] = typer.Option(None, "--server-root", "-d", help="httpd's ServerRoot (-d); default: derived from PATH."),
     ) -> None:
         """Print the effective config in the shape of `httpd -t -D DUMP_CONFIG`."""
-        from advisor.dumpfmt import dump_json, dump_text
+        from advisor.dumpfmt import dump_json, dump_text, include_lines
         from advisor.loader import load_config
 
         options = load_options(define, module, modules_from, apache_version, server_root)
         config = load_config(path, options)
         for diagnostic in config.diagnostics:
             sys.stderr.write(f"apache-advisor: warning: {diagnostic.file}:{diagnostic.line}: {diagnostic.message}\n")
-        write_output(dump_json(config, raw) if json_output else dump_text(config))
+        if includes:
+            write_output("".join(line + "\n" for line in include_lines(config)))
+        elif json_output:
+            write_output(dump_json(config, raw))
+        else:
+            write_output(dump_text(config))

@@ -48,6 +48,35 @@ def dump_text(config: Config) -> str:
     return "".join(line + "\n" for line in dump_lines(config.effective))
 
 
+def include_lines(config: Config) -> Iterator[str]:
+    """The files read, in httpd's `-D DUMP_INCLUDES` shape: each file with the
+    line of the Include that pulled it in, indented by nesting depth."""
+    yield "Included configuration files:"
+    yield f"  (*) {config.main_file}"
+
+    def walk(section: Section, depth: int) -> Iterator[str]:
+        for node in section.children:
+            if isinstance(node, Include) and node.active:
+                # A nested Include deepens the indent; a file that holds no
+                # directive at all is listed all the same.
+                for path in node.files:
+                    yield f"{'  ' * (depth + 1)}({node.end_line}) {path}"
+                    yield from walk(_FileView(node, path), depth + 1)
+            elif isinstance(node, Section) and node.active:
+                yield from walk(node, depth)
+
+    yield from walk(config.raw, 1)
+
+
+class _FileView(Section):
+    """The part of an Include node's children that came from one file."""
+
+    def __init__(self, include: Include, path: str) -> None:
+        super().__init__(name=include.name, args=include.args, raw_args=include.raw_args,
+                         file=path, line=include.line, end_line=include.end_line)
+        self.children = [child for child in include.children if child.file == path]
+
+
 def node_to_json(node: Node) -> dict[str, Any]:
     data: dict[str, Any] = {
         "type": "section" if isinstance(node, Section) and not isinstance(node, Include)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from dataclasses import dataclass, field, replace
 
 from advisor import includes
@@ -22,6 +23,14 @@ from advisor.lexer import LogicalLine, decode, logical_lines, next_word, resolve
 from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
 from advisor.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
 from advisor.options import LoadOptions
+
+# Far deeper than any real configuration, and well inside Python's recursion
+# limit even with includes nested as deep as httpd allows.
+MAX_SECTION_DEPTH = 64
+
+# Includes (up to httpd's 128 levels) and sections nest through recursion.
+if sys.getrecursionlimit() < 5000:
+    sys.setrecursionlimit(5000)
 
 MAIN_FILE_CANDIDATES = ("apache2.conf", "httpd.conf", "conf/httpd.conf")
 
@@ -61,7 +70,7 @@ class _State:
     files: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     include_stack: list[str] = field(default_factory=list)
-    text_cache: dict[str, str] = field(default_factory=dict)
+    section_depth: int = 0
 
     def lookup_variable(self, name: str) -> str | None:
         if name in self.defines and self.defines[name] is not None:
@@ -183,6 +192,11 @@ class _Reader:
             name=bare, args=split_words(inner), raw_args=raw_args, file=path,
             line=logical.start, end_line=logical.end, active=active, parent=container,
         )
+        state.section_depth += 1
+        depth = state.section_depth
+        if depth > MAX_SECTION_DEPTH:
+            raise ConfigError(f"sections nested more than {MAX_SECTION_DEPTH} deep", path,
+                              logical.end, "a closing tag is probably missing")
         container.children.append(node)
         child_active = active
         lname = bare.lower()
@@ -193,6 +207,7 @@ class _Reader:
             # it applies where it is written.
             child_active = False
         self.build(cursor, node, path, child_active, closing=node)
+        state.section_depth -= 1
 
     def directive(self, name: str, rest: str, logical: LogicalLine, container: Section,
                   path: str, active: bool) -> None:

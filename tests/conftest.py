@@ -1,0 +1,68 @@
+"""Shared test helpers.
+
+Tests about httpd use the real binary. When it is missing they skip on a
+developer's machine but FAIL under CI (CI=true): CI must prove them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CORPUS = REPO / "corpus"
+SAMPLES = CORPUS / "samples"
+
+
+def _missing(tool: str) -> None:
+    message = f"{tool} is not installed; .ci/run installs it"
+    if os.environ.get("CI"):
+        pytest.fail(message)  # in CI a missing tool is a failure, never a skip
+    pytest.skip(message)  # developer machine only; CI fails above
+
+
+def require_httpd() -> str:
+    from advisor.httpd import find_httpd, module_dir
+
+    binary = find_httpd()
+    if binary is None or module_dir() is None:
+        _missing("apache2 (with mod_info)")
+    return binary  # type: ignore[return-value]
+
+
+def require_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        _missing(name)
+    return path  # type: ignore[return-value]
+
+
+def sample_index() -> list[dict]:
+    return json.loads((SAMPLES / "index.json").read_text())["samples"]
+
+
+@pytest.fixture
+def httpd() -> str:
+    return require_httpd()
+
+
+@pytest.fixture(scope="session")
+def test_envvars(tmp_path_factory) -> Path:
+    """An envvars file whose directories exist, so httpd -t accepts the
+    Debian-style sample (its DefaultRuntimeDir must be a real directory)."""
+    base = tmp_path_factory.mktemp("envvars")
+    (base / "run").mkdir()
+    (base / "log").mkdir()
+    path = base / "envvars"
+    path.write_text(
+        f"export APACHE_RUN_DIR={base}/run\n"
+        f"export APACHE_LOG_DIR={base}/log\n"
+        f"export APACHE_PID_FILE={base}/run/apache2.pid\n"
+        "export APACHE_RUN_USER=www-data\n"
+        "export APACHE_RUN_GROUP=www-data\n"
+    )
+    return path
