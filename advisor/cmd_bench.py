@@ -1,0 +1,421 @@
+"""`apache-advisor bench` and `apache-advisor staging up|down|status`.
+
+Only Typer is imported at module level: the tuner (requests, psutil,
+matplotlib) loads when one of these commands runs, not at CLI start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from typing import Optional
+
+import typer
+
+from advisor.errors import AdvisorError, UsageError
+
+staging_app = typer.Typer(help="A private staging httpd on 127.0.0.1 for bench and tune.", no_args_is_help=True)
+
+WORKDIR_HELP = "Sandbox work directory (default $APACHE_ADVISOR_STAGING_DIR or /tmp/apache-advisor-UID/staging)."
+
+
+def _fail(error: AdvisorError) -> None:
+    sys.stderr.write(f"apache-advisor: {error.render()}\n")
+    raise typer.Exit(code=2)
+
+
+def _default_client_cpus(server_cpus: list[int] | None) -> list[int] | None:
+    """The cores the server does not use, if there are any."""
+    if not server_cpus:
+        return None
+    rest = [c for c in range(os.cpu_count() or 1) if c not in server_cpus]
+    return rest or None
+
+
+@staging_app.command("up")
+def staging_up(
+    config: Optional[str] = typer.Argument(None, help="An httpd.conf whose MPM and tuning directives the sandbox takes; default: stock."),
+    workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+    mpm: Optional[str] = typer.Option(None, "--mpm", help="prefork, worker or event (default: CONFIG's, else event)."),
+    port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (default: a free one)."),
+    server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="Cores for httpd, e.g. 0 (default: 0 on a multi-core host)."),
+    httpd_bin: Optional[str] = typer.Option(None, "--httpd-bin", help="The httpd binary (default: apache2 or httpd)."),
+    netns: Optional[str] = typer.Option(None, "--netns", help="Run httpd inside this network namespace (one you created)."),
+    listen_host: str = typer.Option("127.0.0.1", "--listen-host", help="Address to listen on (127.0.0.1, or one inside --netns)."),
+    status_allow: Optional[list[str]] = typer.Option(None, "--status-allow", help="Extra address allowed to read mod_status."),
+    extended_status: bool = typer.Option(False, "--extended-status", help="Turn ExtendedStatus on."),
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+) -> None:
+    """Start the staging sandbox."""
+    from advisor.tuner.sandbox import Sandbox, parse_cpus
+
+    try:
+        if listen_host != "127.0.0.1" and not netns:
+            raise UsageError("--listen-host other than 127.0.0.1 needs --netns",
+                             hint="the sandbox only listens on loopback or inside a namespace you made")
+        cpus = parse_cpus(server_cpus)
+        if cpus is None and (os.cpu_count() or 1) >= 2:
+            cpus = [0]
+        allow = ["127.0.0.1", "::1"] + list(status_allow or [])
+        state = Sandbox(workdir, binary=httpd_bin).up(
+            source_config=config, mpm=mpm, port=port, host=listen_host, server_cpus=cpus, netns=netns,
+            status_allow=allow, extended_status=extended_status)
+    except AdvisorError as error:
+        _fail(error)
+        return
+    if output_format == "json":
+        print(json.dumps({"url": state.base_url, "pid": state.pid, "mpm": state.mpm, "work_dir": state.work_dir,
+                          "server_cpus": state.server_cpus, "managed": state.managed}))
+    else:
+        print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}")
+        print(f"work dir {state.work_dir}; managed include {state.managed}")
+
+
+@staging_app.command("down")
+def staging_down(workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP)) -> None:
+    """Stop the staging sandbox (restoring its managed include first)."""
+    from advisor.tuner.sandbox import Sandbox
+
+    try:
+        sandbox = Sandbox(workdir)
+        _restore_file_only(sandbox)
+        stopped = sandbox.down()
+    except AdvisorError as error:
+        _fail(error)
+        return
+    print("staging httpd stopped" if stopped else f"no staging httpd was running in {sandbox.work_dir}")
+
+
+def _restore_file_only(sandbox) -> None:
+    """A journal left by a killed bench: put the original file back before stopping."""
+    from pathlib import Path
+
+    from advisor.tuner.target import Journal
+
+    journal_path = Path(sandbox.managed_path.name + ".journal")
+    journal_path = sandbox.managed_path.with_name(journal_path.name)
+    if journal_path.exists():
+        journal = Journal(**json.loads(journal_path.read_text()))
+        if journal.original is None:
+            sandbox.managed_path.unlink(missing_ok=True)
+        else:
+            sandbox.managed_path.write_text(journal.original)
+        journal_path.unlink()
+
+
+@staging_app.command("status")
+def staging_status(
+    workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+) -> None:
+    """Report whether the sandbox runs, where, and its workers."""
+    from advisor.tuner.sandbox import Sandbox
+
+    try:
+        sandbox = Sandbox(workdir)
+        info = sandbox.status()
+        info["journal_pending"] = sandbox.managed_path.with_name(sandbox.managed_path.name + ".journal").exists()
+    except AdvisorError as error:
+        _fail(error)
+        return
+    if output_format == "json":
+        print(json.dumps(info))
+        return
+    if not info["running"]:
+        print(f"staging httpd is not running (work dir {info['work_dir']})")
+        return
+    print(f"staging httpd ({info.get('mpm')}) running at {info.get('url')}, pid {info['pid']}, "
+          f"cores {info.get('server_cpus') or 'all'}")
+    if "busy_workers" in info:
+        print(f"workers busy {info['busy_workers']} idle {info['idle_workers']}, config generation {info['generation']}")
+    if info["journal_pending"]:
+        print("a journal from an interrupted bench is pending: the next bench restores the original first")
+
+
+def bench(
+    workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, cgi, slow or url (the path of --url)."),
+    mode: str = typer.Option("fixed", "--mode", help="fixed (one rate), ramp (stepped rates) or knee (peak under the SLO)."),
+    rate: float = typer.Option(100.0, "--rate", help="Fixed mode: connections (or sessions) per second."),
+    rates: Optional[str] = typer.Option(None, "--rates", help="Ramp mode: comma-separated rates, e.g. 500,1000,1500."),
+    start_rate: float = typer.Option(250.0, "--start-rate", help="Knee mode: first probe rate."),
+    max_rate: float = typer.Option(20000.0, "--max-rate", help="Knee mode: highest rate to try."),
+    tolerance: float = typer.Option(0.1, "--tolerance", help="Knee mode: stop when the bracket is this narrow (0.1 = 10 %)."),
+    max_probes: int = typer.Option(12, "--max-probes", help="Knee mode: at most this many probes."),
+    duration: float = typer.Option(3.0, "--duration", help="Seconds of load per trial."),
+    timeout: float = typer.Option(2.0, "--timeout", help="httperf's per-request timeout, seconds."),
+    num_calls: int = typer.Option(1, "--num-calls", help="Requests per connection (persistent connections)."),
+    burst_length: int = typer.Option(1, "--burst-length", help="Requests pipelined per burst."),
+    think: Optional[float] = typer.Option(None, "--think", help="Sessions: seconds a client idles between calls on its connection."),
+    cgi_n: int = typer.Option(100000, "--cgi-n", help="cgi workload: random numbers summed per request."),
+    sleep_ms: int = typer.Option(1000, "--sleep-ms", help="slow workload: milliseconds per request."),
+    slo_ms: float = typer.Option(100.0, "--slo-ms", help="SLO: mean reply time below this."),
+    slo_errors: float = typer.Option(1.0, "--slo-errors", help="SLO: errors below this percentage."),
+    directives: Optional[list[str]] = typer.Option(None, "--set", help="A directive for the managed include, e.g. 'KeepAlive Off' (repeat)."),
+    server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="Cores httpd runs on (existing server: re-pinned with taskset)."),
+    client_cpus: Optional[str] = typer.Option(None, "--client-cpus", help="Cores httperf runs on (default: the cores the server does not use)."),
+    interval: Optional[float] = typer.Option(None, "--interval", help="Metric sampling interval, seconds (default: 1, or less for short trials)."),
+    output_format: str = typer.Option("table", "--format", help="table or json (one JSON document per trial, one per line)."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write PNG plots into this directory."),
+    workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+    config: Optional[str] = typer.Option(None, "--config", help="Existing staging server: the config it reads (must include the managed file)."),
+    reload_cmd: str = typer.Option("apachectl graceful", "--reload-cmd", help="Existing server: how to reload it."),
+    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG)."),
+    url: Optional[str] = typer.Option(None, "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html."),
+    managed: Optional[str] = typer.Option(None, "--managed", help="Existing server: the managed include (default: beside CONFIG)."),
+    httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
+) -> None:
+    """Closed-loop httperf trials with per-second metrics and a bottleneck verdict."""
+    try:
+        _bench(**locals())
+    except AdvisorError as error:
+        _fail(error)
+
+
+def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
+    from advisor.tuner import httperf, workload
+    from advisor.tuner.sandbox import Sandbox, parse_cpus
+    from advisor.tuner.target import LocalServerTarget, ManagedConfig, SandboxTarget
+    from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, server_affinity
+
+    if opts["mode"] not in ("fixed", "ramp", "knee"):
+        raise UsageError(f"unknown --mode {opts['mode']!r}", hint="choose fixed, ramp or knee")
+    if opts["output_format"] not in ("table", "json"):
+        raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose table or json")
+    if opts["duration"] <= 0 or opts["duration"] > 600:
+        raise UsageError("--duration must be between 0 and 600 seconds")
+    if opts["num_calls"] < 1 or opts["burst_length"] < 1 or opts["burst_length"] > opts["num_calls"]:
+        raise UsageError("need 1 <= --burst-length <= --num-calls")
+    httperf.find_httperf(opts["httperf_bin"])
+    if opts["httperf_bin"]:
+        os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
+
+    if opts["config"] or opts["url"]:
+        if not (opts["config"] and opts["url"]):
+            raise UsageError("an existing staging server needs both --config and --url")
+        target = LocalServerTarget(opts["config"], opts["url"], opts["reload_cmd"], opts["managed"], opts["test_cmd"])
+        work_dir = None
+        target.check_alive()
+    else:
+        sandbox = Sandbox(opts["workdir"])
+        target = SandboxTarget(sandbox)
+        work_dir = sandbox.work_dir
+        target.check_alive()
+    pid = target.server_pid()
+    wanted_server = parse_cpus(opts["server_cpus"])
+    if wanted_server and pid:
+        _pin_tree(pid, wanted_server)
+    actual_server = server_affinity(pid) or wanted_server
+    client = parse_cpus(opts["client_cpus"]) or _default_client_cpus(actual_server)
+
+    path = None
+    if opts["workload_name"] == "url":
+        from urllib.parse import urlsplit
+
+        if not opts["url"]:
+            raise UsageError("--workload url needs --url")
+        parts = urlsplit(opts["url"])
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+    work = workload.make_workload(opts["workload_name"], work_dir, cgi_n=opts["cgi_n"],
+                                  sleep_ms=opts["sleep_ms"], uri=path)
+    wsess = None
+    if opts["think"] is not None:
+        wsess = (1, opts["num_calls"], opts["think"])
+    base = TrialInputs(
+        workload=work.name, uri=work.uri, rate=opts["rate"], duration_s=opts["duration"],
+        num_calls=opts["num_calls"], burst_length=opts["burst_length"], timeout_s=opts["timeout"],
+        uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
+        directives=list(opts["directives"] or []), slo_errors_pct=opts["slo_errors"], slo_reply_ms=opts["slo_ms"])
+    interval = opts["interval"] or (1.0 if opts["duration"] >= 10 else max(0.25, opts["duration"] / 6))
+
+    report = _Reporter(opts["output_format"], opts["plot"])
+    running: list = []
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def on_sigterm(signum, frame):  # turn SIGTERM into an exception so `with` restores
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    trials = []
+    try:
+        with ManagedConfig(target) as managed_config:
+            if managed_config.recovered is not None:
+                report.note(f"restored the original managed include left by an interrupted run (pid {managed_config.recovered.pid})")
+            if base.directives:
+                managed_config.apply(base.directives)
+            kwargs = dict(interval=interval, registry=running, on_tick=report.tick)
+            if opts["mode"] == "fixed":
+                report.start(1, opts["duration"])
+                trials = [run_trial(target, base, **kwargs)]
+                report.trial(trials[0])
+            elif opts["mode"] == "ramp":
+                steps = _parse_rates(opts["rates"])
+                report.start(len(steps), opts["duration"])
+                trials = ramp(target, base, steps, on_trial=report.trial, **kwargs)
+            else:
+                report.start(opts["max_probes"], opts["duration"])
+                knee = knee_search(target, base, start_rate=opts["start_rate"], max_rate=opts["max_rate"],
+                                   tolerance=opts["tolerance"], max_probes=opts["max_probes"],
+                                   on_trial=report.trial, **kwargs)
+                trials = knee.probes
+                report.knee(knee)
+    except KeyboardInterrupt:
+        for process in running:
+            if process.poll() is None:
+                process.kill()
+        report.stop()
+        sys.stderr.write("apache-advisor: interrupted; the original configuration was restored\n")
+        raise typer.Exit(code=130)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        report.stop()
+    report.plots(trials)
+
+
+def _pin_tree(pid: int, cpus: list[int]) -> None:
+    """Re-pin an existing server: the parent (future children) and every current child."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        for process in [parent, *parent.children(recursive=True)]:
+            try:
+                process.cpu_affinity(cpus)
+            except psutil.Error:
+                continue
+    except psutil.Error as exc:
+        raise AdvisorError(f"cannot pin the server to cores {cpus}: {exc}") from None
+
+
+def _parse_rates(text: str | None) -> list[float]:
+    if not text:
+        raise UsageError("ramp mode needs --rates", hint="for example --rates 500,1000,1500")
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise UsageError(f"bad --rates {text!r}", hint="comma-separated numbers") from None
+    if not values or any(v <= 0 for v in values):
+        raise UsageError("--rates must be positive numbers")
+    return values
+
+
+class _Reporter:
+    """Formats results; decides nothing."""
+
+    def __init__(self, output_format: str, plot_dir: str | None):
+        self.json = output_format == "json"
+        self.plot_dir = plot_dir
+        self.progress = None
+        self.task = None
+        self.done = 0
+        self.console = None
+        if not self.json:
+            from rich.console import Console
+
+            self.console = Console()
+
+    def start(self, total: int, duration: float) -> None:
+        if self.console is None or not self.console.is_terminal:
+            return
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                                 console=self.console, transient=True)
+        self.progress.start()
+        self.task = self.progress.add_task("trial 1", total=duration)
+
+    def tick(self, elapsed: float, duration: float) -> None:
+        if self.progress is not None:
+            self.progress.update(self.task, completed=min(elapsed, duration),
+                                 description=f"trial {self.done + 1}: {elapsed:4.1f}/{duration:g} s")
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def note(self, text: str) -> None:
+        if self.json:
+            sys.stderr.write(f"apache-advisor: {text}\n")
+        else:
+            self.console.print(f"[yellow]{text}[/yellow]")
+
+    def trial(self, result) -> None:
+        self.done += 1
+        if self.json:
+            document = {"kind": "trial"}
+            document.update(result.to_dict())
+            print(json.dumps(document), flush=True)
+            return
+        from rich.table import Table
+
+        table = Table(title=f"{result.inputs.workload} at {result.inputs.rate:g}/s", show_header=True)
+        for column in ("target req/s", "conn/s", "req/s", "replies/s", "reply ms", "errors %", "valid", "SLO", "verdict"):
+            table.add_column(column)
+        table.add_row(f"{result.inputs.target_request_rate:g}", f"{result.httperf.connection_rate:.0f}",
+                      f"{result.httperf.request_rate:.0f}", f"{result.httperf.reply_rate:.0f}",
+                      f"{result.httperf.reply_time_ms:.1f}", f"{result.error_pct:.2f}",
+                      "yes" if result.valid else "NO", "met" if result.meets_slo else "missed", result.verdict.label)
+        if self.progress is not None:
+            self.progress.console.print(table)
+        else:
+            self.console.print(table)
+        evidence = ", ".join(f"{k}={v}" for k, v in result.verdict.evidence.items())
+        self.console.print(f"  verdict [bold]{result.verdict.label}[/bold]: {evidence}")
+        if result.verdict.note:
+            self.console.print(f"  {result.verdict.note}")
+        for failure in result.slo_failures():
+            self.console.print(f"  SLO: {failure}")
+
+    def knee(self, knee) -> None:
+        if self.json:
+            document = {"kind": "knee"}
+            document.update(knee.to_dict())
+            print(json.dumps(document), flush=True)
+            return
+        if knee.peak_rate is None:
+            self.console.print(f"[red]no probe met the SLO[/red] ({knee.stop_reason})")
+        else:
+            bound = "at least " if knee.lower_bound_only else ""
+            self.console.print(f"[bold]peak sustainable rate: {bound}{knee.peak_rate:g}/s[/bold] "
+                               f"({knee.peak_reply_rate:.0f} replies/s; {knee.stop_reason})")
+        if knee.limiting is not None:
+            self.console.print(f"limited by [bold]{knee.limiting.label}[/bold]")
+
+    def plots(self, trials) -> None:
+        if not self.plot_dir or not trials:
+            return
+        from pathlib import Path
+
+        from advisor.tuner import plots
+
+        directory = Path(self.plot_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        written = [plots.rates_plot(trials, directory / "rates.png")]
+        for index, trial in enumerate(trials, 1):
+            written.append(plots.timeline_plot(trial, directory / f"trial-{index:02d}-timeline.png"))
+        if not self.json:
+            self.console.print(f"plots: {', '.join(str(p) for p in written)}")
+        else:
+            sys.stderr.write(f"apache-advisor: plots written to {directory}\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)
+    app.add_typer(staging_app, name="staging")
+
+
+def main() -> None:
+    """Run these commands alone (`python -m advisor.cmd_bench`), with the CLI's error contract."""
+    app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+    register(app)
+    try:
+        app()
+    except AdvisorError as error:
+        sys.stderr.write(f"apache-advisor: {error.render()}\n")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

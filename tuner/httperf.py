@@ -1,0 +1,226 @@
+"""Run httperf and parse every line of its report into typed fields.
+
+httperf 0.9.0 (Debian) prints one summary; each line is matched by a pattern
+below. A line no pattern knows is kept in `unparsed`, so a new httperf version
+shows up in the output instead of silently losing data.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, field
+
+from advisor.errors import AdvisorError
+
+# httperf 0.9.0 uses select(): it can hold at most FD_SETSIZE (1024) sockets,
+# minus stdio and a few of its own; Debian's build reports <=1020 at the cap.
+FD_SETSIZE_CAP = 1020
+HTTPERF_NOT_FOUND_HINT = "install httperf (apt-get install httperf) or pass --httperf PATH"
+
+
+@dataclass
+class HttperfResult:
+    """Every number httperf reports, named and typed."""
+
+    command: str = ""
+    max_connect_burst: int | None = None
+    connections: int = 0
+    requests: int = 0
+    replies: int = 0
+    test_duration_s: float = 0.0
+    connection_rate: float = 0.0  # conn/s
+    connection_period_ms: float | None = None
+    max_concurrent_connections: int = 0
+    connection_time_ms: dict[str, float] = field(default_factory=dict)  # min avg max median stddev
+    connect_time_ms: float | None = None
+    connection_length_replies: float | None = None
+    request_rate: float = 0.0  # req/s
+    request_period_ms: float | None = None
+    request_size_b: float | None = None
+    reply_rate_samples: dict[str, float] = field(default_factory=dict)  # min avg max stddev samples
+    reply_response_ms: float = 0.0
+    reply_transfer_ms: float = 0.0
+    reply_size_b: dict[str, float] = field(default_factory=dict)  # header content footer total
+    status: dict[str, int] = field(default_factory=dict)  # 1xx..5xx
+    cpu_user_s: float | None = None
+    cpu_system_s: float | None = None
+    cpu_pct: dict[str, float] = field(default_factory=dict)
+    net_io_kbps: float | None = None
+    net_io_bps: float | None = None
+    errors: dict[str, int] = field(default_factory=dict)  # total client-timo ... other
+    session: dict[str, float | str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    unparsed: list[str] = field(default_factory=list)
+
+    @property
+    def reply_rate(self) -> float:
+        """Replies per second over the whole run.
+
+        httperf prints reply-rate samples only every 5 s, so short runs report
+        0 samples; replies / duration is defined for every run.
+        """
+        return self.replies / self.test_duration_s if self.test_duration_s > 0 else 0.0
+
+    @property
+    def reply_time_ms(self) -> float:
+        return self.reply_response_ms + self.reply_transfer_ms
+
+    @property
+    def error_total(self) -> int:
+        return int(self.errors.get("total", 0))
+
+    @property
+    def bad_status(self) -> int:
+        return int(self.status.get("4xx", 0)) + int(self.status.get("5xx", 0))
+
+    def to_dict(self) -> dict[str, object]:
+        data = asdict(self)
+        data.update(reply_rate=self.reply_rate, reply_time_ms=self.reply_time_ms)
+        return data
+
+
+_NUM = r"([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)"
+
+
+def _pairs(text: str) -> dict[str, float]:
+    """`min 0.1 avg 0.3 max 0.9` -> {'min': 0.1, ...}."""
+    return {key: float(value) for key, value in re.findall(r"([A-Za-z][\w-]*)\s+" + _NUM, text)}
+
+
+def parse(text: str) -> HttperfResult:
+    result = HttperfResult()
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if not _parse_line(line, result):
+            result.unparsed.append(line)
+    return result
+
+
+def _parse_line(line: str, r: HttperfResult) -> bool:  # noqa: C901 - one branch per report line
+    if line.startswith("httperf --"):
+        r.command = line
+    elif line.startswith("httperf: warning") or line.startswith("httperf: "):
+        r.warnings.append(line)
+    elif m := re.match(r"Maximum connect burst length:\s*(\d+)", line):
+        r.max_connect_burst = int(m.group(1))
+    elif m := re.match(r"Total: connections (\d+) requests (\d+) replies (\d+) test-duration " + _NUM + " s", line):
+        r.connections, r.requests, r.replies = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        r.test_duration_s = float(m.group(4))
+    elif m := re.match(r"Connection rate: " + _NUM + r" conn/s \(" + _NUM + r" ms/conn, <=(\d+) concurrent connections\)", line):
+        r.connection_rate, r.connection_period_ms = float(m.group(1)), float(m.group(2))
+        r.max_concurrent_connections = int(m.group(3))
+    elif m := re.match(r"Connection time \[ms\]: connect " + _NUM + "$", line):
+        r.connect_time_ms = float(m.group(1))
+    elif line.startswith("Connection time [ms]:"):
+        r.connection_time_ms = _pairs(line.split(":", 1)[1])
+    elif m := re.match(r"Connection length \[replies/conn\]: " + _NUM, line):
+        r.connection_length_replies = float(m.group(1))
+    elif m := re.match(r"Request rate: " + _NUM + r" req/s \(" + _NUM + r" ms/req\)", line):
+        r.request_rate, r.request_period_ms = float(m.group(1)), float(m.group(2))
+    elif m := re.match(r"Request size \[B\]: " + _NUM, line):
+        r.request_size_b = float(m.group(1))
+    elif m := re.match(r"Reply rate \[replies/s\]: (.*)\((\d+) samples\)", line):
+        r.reply_rate_samples = _pairs(m.group(1))
+        r.reply_rate_samples["samples"] = float(m.group(2))
+    elif m := re.match(r"Reply time \[ms\]: response " + _NUM + " transfer " + _NUM, line):
+        r.reply_response_ms, r.reply_transfer_ms = float(m.group(1)), float(m.group(2))
+    elif m := re.match(r"Reply size \[B\]: (.*)\(total " + _NUM + r"\)", line):
+        r.reply_size_b = _pairs(m.group(1))
+        r.reply_size_b["total"] = float(m.group(2))
+    elif line.startswith("Reply status:"):
+        r.status = {key: int(value) for key, value in re.findall(r"(\dxx)=(\d+)", line)}
+    elif m := re.match(r"CPU time \[s\]: user " + _NUM + " system " + _NUM + r" \((.*)\)", line):
+        r.cpu_user_s, r.cpu_system_s = float(m.group(1)), float(m.group(2))
+        r.cpu_pct = {k: float(v) for k, v in re.findall(r"(\w+) " + _NUM + "%", m.group(3))}
+    elif m := re.match(r"Net I/O: " + _NUM + r" KB/s \(" + _NUM + r"\*10\^(\d+) bps\)", line):
+        r.net_io_kbps = float(m.group(1))
+        r.net_io_bps = float(m.group(2)) * 10 ** int(m.group(3))
+    elif line.startswith("Errors:"):
+        r.errors.update({k: int(float(v)) for k, v in _pairs(line.split(":", 1)[1]).items()})
+    elif m := re.match(r"Session rate \[sess/s\]: (.*)\((\d+)/(\d+)\)", line):
+        r.session.update({f"rate_{k}": v for k, v in _pairs(m.group(1)).items()})
+        r.session["completed"], r.session["total"] = float(m.group(2)), float(m.group(3))
+    elif m := re.match(r"Session: avg " + _NUM + " connections/session", line):
+        r.session["connections_per_session"] = float(m.group(1))
+    elif m := re.match(r"Session lifetime \[s\]: " + _NUM, line):
+        r.session["lifetime_s"] = float(m.group(1))
+    elif m := re.match(r"Session failtime \[s\]: " + _NUM, line):
+        r.session["failtime_s"] = float(m.group(1))
+    elif line.startswith("Session length histogram:"):
+        r.session["length_histogram"] = line.split(":", 1)[1].strip()
+    else:
+        return False
+    return True
+
+
+@dataclass
+class HttperfSpec:
+    """One httperf invocation."""
+
+    host: str
+    port: int
+    uri: str = "/"
+    rate: float = 0.0  # connections (or sessions) per second; 0 = one at a time
+    num_conns: int = 100
+    num_calls: int = 1
+    burst_length: int = 1
+    timeout_s: float = 2.0
+    uri_list: str | None = None  # --wlog file
+    wsess: tuple[int, int, float] | None = None  # sessions, calls, think time
+    client_cpus: list[int] | None = None
+    binary: str | None = None
+
+    def argv(self) -> list[str]:
+        binary = self.binary or find_httperf()
+        args = [binary, "--hog", f"--server={self.host}", f"--port={self.port}", f"--timeout={self.timeout_s:g}"]
+        if self.rate > 0:
+            args.append(f"--rate={self.rate:g}")
+        if self.wsess:
+            sessions, calls, think = self.wsess
+            args += [f"--wsess={sessions},{calls},{think:g}", f"--burst-length={self.burst_length}"]
+            args.append(f"--uri={self.uri}")
+        else:
+            args += [f"--num-conns={self.num_conns}", f"--num-calls={self.num_calls}"]
+            if self.burst_length > 1:
+                args.append(f"--burst-length={self.burst_length}")
+            if self.uri_list:
+                args.append(f"--wlog=y,{self.uri_list}")
+            else:
+                args.append(f"--uri={self.uri}")
+        if self.client_cpus:
+            args = ["taskset", "-c", ",".join(map(str, self.client_cpus))] + args
+        return args
+
+
+def find_httperf(explicit: str | None = None) -> str:
+    path = explicit or shutil.which("httperf")
+    if not path or not shutil.which(path):
+        raise AdvisorError(f"httperf not found: {explicit or 'httperf'}", hint=HTTPERF_NOT_FOUND_HINT)
+    return path
+
+
+def start(spec: HttperfSpec) -> subprocess.Popen:
+    """Start httperf; the caller collects metrics while it runs and calls finish()."""
+    try:
+        return subprocess.Popen(spec.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    except FileNotFoundError as exc:
+        raise AdvisorError(f"cannot run httperf: {exc.filename}", hint=HTTPERF_NOT_FOUND_HINT) from None
+
+
+def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
+    try:
+        out, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AdvisorError(f"httperf did not finish within {timeout:.0f} s",
+                           hint="lower the rate or --duration, or raise --timeout") from None
+    result = parse(out)
+    if result.command == "" or result.test_duration_s == 0 and result.connections == 0:
+        raise AdvisorError(f"httperf failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'}",
+                           hint="check the target host and port")
+    return result

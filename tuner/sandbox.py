@@ -1,0 +1,487 @@
+"""The staging sandbox: a private httpd from the system's binary on 127.0.0.1.
+
+Everything lives in one work directory:
+
+    conf/httpd.conf    the generated stock config (never edited afterwards)
+    conf/site.conf     tuning directives taken from `staging up CONFIG`
+    conf/managed.conf  the managed include: the only file trials change
+    docroot/, cgi-bin/ workload files
+    logs/, run/        error log, pid file, scoreboard, cgid socket
+    staging.json       what `staging status` and `bench` need to find it
+
+The server is started under `taskset` so that every child inherits the
+server's cores, and optionally inside a network namespace (`ip netns exec`)
+that a test created, to put a rate-limited link between client and server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+from advisor.errors import AdvisorError, ConfigError, UsageError
+from advisor.tuner import workload
+
+STATE_FILE = "staging.json"
+MANAGED_HEADER = "# Managed by apache-advisor: trials write tuned directives here.\n"
+STOCK_MANAGED = MANAGED_HEADER + "# Empty means the stock configuration.\n"
+
+# Server-scope directives that shape performance and carry no host paths or
+# addresses: these are what `staging up CONFIG` takes from an admin's config.
+TUNING_DIRECTIVES = (
+    "StartServers", "MinSpareServers", "MaxSpareServers", "MinSpareThreads",
+    "MaxSpareThreads", "ThreadsPerChild", "ThreadLimit", "ServerLimit",
+    "MaxRequestWorkers", "MaxClients", "MaxConnectionsPerChild",
+    "MaxRequestsPerChild", "AsyncRequestWorkerFactor", "KeepAlive",
+    "KeepAliveTimeout", "MaxKeepAliveRequests", "Timeout", "ListenBacklog",
+    "EnableSendfile", "EnableMMAP", "HostnameLookups", "ExtendedStatus",
+    "MaxMemFree", "ThreadStackSize",
+)
+MPMS = ("prefork", "worker", "event")
+
+
+def default_work_dir() -> Path:
+    """Where `staging up` puts its sandbox unless told otherwise.
+
+    Under the temp dir rather than $HOME: when started as root the workers run
+    as an unprivileged user, who must be able to walk into the docroot.
+    """
+    env = os.environ.get("APACHE_ADVISOR_STAGING_DIR")
+    if env:
+        return Path(env)
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"apache-advisor-{os.getuid()}" / "staging"
+
+
+def find_httpd(explicit: str | None = None) -> str:
+    """The system httpd binary: apache2 (Debian) or httpd (Red Hat)."""
+    candidates = [explicit] if explicit else [os.environ.get("APACHE_ADVISOR_HTTPD")]
+    if not explicit:
+        candidates += ["/usr/sbin/apache2", "/usr/sbin/httpd", shutil.which("apache2"), shutil.which("httpd")]
+    for candidate in candidates:
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    where = explicit or "apache2/httpd"
+    raise AdvisorError(
+        f"httpd binary not found: {where}",
+        hint="install apache2 (apt-get install apache2) or pass --httpd-bin PATH",
+    )
+
+
+def find_modules_dir(binary: str) -> str:
+    for candidate in ("/usr/lib/apache2/modules", "/usr/lib64/httpd/modules", "/usr/lib/httpd/modules"):
+        if os.path.isfile(os.path.join(candidate, "mod_status.so")):
+            return candidate
+    root = _compile_setting(binary, "HTTPD_ROOT")
+    if root and os.path.isfile(os.path.join(root, "modules", "mod_status.so")):
+        return os.path.join(root, "modules")
+    raise AdvisorError(
+        f"cannot find httpd's modules directory for {binary}",
+        hint="install the package that ships mod_status.so (apache2-bin or httpd)",
+    )
+
+
+def _compile_setting(binary: str, name: str) -> str | None:
+    try:
+        out = subprocess.run([binary, "-V"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(rf'-D {name}="([^"]*)"', out)
+    return match.group(1) if match else None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def cpu_list(cpus: list[int] | None) -> str | None:
+    return ",".join(str(c) for c in cpus) if cpus else None
+
+
+def parse_cpus(text: str | None) -> list[int] | None:
+    """`0`, `0,1` or `0-1` -> [0, 1]; None stays None."""
+    if text is None or text == "":
+        return None
+    cpus: list[int] = []
+    try:
+        for part in text.split(","):
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                cpus.extend(range(int(lo), int(hi) + 1))
+            else:
+                cpus.append(int(part))
+    except ValueError:
+        raise UsageError(f"bad CPU list {text!r}", hint="write it like 0 or 0,1 or 0-1") from None
+    available = os.cpu_count() or 1
+    bad = [c for c in cpus if c < 0 or c >= available]
+    if bad:
+        raise UsageError(f"CPU {bad[0]} does not exist on this machine", hint=f"use 0-{available - 1}")
+    return sorted(set(cpus))
+
+
+@dataclass
+class SandboxState:
+    """What a running sandbox is: persisted in staging.json."""
+
+    work_dir: str
+    binary: str
+    config: str
+    managed: str
+    host: str
+    port: int
+    mpm: str
+    pid: int | None = None
+    server_cpus: list[int] | None = None
+    netns: str | None = None
+    source_config: str | None = None
+    site_directives: list[str] = field(default_factory=list)
+    started_at: float = 0.0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def status_url(self) -> str:
+        return f"{self.base_url}/server-status?auto"
+
+
+class Sandbox:
+    """A private httpd in `work_dir`. Methods raise AdvisorError on bad input."""
+
+    def __init__(self, work_dir: Path | str | None = None, binary: str | None = None):
+        self.work_dir = Path(work_dir) if work_dir else default_work_dir()
+        self._binary = binary
+
+    # -- paths ---------------------------------------------------------------
+    @property
+    def conf_dir(self) -> Path:
+        return self.work_dir / "conf"
+
+    @property
+    def config_path(self) -> Path:
+        return self.conf_dir / "httpd.conf"
+
+    @property
+    def managed_path(self) -> Path:
+        return self.conf_dir / "managed.conf"
+
+    @property
+    def state_path(self) -> Path:
+        return self.work_dir / STATE_FILE
+
+    @property
+    def pid_path(self) -> Path:
+        return self.work_dir / "run" / "httpd.pid"
+
+    @property
+    def error_log(self) -> Path:
+        return self.work_dir / "logs" / "error.log"
+
+    # -- state ---------------------------------------------------------------
+    def load_state(self) -> SandboxState | None:
+        try:
+            data = json.loads(self.state_path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise AdvisorError(f"unreadable sandbox state: {exc}", file=str(self.state_path),
+                               hint="run `apache-advisor staging down` and `up` again") from None
+        return SandboxState(**data)
+
+    def _save_state(self, state: SandboxState) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(state), indent=2))
+        os.replace(tmp, self.state_path)
+
+    def running_pid(self) -> int | None:
+        """The parent httpd's pid if it is alive and really ours."""
+        try:
+            pid = int(self.pid_path.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return None
+        if str(self.config_path).encode() not in cmdline:
+            return None  # a recycled pid, not our server
+        return pid
+
+    # -- up / down -----------------------------------------------------------
+    def up(
+        self,
+        *,
+        source_config: str | None = None,
+        mpm: str | None = None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        server_cpus: list[int] | None = None,
+        netns: str | None = None,
+        status_allow: list[str] | None = None,
+        extended_status: bool = False,
+        timeout: float = 15.0,
+    ) -> SandboxState:
+        if self.running_pid():
+            raise UsageError(
+                f"a sandbox is already running in {self.work_dir}",
+                hint="run `apache-advisor staging down` first, or pass another --workdir",
+            )
+        binary = find_httpd(self._binary)
+        modules_dir = find_modules_dir(binary)
+        site: list[str] = []
+        if source_config:
+            config_mpm, site = read_tuning_directives(source_config)
+            mpm = mpm or config_mpm
+        mpm = mpm or "event"
+        if mpm not in MPMS:
+            raise UsageError(f"unknown MPM {mpm!r}", hint="choose prefork, worker or event")
+        if not port:
+            port = free_port(host) if netns is None else 8080
+        for sub in ("conf", "logs", "run", "docroot", "cgi-bin"):
+            (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
+        workload.write_docroot(self.work_dir / "docroot", self.work_dir / "cgi-bin")
+        user_group = _user_group_lines(self.work_dir)
+        allow = " ".join(status_allow or ["127.0.0.1", "::1"])
+        cgi = ("LoadModule cgi_module \"{0}/mod_cgi.so\"" if mpm == "prefork"
+               else "LoadModule cgid_module \"{0}/mod_cgid.so\"\nScriptSock \"{1}/cgid.sock\"").format(
+            modules_dir, self.work_dir / "run")
+        template = Template((resources.files("advisor.tuner") / "assets" / "httpd.conf.in").read_text())
+        text = template.substitute(
+            server_root=self.work_dir,
+            server_name=host,
+            run_dir=self.work_dir / "run",
+            log_dir=self.work_dir / "logs",
+            user_group=user_group,
+            mpm=mpm,
+            modules_dir=modules_dir,
+            cgi_module=cgi,
+            listen=f"Listen {host}:{port}",
+            mime_types="/etc/mime.types" if os.path.exists("/etc/mime.types") else "/dev/null",
+            docroot=self.work_dir / "docroot",
+            cgi_dir=self.work_dir / "cgi-bin",
+            extended_status="On" if extended_status else "Off",
+            status_allow=allow,
+            managed=self.managed_path,
+        )
+        site_path = self.conf_dir / "site.conf"
+        site_path.write_text("# Tuning directives taken from %s\n%s" % (source_config or "(none: stock)", "".join(f"{d}\n" for d in site)))
+        text = text.replace(f'IncludeOptional "{self.managed_path}"',
+                            f'Include "{site_path}"\nIncludeOptional "{self.managed_path}"')
+        self.config_path.write_text(text)
+        self.managed_path.write_text(STOCK_MANAGED)
+        self.validate()
+        command = self.command_prefix(server_cpus, netns) + [binary, "-f", str(self.config_path), "-k", "start"]
+        started = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        if started.returncode != 0:
+            raise AdvisorError(f"httpd did not start: {_last_line(started.stderr or started.stdout)}",
+                               file=str(self.config_path), hint=f"see {self.error_log}")
+        pid = self._wait_for_pid(timeout)
+        state = SandboxState(
+            work_dir=str(self.work_dir), binary=binary, config=str(self.config_path),
+            managed=str(self.managed_path), host=host, port=port, mpm=mpm, pid=pid,
+            server_cpus=server_cpus, netns=netns, source_config=source_config,
+            site_directives=site, started_at=time.time(),
+        )
+        self._save_state(state)
+        from advisor.tuner.target import wait_healthy
+
+        wait_healthy(state.base_url + "/index.html", timeout=timeout)
+        return state
+
+    @staticmethod
+    def command_prefix(server_cpus: list[int] | None, netns: str | None) -> list[str]:
+        prefix: list[str] = []
+        if netns:
+            prefix += ["ip", "netns", "exec", netns]
+        if server_cpus:
+            prefix += ["taskset", "-c", cpu_list(server_cpus) or "0"]
+        return prefix
+
+    def _wait_for_pid(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pid = self.running_pid()
+            if pid:
+                return pid
+            time.sleep(0.05)
+        raise AdvisorError("httpd started but wrote no pid file", file=str(self.error_log),
+                           hint="read the error log for the reason")
+
+    def validate(self) -> None:
+        """`httpd -t -f conf`: a refused config becomes a file:line error."""
+        binary = find_httpd(self._binary)
+        result = subprocess.run([binary, "-t", "-f", str(self.config_path)],
+                                capture_output=True, text=True, timeout=30)
+        if result.returncode != 0:
+            raise config_test_error(result.stderr + result.stdout, str(self.config_path))
+
+    def reload(self, timeout: float = 15.0) -> None:
+        """Graceful restart: the parent re-reads the config, workers finish."""
+        state = self._require_state()
+        result = subprocess.run([state.binary, "-f", state.config, "-k", "graceful"],
+                                capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0:
+            raise config_test_error(result.stderr + result.stdout, state.config)
+
+    def down(self, timeout: float = 15.0) -> bool:
+        """Stop the sandbox; True if a server was running."""
+        state = self.load_state()
+        pid = self.running_pid()
+        if pid is None:
+            if state is not None:
+                self.state_path.unlink(missing_ok=True)
+            return False
+        binary = state.binary if state else find_httpd(self._binary)
+        subprocess.run([binary, "-f", str(self.config_path), "-k", "stop"],
+                       capture_output=True, text=True, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _alive(pid):
+            time.sleep(0.05)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)  # our own server that ignored the stop
+        self.state_path.unlink(missing_ok=True)
+        return True
+
+    def status(self) -> dict[str, object]:
+        state = self.load_state()
+        pid = self.running_pid()
+        info: dict[str, object] = {"work_dir": str(self.work_dir), "running": pid is not None, "pid": pid}
+        if state is None:
+            return info
+        info.update(url=state.base_url, mpm=state.mpm, server_cpus=state.server_cpus,
+                    config=state.config, managed=state.managed, netns=state.netns,
+                    source_config=state.source_config)
+        if pid is not None:
+            from advisor.tuner.target import fetch_status
+
+            status = fetch_status(state.status_url, timeout=2.0)
+            if status is not None:
+                info["busy_workers"] = status.busy
+                info["idle_workers"] = status.idle
+                info["generation"] = status.generation
+        return info
+
+    def _require_state(self) -> SandboxState:
+        state = self.load_state()
+        if state is None or self.running_pid() is None:
+            raise AdvisorError(f"no staging sandbox is running in {self.work_dir}",
+                               hint="start one with `apache-advisor staging up`")
+        return state
+
+
+def read_tuning_directives(path: str) -> tuple[str | None, list[str]]:
+    """The MPM and the server-scope tuning directives of an admin's config."""
+    if not os.path.isfile(path):
+        raise ConfigError("config file not found", file=path, hint="give the path of an httpd.conf")
+    try:
+        from advisor.loader import load_config
+        from advisor.options import LoadOptions
+    except ImportError:  # the config model is not there: read the one file ourselves
+        return _read_tuning_plain(path)
+    cfg = load_config(path, LoadOptions(apache_version="2.4"))
+    lines: list[str] = []
+    for name in TUNING_DIRECTIVES:
+        directive = cfg.server_value(name)
+        if directive is not None:
+            lines.append(f"{name} {directive.raw_args}")
+    return cfg.mpm, lines
+
+
+def _read_tuning_plain(path: str) -> tuple[str | None, list[str]]:
+    wanted = {name.lower(): name for name in TUNING_DIRECTIVES}
+    found: dict[str, str] = {}
+    mpm = None
+    depth = 0
+    for raw in Path(path).read_text(errors="replace").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("</"):
+            depth = max(0, depth - 1)
+            continue
+        if line.startswith("<"):
+            if not line.lower().startswith("<ifmodule"):
+                depth += 1
+            continue
+        word, _, rest = line.partition(" ")
+        match = re.match(r"loadmodule\s+mpm_(\w+)_module", line, re.I)
+        if match:
+            mpm = match.group(1).lower()
+        if depth == 0 and word.lower() in wanted:
+            found[word.lower()] = f"{wanted[word.lower()]} {rest.strip()}"
+    return mpm, list(found.values())
+
+
+def config_test_error(output: str, default_file: str) -> ConfigError:
+    """Turn httpd's -t complaint into one file:line error."""
+    match = re.search(r"Syntax error on line (\d+) of ([^:]+):\s*\n?(.*)", output)
+    if match:
+        return ConfigError(match.group(3).strip() or "syntax error", file=match.group(2),
+                           line=int(match.group(1)), hint="httpd refused the configuration; fix or remove that line")
+    return ConfigError(f"httpd refused the configuration: {_last_line(output)}", file=default_file,
+                       hint="run the config test by hand to see all of it")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no output"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is dead for our purposes.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _user_group_lines(work_dir: Path) -> str:
+    """As root, httpd drops to an unprivileged user that must read the docroot."""
+    if os.getuid() != 0:
+        return "# not root: workers run as the invoking user"
+    for name in ("www-data", "apache", "daemon", "nobody"):
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            continue
+        _make_traversable(work_dir)
+        import grp
+
+        group = grp.getgrgid(entry.pw_gid).gr_name
+        return f"User {name}\nGroup {group}"
+    return "# no unprivileged user found"
+
+
+def _make_traversable(work_dir: Path) -> None:
+    """Let the worker user walk down to the docroot.
+
+    The work directory is ours to open up; its ancestors are not, so one that
+    others cannot enter is an error with a hint rather than a chmod.
+    """
+    path = work_dir.resolve()
+    os.chmod(path, path.stat().st_mode | 0o005)
+    for directory in path.parents:
+        if not directory.stat().st_mode & 0o001:
+            raise UsageError(
+                f"the httpd workers cannot enter {directory}",
+                hint="use a --workdir under /tmp or another directory others may enter",
+            )

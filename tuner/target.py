@@ -1,0 +1,467 @@
+"""Staging targets: where a trial applies a candidate config and sends load.
+
+`StagingTarget` is the interface: a handful of primitives (read/write the
+managed include, validate, reload, health-check, find the server's processes).
+`ManagedConfig` builds the safe workflow on top of any target: journal first,
+write, validate, reload, health-check, roll back on failure, restore at the end.
+Two local targets exist now (the sandbox and an existing server on this host);
+a remote one only has to implement the primitives over SSH.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.errors import AdvisorError, ConfigError, UsageError
+from advisor.tuner.sandbox import MANAGED_HEADER, Sandbox, config_test_error, find_httpd
+
+
+# -- HTTP helpers (requests imported lazily: it is slow to import) -------------
+
+def wait_healthy(url: str, timeout: float = 10.0) -> int:
+    """GET `url` until it answers below 500; raise a one-line error otherwise."""
+    import requests
+
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        try:
+            response = requests.get(url, timeout=min(3.0, max(0.5, timeout)))
+            if response.status_code < 500:
+                return response.status_code
+            last = f"HTTP {response.status_code}"
+        except requests.RequestException as exc:
+            last = _short_reason(exc)
+        if time.monotonic() >= deadline:
+            raise AdvisorError(f"staging server at {url} is not healthy: {last}",
+                               hint="start it (apache-advisor staging up) or check --url")
+        time.sleep(0.1)
+
+
+def _short_reason(exc: Exception) -> str:
+    text = str(exc)
+    for marker in ("Connection refused", "timed out", "Name or service not known", "No route to host"):
+        if marker in text:
+            return marker.lower()
+    return type(exc).__name__
+
+
+@dataclass
+class StatusSnapshot:
+    """mod_status `?auto`: worker counts and the scoreboard mix."""
+
+    busy: int
+    idle: int
+    scoreboard: dict[str, int]
+    generation: int | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def slots(self) -> int:
+        return sum(self.scoreboard.values())
+
+
+# Scoreboard keys as mod_status prints them.
+SCOREBOARD_KEYS = {
+    "_": "waiting", "S": "starting", "R": "reading", "W": "sending", "K": "keepalive",
+    "D": "dns", "C": "closing", "L": "logging", "G": "graceful", "I": "idle_cleanup", ".": "open",
+}
+
+
+def parse_status(text: str) -> StatusSnapshot | None:
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    if "BusyWorkers" not in fields:
+        return None
+    board = fields.get("Scoreboard", "")
+    counts = {key: board.count(key) for key in SCOREBOARD_KEYS}
+    generation = fields.get("ParentServerConfigGeneration")
+    return StatusSnapshot(
+        busy=int(fields.get("BusyWorkers", 0)), idle=int(fields.get("IdleWorkers", 0)),
+        scoreboard=counts, generation=int(generation) if generation and generation.isdigit() else None,
+        fields=fields,
+    )
+
+
+def fetch_status(url: str, timeout: float = 1.0, session=None) -> StatusSnapshot | None:
+    import requests
+
+    try:
+        response = (session or requests).get(url, timeout=timeout)
+    except requests.RequestException:
+        return None
+    if response.status_code != 200:
+        return None
+    return parse_status(response.text)
+
+
+# -- the interface -----------------------------------------------------------
+
+class StagingTarget(ABC):
+    """One staging server. Implementations talk to it; ManagedConfig keeps it safe."""
+
+    kind: str = "abstract"
+
+    @property
+    @abstractmethod
+    def base_url(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def status_url(self) -> str | None: ...
+
+    @property
+    @abstractmethod
+    def managed_path(self) -> Path:
+        """The include file the tool owns (the journal lives beside it)."""
+
+    @abstractmethod
+    def read_managed(self) -> str | None: ...
+
+    @abstractmethod
+    def write_managed(self, text: str | None) -> None:
+        """Write atomically; None removes the file (it did not exist before)."""
+
+    @abstractmethod
+    def validate(self) -> None:
+        """Config test; raise ConfigError on refusal."""
+
+    @abstractmethod
+    def reload(self) -> None:
+        """Graceful reload; raise AdvisorError on refusal."""
+
+    @abstractmethod
+    def server_pid(self) -> int | None:
+        """The parent httpd process, for process metrics and its network namespace."""
+
+    def health_url(self) -> str:
+        return self.base_url + "/"
+
+    def check_alive(self) -> None:
+        wait_healthy(self.health_url(), timeout=3.0)
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "url": self.base_url, "managed": str(self.managed_path)}
+
+    def wait_reloaded(self, before: int | None, timeout: float = 10.0) -> None:
+        """After a graceful reload: wait for a new config generation, then health."""
+        deadline = time.monotonic() + timeout
+        if before is not None and self.status_url:
+            while time.monotonic() < deadline:
+                snap = fetch_status(self.status_url, timeout=1.0)
+                if snap and snap.generation is not None and snap.generation > before:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AdvisorError(f"the server at {self.base_url} did not take the new configuration",
+                                   hint="its error log says why")
+        wait_healthy(self.health_url(), timeout=max(1.0, deadline - time.monotonic()))
+
+    def generation(self) -> int | None:
+        if not self.status_url:
+            return None
+        snap = fetch_status(self.status_url, timeout=2.0)
+        return snap.generation if snap else None
+
+
+class SandboxTarget(StagingTarget):
+    """The sandbox that `staging up` started."""
+
+    kind = "sandbox"
+
+    def __init__(self, sandbox: Sandbox):
+        state = sandbox.load_state()
+        if state is None or sandbox.running_pid() is None:
+            raise AdvisorError(f"no staging sandbox is running in {sandbox.work_dir}",
+                               hint="start one with `apache-advisor staging up`")
+        self.sandbox = sandbox
+        self.state = state
+
+    @property
+    def base_url(self) -> str:
+        return self.state.base_url
+
+    @property
+    def status_url(self) -> str | None:
+        return self.state.status_url
+
+    @property
+    def managed_path(self) -> Path:
+        return Path(self.state.managed)
+
+    def health_url(self) -> str:
+        return self.base_url + "/index.html"
+
+    def read_managed(self) -> str | None:
+        return _read_or_none(self.managed_path)
+
+    def write_managed(self, text: str | None) -> None:
+        _atomic_write(self.managed_path, text)
+
+    def validate(self) -> None:
+        self.sandbox.validate()
+
+    def reload(self) -> None:
+        self.sandbox.reload()
+
+    def server_pid(self) -> int | None:
+        return self.sandbox.running_pid()
+
+    def describe(self) -> dict[str, object]:
+        info = super().describe()
+        info.update(work_dir=str(self.sandbox.work_dir), mpm=self.state.mpm,
+                    server_cpus=self.state.server_cpus, netns=self.state.netns)
+        return info
+
+
+class LocalServerTarget(StagingTarget):
+    """An existing staging httpd on this host, driven by its own config and reload command."""
+
+    kind = "local"
+
+    def __init__(self, config: str, url: str, reload_cmd: str = "apachectl graceful",
+                 managed: str | None = None, test_cmd: str | None = None, status_url: str | None = None):
+        if not os.path.isfile(config):
+            raise ConfigError("config file not found", file=config, hint="pass the config the staging server reads")
+        self.config = os.path.abspath(config)
+        self.url = url.rstrip("/")
+        self.reload_cmd = reload_cmd
+        self.test_cmd = test_cmd
+        self._managed = Path(managed) if managed else Path(self.config).parent / "apache-advisor-managed.conf"
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"bad --url {url!r}", hint="write it like http://127.0.0.1:8080/")
+        self._base = f"{parts.scheme}://{parts.netloc}"
+        self._path = parts.path or "/"
+        self._status = status_url or f"{self._base}/server-status?auto"
+        text = Path(self.config).read_text(errors="replace")
+        if str(self._managed) not in text:
+            raise ConfigError(
+                f"the config does not include the managed file {self._managed}",
+                file=self.config,
+                hint=f"add `IncludeOptional {self._managed}` as its last line; the tool writes only that file",
+            )
+
+    @property
+    def base_url(self) -> str:
+        return self._base
+
+    @property
+    def status_url(self) -> str | None:
+        return self._status
+
+    @property
+    def managed_path(self) -> Path:
+        return self._managed
+
+    def health_url(self) -> str:
+        return self._base + self._path
+
+    def read_managed(self) -> str | None:
+        return _read_or_none(self._managed)
+
+    def write_managed(self, text: str | None) -> None:
+        _atomic_write(self._managed, text)
+
+    def validate(self) -> None:
+        command = shlex.split(self.test_cmd) if self.test_cmd else [find_httpd(), "-t", "-f", self.config]
+        result = _run(command)
+        if result.returncode != 0:
+            raise config_test_error(result.stderr + result.stdout, self.config)
+
+    def reload(self) -> None:
+        result = _run(shlex.split(self.reload_cmd))
+        if result.returncode != 0:
+            raise AdvisorError(f"reload command refused: {' '.join(result.stdout.split()[-12:]) or result.stderr.strip()[-200:]}",
+                               file=self.config, hint=f"check --reload-cmd ({self.reload_cmd})")
+
+    def server_pid(self) -> int | None:
+        import psutil
+
+        fallback = None
+        for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
+            name = proc.info["name"] or ""
+            if name not in ("apache2", "httpd"):
+                continue
+            try:
+                parent_name = psutil.Process(proc.info["ppid"]).name()
+            except psutil.Error:
+                parent_name = ""
+            if parent_name in ("apache2", "httpd"):
+                continue
+            if self.config in (proc.info["cmdline"] or []):
+                return proc.info["pid"]
+            fallback = fallback or proc.info["pid"]
+        return fallback
+
+    def describe(self) -> dict[str, object]:
+        info = super().describe()
+        info.update(config=self.config, reload_cmd=self.reload_cmd)
+        return info
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise UsageError(f"command not found: {command[0]}", hint="check --reload-cmd / --test-cmd") from None
+    except subprocess.TimeoutExpired:
+        raise AdvisorError(f"command timed out: {' '.join(command)}") from None
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+
+
+def _atomic_write(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+# -- the safe workflow -------------------------------------------------------
+
+@dataclass
+class Journal:
+    """On disk before the first change: what to put back, even after kill -9."""
+
+    managed: str
+    original: str | None
+    target: dict[str, object]
+    pid: int
+    started: float
+    applied: list[str] = field(default_factory=list)
+
+
+def render_managed(directives: list[str]) -> str:
+    body = "".join(f"{line}\n" for line in directives)
+    return f"{MANAGED_HEADER}# Candidate written {time.strftime('%Y-%m-%d %H:%M:%S')}\n{body}"
+
+
+class ManagedConfig:
+    """Apply candidate configs to a target with journal, rollback and restore.
+
+    Use as a context manager: entering takes a lock (one tool run per target)
+    and first restores whatever a previous, killed run left behind; leaving
+    restores the original, whatever happened in between.
+    """
+
+    def __init__(self, target: StagingTarget):
+        self.target = target
+        self.journal_path = target.managed_path.with_name(target.managed_path.name + ".journal")
+        self.lock_path = target.managed_path.with_name(target.managed_path.name + ".lock")
+        self._lock_fd: int | None = None
+        self.recovered: Journal | None = None
+
+    def __enter__(self) -> "ManagedConfig":
+        self.acquire()
+        try:
+            self.recovered = self.recover()
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            self.restore()
+        finally:
+            self.release()
+
+    def acquire(self) -> None:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(f"another apache-advisor run is using {self.target.managed_path}",
+                             hint="wait for it to finish") from None
+        self._lock_fd = fd
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing drops the flock; a killed process drops it too
+            self._lock_fd = None
+
+    def read_journal(self) -> Journal | None:
+        try:
+            return Journal(**json.loads(self.journal_path.read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError) as exc:
+            raise AdvisorError(f"unreadable journal: {exc}", file=str(self.journal_path),
+                               hint="restore the managed file by hand, then delete the journal") from None
+
+    def _write_journal(self, journal: Journal) -> None:
+        tmp = self.journal_path.with_name(self.journal_path.name + ".tmp")
+        tmp.write_text(json.dumps(journal.__dict__, indent=2))
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.journal_path)
+
+    def recover(self) -> Journal | None:
+        """A journal left by a run that died: put its original back first."""
+        journal = self.read_journal()
+        if journal is None:
+            return None
+        self._restore_from(journal)
+        return journal
+
+    def apply(self, directives: list[str]) -> None:
+        """Write a candidate; on any failure roll back to the previous managed file."""
+        previous = self.target.read_managed()
+        journal = self.read_journal()
+        if journal is None:
+            journal = Journal(managed=str(self.target.managed_path), original=previous,
+                              target=self.target.describe(), pid=os.getpid(), started=time.time())
+        journal.applied = list(directives)
+        self._write_journal(journal)
+        self.target.write_managed(render_managed(directives))
+        try:
+            self.target.validate()
+            self._reload()
+        except BaseException:
+            self.target.write_managed(previous)
+            self._reload()
+            raise
+
+    def restore(self) -> None:
+        journal = self.read_journal()
+        if journal is not None:
+            self._restore_from(journal)
+
+    def _restore_from(self, journal: Journal) -> None:
+        # The file first, so nothing is lost; the journal goes only after the
+        # reload was tried, so a run killed in between restores again next time.
+        self.target.write_managed(journal.original)
+        try:
+            self._reload()
+        finally:
+            if self.target.read_managed() == journal.original:
+                self.journal_path.unlink(missing_ok=True)
+
+    def _reload(self) -> None:
+        before = self.target.generation()
+        self.target.reload()
+        self.target.wait_reloaded(before)

@@ -1,0 +1,237 @@
+"""Which resource limited a trial: the USE method over the per-second samples.
+
+For every resource we ask, second by second, whether it was saturated (its
+utilisation at the top, or work queueing for it). The bottleneck is the
+resource that saturated *first*: Arlitt & Williamson (2005, section 4.4.2)
+saw the server CPU at 100 % during 1 MB transfers only because the network
+had saturated before it, so a later saturation is reported as a consequence.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from advisor.tuner.metrics import Sample
+
+LABELS = (
+    "server CPU", "network", "disk", "worker pool exhausted", "keep-alive holding workers",
+    "logging", "process churn", "memory/swap", "client-bound", "none",
+)
+
+# Thresholds: a resource counts as saturated in a second when it crosses these.
+CPU_BUSY_PCT = 90.0
+OWN_CPU_PCT = 60.0
+NETWORK_UTIL_PCT = 85.0
+DISK_UTIL_PCT = 90.0
+SWAP_PAGES_PER_S = 10.0
+MEM_AVAILABLE_PCT = 5.0
+KEEPALIVE_SHARE = 0.5
+LOGGING_SHARE = 0.3
+SPAWNS_PER_S = 10.0
+# A resource is a candidate only if it was saturated in this share of samples.
+MIN_SATURATED_SHARE = 0.3
+
+# When two resources saturate in the same second, the one that causes the
+# other wins: forking costs CPU, a full link makes CPU spin, and with the CPU
+# at 100 % more workers would not help.
+TIE_ORDER = ("network", "disk", "memory/swap", "logging", "process churn",
+             "keep-alive holding workers", "server CPU", "worker pool exhausted")
+
+
+@dataclass
+class ClientLimit:
+    """One reason the load generator, not the server, may have limited the run."""
+
+    check: str
+    detail: str
+    values: dict[str, object]
+    onset_s: float | None = None  # when it began, if the series shows it; None = from the start
+
+
+@dataclass
+class Verdict:
+    label: str
+    evidence: dict[str, object]
+    onset_s: float | None = None
+    consequences: list[dict[str, object]] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"label": self.label, "evidence": self.evidence, "onset_s": self.onset_s,
+                "consequences": self.consequences, "note": self.note}
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(statistics.fmean(values), 1) if values else None
+
+
+def server_busy(sample: Sample, cores: list[int] | None) -> float:
+    keys = [str(c) for c in cores] if cores else list(sample.cpu)
+    values = [sample.cpu[k].busy for k in keys if k in sample.cpu]
+    return statistics.fmean(values) if values else 0.0
+
+
+def server_own_share(s: Sample, cores: list[int] | None) -> float:
+    """httpd's CPU (CGI children included) plus interrupt work, per server core, in %."""
+    if s.httpd_cpu_pct is None:
+        return 100.0  # no process view: trust the cores
+    keys = [str(c) for c in cores] if cores else list(s.cpu)
+    n = max(1, len(keys))
+    irq = statistics.fmean([s.cpu[k].softirq + s.cpu[k].irq for k in keys if k in s.cpu] or [0.0])
+    return s.httpd_cpu_pct / n + irq
+
+
+def _queueing(s: Sample) -> bool:
+    return bool((s.accept_queue or 0) > 0 or s.listen_overflows > 0 or s.listen_drops > 0)
+
+
+def _busy_excluding_self(s: Sample) -> int:
+    # The collector's own status request is being served while it is counted.
+    return max(0, (s.busy_workers or 0) - 1)
+
+
+def saturation_tests(server_cpus: list[int] | None, interval: float):
+    """Per-resource predicates over one sample."""
+
+    def cpu(s: Sample) -> bool:
+        # The cores must be full *and* mostly with the server's own work: on a
+        # shared machine another process can fill the core, and then the
+        # server is starved, not saturated.
+        return server_busy(s, server_cpus) >= CPU_BUSY_PCT and server_own_share(s, server_cpus) >= OWN_CPU_PCT
+
+    def network(s: Sample) -> bool:
+        if any(u >= NETWORK_UTIL_PCT for u in s.net_util_pct.values()):
+            return True
+        return any(d > 0 for d in s.qdisc_drops_per_s.values()) or any(b > 64 * 1024 for b in s.qdisc_backlog.values())
+
+    def disk(s: Sample) -> bool:
+        return any(u >= DISK_UTIL_PCT for u in s.disk_util_pct.values())
+
+    def memory(s: Sample) -> bool:
+        return s.swap_in_per_s + s.swap_out_per_s >= SWAP_PAGES_PER_S or s.mem_available_pct <= MEM_AVAILABLE_PCT
+
+    def keepalive(s: Sample) -> bool:
+        busy = _busy_excluding_self(s)
+        return bool(s.status_ok and (s.idle_workers or 0) == 0 and busy > 0
+                    and s.scoreboard.get("K", 0) >= KEEPALIVE_SHARE * busy)
+
+    def logging(s: Sample) -> bool:
+        busy = _busy_excluding_self(s)
+        return bool(s.status_ok and (s.idle_workers or 0) == 0 and busy > 0
+                    and s.scoreboard.get("L", 0) >= LOGGING_SHARE * busy)
+
+    def churn(s: Sample) -> bool:
+        spawning = s.httpd_spawns / interval >= SPAWNS_PER_S or (
+            s.status_ok and s.scoreboard.get("S", 0) >= 0.25 * max(1, _busy_excluding_self(s)))
+        return spawning and (_queueing(s) or cpu(s))
+
+    def workers(s: Sample) -> bool:
+        no_idle = (s.status_ok and (s.idle_workers or 0) == 0) or not s.status_ok
+        return no_idle and _queueing(s)
+
+    return {
+        "server CPU": cpu, "network": network, "disk": disk, "memory/swap": memory,
+        "keep-alive holding workers": keepalive, "logging": logging,
+        "process churn": churn, "worker pool exhausted": workers,
+    }
+
+
+def _onset(flags: list[bool]) -> int | None:
+    """First index where the condition holds, and holds again next time if there is a next time."""
+    for i, flag in enumerate(flags):
+        if flag and (i + 1 >= len(flags) or flags[i + 1]):
+            return i
+    return None
+
+
+def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | None, flags: list[bool]) -> dict[str, object]:
+    hit = [s for s, f in zip(samples, flags) if f] or samples
+    ev: dict[str, object] = {"saturated_samples": f"{sum(flags)}/{len(flags)}"}
+    if label == "server CPU":
+        ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
+        ev["server_cores"] = server_cpus or "all"
+        for part in ("user", "system", "softirq"):
+            ev[f"server_cpu_{part}_pct_mean"] = _mean([statistics.fmean(
+                [getattr(s.cpu[k], part) for k in ([str(c) for c in server_cpus] if server_cpus else s.cpu) if k in s.cpu] or [0.0])
+                for s in hit])
+        ev["httpd_cpu_pct_mean"] = _mean([s.httpd_cpu_pct for s in hit if s.httpd_cpu_pct is not None])
+        ev["server_own_share_pct_mean"] = _mean([server_own_share(s, server_cpus) for s in hit])
+        ev["run_queue_max"] = max(s.procs_running for s in hit)
+    elif label == "network":
+        ev["link_util_pct_max"] = {i: max(s.net_util_pct.get(i, 0.0) for s in samples)
+                                   for s0 in samples[:1] for i in s0.net_util_pct} or None
+        tx = {}
+        for s in hit:
+            for iface, rates in s.net_bps.items():
+                tx.setdefault(iface, []).append(max(rates["rx"], rates["tx"]) / 1e6)
+        ev["mbit_per_s_mean"] = {i: _mean(v) for i, v in tx.items() if max(v) > 0.1}
+        ev["qdisc_drops_per_s_max"] = {i: max(s.qdisc_drops_per_s.get(i, 0.0) for s in samples) for i in hit[0].qdisc_drops_per_s} or None
+        ev["qdisc_backlog_bytes_max"] = {i: max(s.qdisc_backlog.get(i, 0) for s in samples) for i in hit[0].qdisc_backlog} or None
+        ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
+    elif label == "disk":
+        ev["disk_util_pct_max"] = {d: max(s.disk_util_pct.get(d, 0.0) for s in samples) for d in hit[0].disk_util_pct}
+    elif label == "memory/swap":
+        ev["swap_pages_per_s_max"] = max(s.swap_in_per_s + s.swap_out_per_s for s in samples)
+        ev["mem_available_pct_min"] = min(s.mem_available_pct for s in samples)
+    else:  # worker-related labels
+        ok = [s for s in hit if s.status_ok]
+        ev["idle_workers_mean"] = _mean([s.idle_workers or 0 for s in ok])
+        ev["busy_workers_mean"] = _mean([_busy_excluding_self(s) for s in ok])
+        if ok:
+            mix: dict[str, float] = {}
+            for s in ok:
+                for key, count in s.scoreboard.items():
+                    mix[key] = mix.get(key, 0) + count
+            ev["scoreboard_mean"] = {k: round(v / len(ok), 1) for k, v in sorted(mix.items()) if k != "."}
+        ev["status_unreachable_samples"] = sum(1 for s in hit if not s.status_ok)
+        ev["accept_queue_max"] = max((s.accept_queue or 0) for s in samples)
+        ev["accept_backlog"] = max((s.accept_backlog or 0) for s in samples) or None
+        ev["listen_overflows"] = sum(s.listen_overflows for s in samples)
+        ev["listen_drops"] = sum(s.listen_drops for s in samples)
+        ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
+        if label == "process churn":
+            ev["httpd_spawns_per_s_mean"] = _mean([s.httpd_spawns for s in hit])
+            ev["forks_per_s_mean"] = _mean([s.forks_per_s for s in hit])
+    return ev
+
+
+def decide(samples: list[Sample], *, server_cpus: list[int] | None, interval: float,
+           client_limits: list[ClientLimit], extra: dict[str, object] | None = None) -> Verdict:
+    """The bottleneck of one trial, with the numbers that show it."""
+    tests = saturation_tests(server_cpus, interval)
+    flags = {label: [test(s) for s in samples] for label, test in tests.items()}
+    need = max(1, math.ceil(MIN_SATURATED_SHARE * len(samples)))
+    onsets = {label: _onset(f) for label, f in flags.items() if sum(f) >= need}
+    onsets = {label: i for label, i in onsets.items() if i is not None}
+    ranked = sorted(onsets, key=lambda label: (onsets[label], TIE_ORDER.index(label)))
+    server_label = ranked[0] if ranked else None
+
+    def t_of(index: int | None) -> float | None:
+        return samples[index].t if index is not None and index < len(samples) else None
+
+    if client_limits:
+        first_client = min((c.onset_s if c.onset_s is not None else -1.0) for c in client_limits)
+        # A tie goes to the server: connections pile up at the client because the
+        # server stopped answering them in that same second.
+        server_first = server_label is not None and first_client >= 0 and t_of(onsets[server_label]) <= first_client
+        if not server_first:
+            evidence: dict[str, object] = {c.check: c.values for c in client_limits}
+            evidence.update(extra or {})
+            return Verdict("client-bound", evidence, onset_s=max(0.0, first_client),
+                           note="; ".join(c.detail for c in client_limits) + ": the run measures the load generator, not the server")
+    if server_label is None:
+        evidence = {"server_cpu_busy_pct_max": max((server_busy(s, server_cpus) for s in samples), default=None),
+                    "httpd_cpu_pct_max": max((s.httpd_cpu_pct or 0.0 for s in samples), default=None),
+                    "accept_queue_max": max(((s.accept_queue or 0) for s in samples), default=None),
+                    "listen_overflows": sum(s.listen_overflows for s in samples)}
+        evidence.update(extra or {})
+        return Verdict("none", evidence, note="no resource saturated: the server is under capacity at this load")
+    evidence = evidence_for(server_label, samples, server_cpus, flags[server_label])
+    evidence.update(extra or {})
+    consequences = [{"label": label, "onset_s": t_of(onsets[label])} for label in ranked[1:]]
+    note = ""
+    if client_limits:
+        note = "client limits (" + ", ".join(c.check for c in client_limits) + ") followed the server's saturation"
+    return Verdict(server_label, evidence, onset_s=t_of(onsets[server_label]), consequences=consequences, note=note)
