@@ -59,20 +59,8 @@ class FitResult:
     def capacity(self) -> float:
         return 1.0 / self.service_time
 
-    def as_dict(self) -> dict:
-        return {
-            "service_time": float(self.service_time),
-            "service_time_se": float(self.service_time_se),
-            "k": int(self.k),
-            "k_continuous": float(self.k_continuous),
-            "k_se": float(self.k_se),
-            "capacity": float(self.capacity),
-            "rms_log_error": float(self.rms_log_error),
-            "points": int(self.points),
-            "k_identified": bool(self.k_identified),
-            "warnings": list(self.warnings),
-            "skipped": list(self.skipped),
-        }
+    def json_extra(self) -> dict:
+        return {"capacity": self.capacity}
 
 
 # --------------------------------------------------------------------------

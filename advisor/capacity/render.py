@@ -1,0 +1,171 @@
+"""Print a capacity report: rich tables for people, JSON for programs.
+
+Formatting only: every number and every sentence of advice was decided in
+report.py / sizing.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+from advisor.capacity.jsonable import to_jsonable
+from advisor.capacity.queueing import Estimate, Prediction
+from advisor.capacity.report import CapacityReport
+from advisor.capacity.sizing import format_size
+
+
+def to_json(report: CapacityReport) -> str:
+    return json.dumps(to_jsonable(report), indent=2, allow_nan=False)
+
+
+def _seconds(value: float) -> str:
+    if value != value or value == float("inf"):
+        return "-"
+    if value >= 1:
+        return f"{value:.2f} s"
+    if value >= 1e-3:
+        return f"{value * 1000:.1f} ms"
+    return f"{value * 1e6:.0f} µs"
+
+
+def _with_ci(est: Estimate, fmt) -> str:
+    text = fmt(est.value)
+    if est.half_width > 0:
+        text += f" ± {fmt(est.half_width)}"
+    return text
+
+
+def _percent(value: float) -> str:
+    if value <= 0:
+        return "0 %"
+    if value < 1e-4:
+        return "< 0.01 %"
+    return f"{value * 100:.2f} %" if value < 0.1 else f"{value * 100:.1f} %"
+
+
+def _prediction_cells(p: Prediction) -> list[str]:
+    return [
+        _with_ci(p.throughput, lambda v: f"{v:,.1f}"),
+        _with_ci(p.response_time, _seconds),
+        _with_ci(p.blocking, _percent),
+    ]
+
+
+def render_text(report: CapacityReport, console) -> None:
+    from rich.table import Table
+
+    s = report.settings
+    rec = report.recommended
+    mem = report.memory
+    head = f"[bold]{report.config_file}[/]: MPM [bold]{s.mpm}[/], MaxRequestWorkers [bold]{s.max_request_workers}[/]"
+    if s.written_max_request_workers is not None and s.written_max_request_workers != s.max_request_workers:
+        head += f" (written {s.written_max_request_workers})"
+    if s.mpm != "prefork":
+        head += f", ThreadsPerChild {s.threads_per_child}, ServerLimit {s.server_limit}"
+    else:
+        head += f", ServerLimit {s.server_limit}"
+    console.print(head)
+
+    inputs = Table(title="What the sum starts from", title_justify="left", show_edge=False)
+    inputs.add_column("input")
+    inputs.add_column("size", justify="right")
+    inputs.add_column("source")
+    inputs.add_row("RAM", format_size(mem.ram.bytes), mem.ram.source)
+    inputs.add_row("OS and kernel", format_size(mem.os_reserve.bytes), mem.os_reserve.source)
+    for q in mem.services:
+        inputs.add_row(f"service {q.name}", format_size(q.bytes), q.source)
+    inputs.add_row("httpd parent", format_size(mem.parent.bytes), mem.parent.source)
+    child = mem.child
+    inputs.add_row(
+        "httpd child (smallest / average / largest)",
+        f"{format_size(child.smallest)} / {format_size(child.average)} / {format_size(child.largest)}",
+        child.source,
+    )
+    inputs.add_row("each extra thread", format_size(mem.thread.bytes), mem.thread.source)
+    inputs.add_row("each TCP connection", format_size(mem.connection.bytes), mem.connection.source)
+    inputs.add_row("hot document set", format_size(mem.doc_set.bytes), mem.doc_set.source)
+    console.print(inputs)
+
+    total = Table(
+        title=f"Kegel's sum at the recommended {rec.mpm} pool (MaxRequestWorkers {rec.max_request_workers})",
+        title_justify="left", show_edge=False,
+    )
+    total.add_column("term")
+    total.add_column("memory", justify="right")
+    total.add_column("why")
+    for line in rec.lines:
+        total.add_row(line.label, format_size(line.bytes), line.detail)
+    total.add_row("[bold]total[/]", f"[bold]{format_size(rec.total_bytes)}[/]",
+                  f"of {format_size(mem.ram.bytes)} RAM ({format_size(mem.ram.bytes - rec.total_bytes)} left)")
+    console.print(total)
+
+    table = Table(title="MaxRequestWorkers that fits in RAM", title_justify="left", show_edge=False)
+    for column in ("MPM", "MaxRequestWorkers", "ServerLimit", "ThreadsPerChild", "ThreadLimit",
+                   "memory per worker", "apache2buddy"):
+        table.add_column(column, justify="left" if column == "MPM" else "right")
+    for name, r in report.recommendations.items():
+        marker = " ← this config" if name == report.applies_to else ""
+        buddy = f"{r.apache2buddy.low}-{r.apache2buddy.high}"
+        table.add_row(
+            f"{name}{marker}",
+            str(r.max_request_workers),
+            str(r.server_limit),
+            str(r.threads_per_child),
+            str(r.thread_limit) if name != "prefork" else "-",
+            format_size(r.per_worker_bytes),
+            buddy + ("*" if r.apache2buddy.note else ""),
+        )
+    console.print(table)
+    if any(r.apache2buddy.note for r in report.recommendations.values()):
+        console.print("  * apache2buddy itself only sizes prefork; the same rule applied per child process.")
+    for line in rec.explanation:
+        console.print(("  " if line.startswith(("-", "+", "capped")) else "") + line)
+    for note in rec.notes:
+        console.print(f"  note: {note}")
+    fits = "fits" if report.current_fits else "[bold red]does not fit[/]"
+    console.print(
+        f"The pool the config runs now (MaxRequestWorkers {s.max_request_workers}) needs "
+        f"{format_size(report.current_total)}: it {fits} in {format_size(mem.ram.bytes)}."
+    )
+
+    if report.fit:
+        f = report.fit
+        console.print(
+            f"Fit from {f.points} trials: mean service time {_seconds(f.service_time)} ± "
+            f"{_seconds(f.service_time_se)} (capacity {f.capacity:,.0f} req/s), "
+            f"K = {f.k} ± {f.k_se:.0f}, typical error {f.rms_log_error:.1%}."
+        )
+        for warning in f.warnings:
+            console.print(f"  [yellow]fit: {warning}[/]")
+        for skipped in f.skipped:
+            console.print(f"  fit: skipped {skipped}")
+
+    m = report.model
+    if m is None:
+        console.print("No predictions: give --service-time SECONDS or --fit FILE to predict "
+                      "response time and blocking.")
+    else:
+        console.print(
+            f"Queueing model (Andersson et al. 2003): {m.arrivals} arrivals, {m.service} service, "
+            f"mean service time {_seconds(m.service_time)} ({m.service_time_source}), "
+            f"capacity {m.capacity:,.0f} req/s."
+        )
+        if m.queue_offset:
+            console.print(f"  K = MaxRequestWorkers {m.queue_offset:+d} (the listen queue, from the fit).")
+        pred = Table(title="Predictions", title_justify="left", show_edge=False)
+        pred.add_column("rate (req/s)", justify="right")
+        for label, k in (("now", m.k_current), ("recommended", m.k_recommended)):
+            pred.add_column(f"{label} K={k}\nthroughput", justify="right")
+            pred.add_column("response time", justify="right")
+            pred.add_column("turned away", justify="right")
+        for row in report.predictions:
+            pred.add_row(f"{row.rate:,.4g}", *_prediction_cells(row.current), *_prediction_cells(row.recommended))
+        console.print(pred)
+        console.print(
+            f"In overload a request waits about K x service time: {_seconds(m.worst_response_current)} now, "
+            f"{_seconds(m.worst_response_recommended)} recommended; throughput stays at capacity either way."
+        )
+        methods = sorted({row.current.method for row in report.predictions})
+        console.print(f"  method: {', '.join(methods)}")
+    for note in report.notes:
+        console.print(f"[yellow]note:[/] {note}")

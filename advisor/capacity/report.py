@@ -1,0 +1,201 @@
+"""Put the memory sum and the queueing model together into one result.
+
+Pure: the command gathers the inputs (config, measurements, flags) and the
+formatters print what comes out. Nothing here reads files or prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.capacity.fit import FitResult
+from advisor.capacity.queueing import (
+    Arrivals,
+    Curve,
+    Prediction,
+    Service,
+    SimulationOptions,
+    curve_rates,
+    predict_many,
+)
+from advisor.capacity.sizing import (
+    MemoryInputs,
+    MpmSettings,
+    Recommendation,
+    SumLine,
+    format_size,
+    memory_at,
+    recommend,
+)
+
+MPMS = ("prefork", "worker", "event")
+# Rates shown when the admin names none: light, busy, at and past capacity.
+DEFAULT_LOAD_FACTORS = (0.5, 0.8, 0.95, 1.2, 2.0)
+
+
+@dataclass
+class CapacityRequest:
+    config_file: str
+    settings: MpmSettings
+    """The pool the config runs (after httpd's corrections and --max-workers)."""
+    memory: MemoryInputs
+    threaded_threads_per_child: int
+    threaded_thread_limit: int
+    async_factor: float
+    rates: list[float] = field(default_factory=list)
+    service_time: float | None = None
+    service_time_source: str = ""
+    fit: FitResult | None = None
+    fit_max_request_workers: int | None = None
+    """MaxRequestWorkers of the server the fit's trials ran against (the
+    config's own, before any --max-workers what-if)."""
+    arrivals: Arrivals = field(default_factory=Arrivals)
+    service: Service = field(default_factory=Service)
+    simulation: SimulationOptions | None = None
+    curve_points: int = 0
+    """> 0: also compute curves for a plot."""
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PredictionRow:
+    rate: float
+    current: Prediction
+    recommended: Prediction
+
+
+@dataclass
+class ModelSummary:
+    service_time: float
+    service_time_source: str
+    capacity: float
+    k_current: int
+    k_recommended: int
+    queue_offset: int
+    """K minus MaxRequestWorkers: what the listen queue adds (from a fit), else 0."""
+    arrivals: str
+    service: str
+    worst_response_current: float
+    worst_response_recommended: float
+
+
+@dataclass
+class CapacityReport:
+    config_file: str
+    settings: MpmSettings
+    memory: MemoryInputs
+    current_total: int
+    current_lines: list[SumLine]
+    recommendations: dict[str, Recommendation]
+    applies_to: str
+    model: ModelSummary | None
+    fit: FitResult | None
+    predictions: list[PredictionRow]
+    curves: list[Curve]
+    notes: list[str]
+
+    @property
+    def recommended(self) -> Recommendation:
+        return self.recommendations[self.applies_to]
+
+    @property
+    def current_fits(self) -> bool:
+        return self.current_total <= self.memory.ram.bytes
+
+    def json_extra(self) -> dict:
+        return {"current_fits": self.current_fits, "recommended_max_request_workers":
+                self.recommended.max_request_workers}
+
+
+def default_rates(service_time: float) -> list[float]:
+    capacity = 1.0 / service_time
+    return [float(f"{factor * capacity:.3g}") for factor in DEFAULT_LOAD_FACTORS]
+
+
+def build_report(request: CapacityRequest) -> CapacityReport:
+    settings = request.settings
+    recommendations = {
+        mpm: recommend(
+            request.memory,
+            mpm,
+            request.threaded_threads_per_child,
+            request.async_factor,
+            request.threaded_thread_limit,
+        )
+        for mpm in MPMS
+    }
+    applies_to = settings.mpm if settings.mpm in MPMS else "event"
+    rec = recommendations[applies_to]
+    current_total, current_lines = memory_at(request.memory, settings)
+    notes = list(request.notes) + list(settings.notes)
+    if current_total > request.memory.ram.bytes:
+        notes.append(
+            f"MaxRequestWorkers {settings.max_request_workers} needs {format_size(current_total)}, "
+            f"more than the {format_size(request.memory.ram.bytes)} of RAM: under a peak the host "
+            f"swaps (Kegel 1997: the whole machine became unresponsive)"
+        )
+
+    model = None
+    predictions: list[PredictionRow] = []
+    curves: list[Curve] = []
+    x = request.service_time
+    if x is not None:
+        offset = 0
+        fit = request.fit
+        if fit is not None and fit.k_identified and request.fit_max_request_workers:
+            # The fitted K counts the requests the kernel holds in the listen
+            # queue too: Andersson et al. (2003, Table 2) found K = 208 and 286
+            # for MaxClients 75 and 150, about +135 either way. Carry the same
+            # margin to the recommended pool.
+            offset = fit.k - request.fit_max_request_workers
+        k_now = max(1, settings.max_request_workers + offset)
+        k_rec = max(1, rec.max_request_workers + offset)
+        model = ModelSummary(
+            service_time=x,
+            service_time_source=request.service_time_source,
+            capacity=1.0 / x,
+            k_current=k_now,
+            k_recommended=k_rec,
+            queue_offset=offset,
+            arrivals=request.arrivals.describe(),
+            service=request.service.describe(),
+            # Saturated PS holds K jobs and completes 1/x per second, so by
+            # Little's law a request then spends K x in the server: the bound
+            # MaxClients puts on the worst case (Andersson et al. 2003, IV).
+            worst_response_current=k_now * x,
+            worst_response_recommended=k_rec * x,
+        )
+        rates = request.rates or default_rates(x)
+        now = predict_many(rates, x, k_now, request.arrivals, request.service, request.simulation)
+        later = predict_many(rates, x, k_rec, request.arrivals, request.service, request.simulation)
+        predictions = [PredictionRow(r, a, b) for r, a, b in zip(rates, now, later)]
+        if request.curve_points:
+            grid = curve_rates(x, rates, request.curve_points)
+            for k, label in _curve_labels(settings, rec, k_now, k_rec):
+                points = predict_many(grid, x, k, request.arrivals, request.service, request.simulation)
+                curves.append(Curve(k, label, points))
+    return CapacityReport(
+        config_file=request.config_file,
+        settings=settings,
+        memory=request.memory,
+        current_total=current_total,
+        current_lines=current_lines,
+        recommendations=recommendations,
+        applies_to=applies_to,
+        model=model,
+        fit=request.fit,
+        predictions=predictions,
+        curves=curves,
+        notes=notes,
+    )
+
+
+def _curve_labels(settings: MpmSettings, rec: Recommendation, k_now: int, k_rec: int):
+    now = f"now: MaxRequestWorkers {settings.max_request_workers}"
+    later = f"recommended: {rec.max_request_workers}"
+    if k_now != settings.max_request_workers:
+        now += f"\n(K = {k_now})"
+        later += f"\n(K = {k_rec})"
+    if k_now == k_rec:
+        return [(k_now, f"{now}\n= recommended")]
+    return [(k_now, now), (k_rec, later)]

@@ -1,0 +1,369 @@
+"""`apache-advisor capacity`: how many workers fit, and what happens at N req/s.
+
+Gathers the inputs (config, measurements on this host, flags), hands them to
+advisor.capacity.report, and prints the result. numpy, matplotlib and psutil
+are imported inside the functions that need them, so registering this
+command costs the CLI's start-up nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+from typing import List, Optional
+
+import typer
+
+from advisor.errors import AdvisorError, ConfigError, UsageError
+
+SERVICE_DISTRIBUTIONS = "exponential, deterministic, lognormal[:CV] or pareto[:ALPHA]"
+
+
+def _int_directive(cfg, *names: str) -> int | None:
+    """The value httpd uses for a numeric server-scope directive (last one wins)."""
+    found = cfg.server_directives(*names)
+    if not found:
+        return None
+    directive = found[-1]
+    text = directive.arg(0)
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"{directive.name} takes a whole number, not {text!r}", directive.file,
+                          directive.end_line, "write a positive integer") from None
+    if value < 1:
+        raise ConfigError(f"{directive.name} must be at least 1, not {value}", directive.file,
+                          directive.end_line, "write a positive integer")
+    return value
+
+
+def _float_directive(cfg, name: str) -> float | None:
+    directive = cfg.server_value(name)
+    if directive is None:
+        return None
+    try:
+        value = float(directive.arg(0))
+    except ValueError:
+        raise ConfigError(f"{directive.name} takes a number, not {directive.arg(0)!r}", directive.file,
+                          directive.end_line, "write a number such as 2") from None
+    if not (value >= 0 and math.isfinite(value)):
+        raise ConfigError(f"{directive.name} must be a number >= 0", directive.file, directive.end_line)
+    return value
+
+
+def parse_burst(text: str):
+    from advisor.capacity.queueing import Arrivals
+
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        r1, r2, factor = (float(p) for p in parts)
+    except ValueError:
+        raise UsageError(f"--burst {text!r}: expected three numbers r1,r2,l1factor",
+                         hint="the paper's values are --burst 0.05,0.95,0.75") from None
+    try:
+        return Arrivals("mmpp", r1, r2, factor)
+    except ValueError as error:
+        raise UsageError(f"--burst {text!r}: {error}") from None
+
+
+def parse_service(text: str):
+    from advisor.capacity.queueing import Service
+
+    kind, _, shape = text.partition(":")
+    try:
+        return Service(kind.strip().lower(), float(shape) if shape else None)
+    except ValueError as error:
+        raise UsageError(f"--service-dist {text!r}: {error}", hint=f"use {SERVICE_DISTRIBUTIONS}") from None
+
+
+def read_service_samples(path: str) -> list[float]:
+    """One service time in seconds per line (blank lines and # comments skipped)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or "not UTF-8 text"
+        raise AdvisorError(f"cannot read service-time samples: {reason}", path, None,
+                           "one time in seconds per line") from None
+    samples = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            raise AdvisorError(f"{text!r} is not a number", path, number, "one time in seconds per line") from None
+        if not (value > 0 and math.isfinite(value)):
+            raise AdvisorError("service times must be > 0", path, number)
+        samples.append(value)
+    if len(samples) < 2:
+        raise AdvisorError("need at least two service-time samples", path, None)
+    return samples
+
+
+def _write_atomically(path: str, write) -> None:
+    """Write through a temporary file in the same directory, so that a failure
+    leaves no half-written file where the admin expects a plot."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise UsageError(f"--plot {path}: directory {directory} does not exist")
+    fd, temp = tempfile.mkstemp(prefix=".capacity-", suffix=".png", dir=directory)
+    os.close(fd)
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except OSError as error:
+        raise UsageError(f"--plot {path}: {error.strerror}") from None
+    finally:
+        if os.path.exists(temp):
+            os.unlink(temp)
+
+
+def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reserve: str | None,
+                   reserve_process: list[str], os_reserve: str | None, worker_memory: str | None,
+                   thread_memory: str | None, connection_memory: str | None, docroot: str | None,
+                   doc_set: str | None, measure: bool, notes: list[str]):
+    from advisor.capacity import measure as probe
+    from advisor.capacity.sizing import (
+        DEFAULT_CHILD_BYTES,
+        DEFAULT_THREAD_BYTES,
+        KEGEL_CONNECTION_BYTES,
+        ChildMemory,
+        MemoryInputs,
+        Quantity,
+        assumed_child,
+        default_os_reserve,
+        parse_size,
+    )
+
+    if ram is not None:
+        ram_q = Quantity(parse_size(ram, "--ram"), "--ram")
+        if ram_q.bytes <= 0:
+            raise UsageError("--ram must be more than 0")
+    else:
+        ram_q = Quantity(probe.host_ram(), "this host (psutil)")
+    os_q = (Quantity(parse_size(os_reserve, "--os-reserve"), "--os-reserve") if os_reserve is not None
+            else default_os_reserve(ram_q.bytes))
+    services = []
+    if reserve is not None:
+        services.append(Quantity(parse_size(reserve, "--reserve"), "--reserve", "others"))
+    for name in reserve_process:
+        sample = probe.measure_service(name)
+        services.append(Quantity(sample.bytes, f"measured: {sample.processes} processes, {sample.method}", name))
+
+    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if measure else None
+    has_php = any(m.startswith("php") for m in cfg.modules) if cfg is not None else False
+    if worker_memory is not None:
+        size = parse_size(worker_memory, "--worker-memory")
+        if size <= 0:
+            raise UsageError("--worker-memory must be more than 0")
+        child = ChildMemory(size, size, size, 0, "--worker-memory", mpm, threads_per_child)
+    elif sample is not None:
+        sizes = [c.private for c in sample.children]
+        measured_mpm, measured_threads = sample.mpm_guess
+        child = ChildMemory(min(sizes), sum(sizes) // len(sizes), max(sizes), len(sizes),
+                            f"measured: {len(sizes)} children of PID {sample.parent_pid}, {sample.method}",
+                            measured_mpm, measured_threads)
+        if sample.other_masters:
+            notes.append(f"{sample.other_masters + 1} running httpd instances read this config; measured PID "
+                         f"{sample.parent_pid}, the one with the most children (or give --worker-memory)")
+    else:
+        child = assumed_child(mpm, threads_per_child, has_php)
+        if measure:
+            notes.append("no running httpd serves this config, so child sizes are assumed: "
+                         "run it and measure, or give --worker-memory")
+    if sample is not None:
+        parent = Quantity(sample.parent_rss, f"measured RSS of PID {sample.parent_pid}")
+    else:
+        parent = Quantity(DEFAULT_CHILD_BYTES, "assumed")
+    thread_q = (Quantity(parse_size(thread_memory, "--thread-memory"), "--thread-memory") if thread_memory
+                else Quantity(DEFAULT_THREAD_BYTES, "assumed (Kegel's 256 KB per server)"))
+    if connection_memory is not None:
+        conn_q = Quantity(parse_size(connection_memory, "--connection-memory"), "--connection-memory")
+    else:
+        kernel = probe.kernel_socket_buffers()
+        conn_q = Quantity(*kernel) if kernel else Quantity(KEGEL_CONNECTION_BYTES, "Kegel 1997: 64 KB")
+    if docroot is not None and doc_set is not None:
+        raise UsageError("give --docroot or --doc-set, not both")
+    if docroot is not None:
+        size, files = probe.document_set_size(docroot)
+        doc_q = Quantity(size, f"{files} files under {docroot}")
+    elif doc_set is not None:
+        doc_q = Quantity(parse_size(doc_set, "--doc-set"), "--doc-set")
+    else:
+        doc_q = Quantity(0, "not counted: give --docroot DIR or --doc-set SIZE")
+    return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q)
+
+
+def _curve_points(plot: str | None, arrivals, service) -> int:
+    if not plot:
+        return 0
+    exact = arrivals.kind == "poisson" or service.kind == "exponential"
+    # Simulated curves cost a simulation per point: fewer points.
+    return 40 if exact else 12
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def capacity(
+        config: str = typer.Argument(..., help="Main config file, or a directory holding it."),
+        rate: Optional[List[float]] = typer.Option(None, "--rate", help="Mean arrival rate (req/s) to predict at; repeat for several."),
+        ram: Optional[str] = typer.Option(None, "--ram", help="Host RAM (512M, 2G, 1.5GiB...); default: this host's."),
+        reserve: Optional[str] = typer.Option(None, "--reserve", help="Memory other services hold (SIZE)."),
+        reserve_process: Optional[List[str]] = typer.Option(None, "--reserve-process", help="Measure the memory of running processes with this name; repeat for several."),
+        os_reserve: Optional[str] = typer.Option(None, "--os-reserve", help="Memory for the OS and kernel; default 256M + 2 % of RAM."),
+        worker_memory: Optional[str] = typer.Option(None, "--worker-memory", help="Private memory of one httpd child (SIZE); default: measured from the running httpd."),
+        thread_memory: Optional[str] = typer.Option(None, "--thread-memory", help="Memory of one extra thread in a threaded child; default 256K."),
+        connection_memory: Optional[str] = typer.Option(None, "--connection-memory", help="Memory per TCP connection; default: the kernel's socket buffer defaults."),
+        docroot: Optional[str] = typer.Option(None, "--docroot", help="Directory whose files are the hot document set."),
+        doc_set: Optional[str] = typer.Option(None, "--doc-set", help="Size of the hot document set."),
+        measure: bool = typer.Option(True, "--measure/--no-measure", help="Measure running httpd children (off: use assumed sizes)."),
+        mpm: Optional[str] = typer.Option(None, "--mpm", help="prefork, worker or event, when the config loads no MPM (a static build)."),
+        service_time: Optional[float] = typer.Option(None, "--service-time", help="Mean service time in seconds (what-if; overrides a fit)."),
+        max_workers: Optional[int] = typer.Option(None, "--max-workers", help="What-if MaxRequestWorkers for the current pool."),
+        arrivals: str = typer.Option("mmpp", "--arrivals", help="poisson or mmpp (bursty, the paper's model)."),
+        burst: Optional[str] = typer.Option(None, "--burst", help="MMPP r1,r2,l1factor; default 0.05,0.95,0.75 (Andersson et al.)."),
+        service_dist: str = typer.Option("exponential", "--service-dist", help=f"Service time law: {SERVICE_DISTRIBUTIONS}."),
+        service_samples: Optional[str] = typer.Option(None, "--service-samples", help="File of observed service times (s), one per line: fits a lognormal."),
+        fit: Optional[List[str]] = typer.Option(None, "--fit", help="bench JSON or CSV (rate,response_time,throughput) to fit service time and K; repeat for several."),
+        plot: Optional[str] = typer.Option(None, "--plot", help="Write response time and blocking vs rate to this PNG."),
+        output_format: str = typer.Option("text", "--format", help="text or json."),
+        define: Optional[List[str]] = typer.Option(None, "--define", "-D", help="NAME[=VALUE], like httpd's -D."),
+        module: Optional[List[str]] = typer.Option(None, "--module", help="A module loaded by means the config does not show."),
+        modules_from: Optional[str] = typer.Option(None, "--modules-from", help="A file with the output of `apachectl -M`."),
+        apache_version: str = typer.Option("2.4", "--apache-version", help="httpd version for <IfVersion>."),
+        server_root: Optional[str] = typer.Option(None, "--server-root", "-d", help="httpd's ServerRoot (-d)."),
+    ) -> None:
+        """Size the worker pool from RAM and predict overload with the Apache queueing model."""
+        run_capacity(**locals())
+
+
+def run_capacity(
+    config, rate, ram, reserve, reserve_process, os_reserve, worker_memory, thread_memory,
+    connection_memory, docroot, doc_set, measure, mpm, service_time, max_workers, arrivals, burst,
+    service_dist, service_samples, fit, plot, output_format, define, module, modules_from,
+    apache_version, server_root,
+) -> None:
+    from advisor.capacity.fit import fit_service_time_and_k, read_measurements
+    from advisor.capacity.queueing import Arrivals, Service, SimulationOptions, fit_lognormal_cv
+    from advisor.capacity.report import CapacityRequest, build_report
+    from advisor.capacity.sizing import MPM_DEFAULTS, effective_mpm_settings
+    from advisor.cmd_dump import load_options
+    from advisor.loader import load_config
+
+    # Check the flags before reading anything, so a typo fails fast.
+    if output_format not in ("text", "json"):
+        raise UsageError(f"--format {output_format!r}: use text or json")
+    if arrivals not in ("poisson", "mmpp"):
+        raise UsageError(f"--arrivals {arrivals!r}: use poisson or mmpp")
+    if mpm is not None and mpm not in MPM_DEFAULTS:
+        raise UsageError(f"--mpm {mpm!r}: use prefork, worker or event")
+    for value in rate or []:
+        if not (value > 0 and math.isfinite(value)):
+            raise UsageError(f"--rate {value:g}: a rate must be a number > 0 (requests/s)")
+    if service_time is not None and not (service_time > 0 and math.isfinite(service_time)):
+        raise UsageError(f"--service-time {service_time:g}: must be > 0 seconds")
+    if max_workers is not None and max_workers < 1:
+        raise UsageError(f"--max-workers {max_workers}: must be at least 1")
+    if burst is not None and arrivals != "mmpp":
+        raise UsageError("--burst describes MMPP arrivals: drop it or use --arrivals mmpp")
+    if plot is not None and not plot.lower().endswith(".png"):
+        raise UsageError(f"--plot {plot}: the plot is a PNG, name it FILE.png")
+    arrival_model = parse_burst(burst) if burst else Arrivals(arrivals)
+    service = parse_service(service_dist)
+    if service_samples is not None:
+        if service_dist != "exponential":
+            raise UsageError("give --service-dist or --service-samples, not both")
+        service = Service("lognormal", fit_lognormal_cv(read_service_samples(service_samples)))
+
+    cfg = load_config(config, load_options(define, module, modules_from, apache_version, server_root))
+    notes: list[str] = []
+    running = mpm or cfg.mpm
+    if running is None:
+        running = "event"
+        notes.append("the config loads no MPM; assumed event (httpd 2.4's usual default); say --mpm otherwise")
+    elif running not in MPM_DEFAULTS:
+        raise UsageError(f"the config runs MPM {running!r}; capacity models prefork, worker and event",
+                         hint="pass --mpm to model one of them")
+    elif mpm and cfg.mpm and mpm != cfg.mpm:
+        notes.append(f"--mpm {mpm}: the config loads {cfg.mpm}; its directives are read as they stand")
+
+    written = _int_directive(cfg, "MaxRequestWorkers", "MaxClients")
+    server_limit = _int_directive(cfg, "ServerLimit")
+    threads = _int_directive(cfg, "ThreadsPerChild")
+    thread_limit = _int_directive(cfg, "ThreadLimit")
+    async_factor = _float_directive(cfg, "AsyncRequestWorkerFactor")
+    as_configured = effective_mpm_settings(running, written, server_limit, threads, thread_limit, async_factor)
+    settings = as_configured
+    if max_workers is not None:
+        settings = effective_mpm_settings(running, max_workers, server_limit, threads, thread_limit, async_factor)
+        settings.notes.insert(0, f"what-if: --max-workers {max_workers} instead of {as_configured.max_request_workers}")
+
+    threaded_tpc = settings.threads_per_child if running != "prefork" else MPM_DEFAULTS["event"]["ThreadsPerChild"]
+    threaded_limit = settings.thread_limit if running != "prefork" else MPM_DEFAULTS["event"]["ThreadLimit"]
+    memory = _gather_memory(cfg, running, settings.threads_per_child, ram, reserve, reserve_process or [],
+                            os_reserve, worker_memory, thread_memory, connection_memory, docroot, doc_set,
+                            measure, notes)
+
+    fit_result = None
+    if fit:
+        observations, skipped = read_measurements(fit)
+        if len(observations) < 3:
+            raise AdvisorError(f"--fit needs at least three valid trials, found {len(observations)}",
+                               fit[0], None, "run bench at several rates, some past saturation")
+        fit_result = fit_service_time_and_k(observations)
+        fit_result.skipped = skipped
+    x = service_time
+    source = "--service-time"
+    if x is None and fit_result is not None:
+        x, source = fit_result.service_time, "fitted"
+    if x is None and (rate or plot):
+        raise UsageError("predictions need a mean service time",
+                         hint="give --service-time SECONDS or --fit FILE from `apache-advisor bench`")
+
+    request = CapacityRequest(
+        config_file=cfg.main_file,
+        settings=settings,
+        memory=memory,
+        threaded_threads_per_child=threaded_tpc,
+        threaded_thread_limit=threaded_limit,
+        async_factor=settings.async_factor if running == "event" else (async_factor if async_factor is not None else 2.0),
+        rates=list(rate or []),
+        service_time=x,
+        service_time_source=source,
+        fit=fit_result,
+        fit_max_request_workers=as_configured.max_request_workers,
+        arrivals=arrival_model,
+        service=service,
+        # Interactive budget: a few hundred thousand simulated requests per
+        # point; the confidence interval printed says how far to trust it.
+        simulation=SimulationOptions(replications=6, arrivals_per_replication=20_000, min_horizon_cycles=8,
+                                     max_arrivals_per_replication=60_000),
+        curve_points=_curve_points(plot, arrival_model, service),
+        notes=notes,
+    )
+    report = build_report(request)
+
+    if plot:
+        from advisor.capacity.plot import PlotSpec, draw
+
+        subtitle = (f"{report.model.arrivals} arrivals, {report.model.service} service, "
+                    f"mean service time {report.model.service_time * 1000:.3g} ms ({report.model.service_time_source})")
+        spec = PlotSpec(report.curves, report.model.service_time, list(rate or [r.rate for r in report.predictions]),
+                        subtitle)
+        _write_atomically(plot, lambda target: draw(spec, target))
+
+    from advisor.capacity.render import render_text, to_json
+
+    if output_format == "json":
+        sys.stdout.write(to_json(report) + "\n")
+    else:
+        from rich.console import Console
+
+        console = Console(width=None if sys.stdout.isatty() else 130, highlight=False)
+        render_text(report, console)
+        if plot:
+            console.print(f"plot written to {plot}")
