@@ -12,40 +12,61 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from advisor.catalog import canonical_name
+from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, canonical_name
 from advisor.model import Config, Directive, Include, Node, Section
 
 
-def dump_lines(root: Section) -> Iterator[str]:
-    current_file: list[str | None] = [None]
+def _effective_children(section: Section) -> Iterator[Node]:
+    """A raw section's children as httpd keeps them: inactive nodes and
+    read-time directives dropped, conditionals and Includes spliced open."""
+    for child in section.children:
+        if not child.active:
+            continue
+        if isinstance(child, Include) or child.lname in CONDITIONAL_SECTIONS:
+            yield from _effective_children(child)  # type: ignore[arg-type]
+        elif child.lname not in READ_TIME_DIRECTIVES:
+            yield child
 
-    def header(node: Node, level: int, line: int) -> Iterator[str]:
-        if node.file != current_file[0]:
-            current_file[0] = node.file
-            yield f"# In file: {node.file}"
-        if line > 0:
-            yield f"{'  ' * level}#{line:4d}:"
 
-    def walk(nodes: list[Node], level: int) -> Iterator[str]:
+def dump_lines(raw_root: Section) -> list[str]:
+    """Walks the raw tree directly (no copy of the effective tree needed)."""
+    out: list[str] = []
+    append = out.append
+    current_file: str | None = None
+
+    def walk(section: Section, level: int) -> None:
+        nonlocal current_file
         indent = "  " * level
-        for node in nodes:
+        for node in _effective_children(section):
             name = canonical_name(node.name)
-            if isinstance(node, Section) and node.children:
-                yield from header(node, level, node.end_line)
-                yield f"{indent}<{name} {node.raw_args}"
-                yield from walk(node.children, level + 1)
-                yield from header(node, level, 0)
-                yield f"{indent}</{name}>"
+            if node.file != current_file:
+                current_file = node.file
+                append(f"# In file: {current_file}")
+            append(f"{indent}#{node.end_line:4d}:")
+            if isinstance(node, Section):
+                if _has_effective_child(node):
+                    append(f"{indent}<{name} {node.raw_args}")
+                    walk(node, level + 1)
+                    if node.file != current_file:
+                        current_file = node.file
+                        append(f"# In file: {current_file}")
+                    append(f"{indent}</{name}>")
+                else:
+                    append(f"{indent}<{name} {node.raw_args}")
             else:
-                yield from header(node, level, node.end_line)
-                prefix = "<" if isinstance(node, Section) else ""
-                yield f"{indent}{prefix}{name} {node.raw_args}"
+                append(f"{indent}{name} {node.raw_args}")
 
-    yield from walk(root.children, 0)
+    walk(raw_root, 0)
+    return out
+
+
+def _has_effective_child(section: Section) -> bool:
+    return next(_effective_children(section), None) is not None
 
 
 def dump_text(config: Config) -> str:
-    return "".join(line + "\n" for line in dump_lines(config.effective))
+    lines = dump_lines(config.raw)
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def include_lines(config: Config) -> Iterator[str]:

@@ -102,7 +102,7 @@ def _walk(directory: str, components: list[str], optional: bool) -> list[str]:
                            "fix the path or use IncludeOptional") from None
     except OSError as exc:
         raise IncludeError(f"cannot open directory {directory}: {exc.strerror}") from None
-    candidates: list[str] = []
+    candidates: list[tuple[str, bool]] = []
     for entry in entries:
         if not _matches(head, entry.name):
             continue
@@ -110,16 +110,19 @@ def _walk(directory: str, components: list[str], optional: bool) -> list[str]:
         # looks at the directory entry's type, which a symlink is not).
         if rest and not entry.is_dir(follow_symlinks=False):
             continue
-        candidates.append(_join(directory, entry.name))
+        candidates.append((_join(directory, entry.name), entry.is_dir()))
     if not candidates:
         if optional:
             return []
         raise IncludeError(f"no matches for the wildcard '{head}' in '{directory}'",
                            "fix the pattern, or use IncludeOptional if the match is optional")
     found: list[str] = []
-    for path in sorted(candidates):
+    for path, is_directory in sorted(candidates):
         if rest:
             found.extend(_walk(path, rest, optional))
-        else:
+        elif is_directory:
             found.extend(_plain(path, optional, 0))
+        else:
+            # The entry was just listed: no need to stat it again.
+            found.append(path)
     return found

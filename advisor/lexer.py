@@ -13,8 +13,8 @@ on a large tree. httpd's own rules are short enough to follow exactly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterator
+import re
+from typing import Callable
 
 from advisor.errors import ConfigError
 
@@ -25,14 +25,19 @@ MAX_LINE_LENGTH = 16 * 1024 * 1024 - 1
 _WHITESPACE = " \t\n\r\f\v"
 
 
-@dataclass(frozen=True, slots=True)
-class LogicalLine:
-    text: str
-    """The line after continuation and trimming, before `${VAR}` expansion."""
-    start: int
-    """1-based physical line where it starts."""
-    end: int
-    """1-based physical line where it ends: the line httpd reports."""
+# A logical line: (text after continuation and trimming, first physical line,
+# last physical line). httpd reports the last one. A tuple because a large
+# tree has tens of thousands of them.
+LogicalLine = tuple[str, int, int]
+
+# Characters Python's str.split() treats as blanks but httpd's apr_isspace
+# does not: where a file has none, the fast str.split() splits like httpd.
+_NOT_HTTPD_BLANKS = re.compile("[\x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
+
+
+def splits_like_httpd(text: str) -> bool:
+    """True when str.split() on this text splits exactly where httpd would."""
+    return _NOT_HTTPD_BLANKS.search(text) is None
 
 
 def decode(data: bytes) -> str:
@@ -41,57 +46,53 @@ def decode(data: bytes) -> str:
     return data.decode("utf-8", errors="surrogateescape")
 
 
-def logical_lines(text: str, path: str) -> Iterator[LogicalLine]:
-    """Yield the non-empty, non-comment lines of a file as httpd sees them.
+def _nul_error(text: str, path: str) -> ConfigError:
+    line = text.count("\n", 0, text.index("\0")) + 1
+    return ConfigError("NUL byte in configuration line", path, line,
+                       "httpd silently drops the rest of such a line; remove the byte")
+
+
+def logical_lines(text: str, path: str) -> list[LogicalLine]:
+    """The non-empty, non-comment lines of a file as httpd sees them.
 
     A backslash right before the end of a physical line joins the next line
     (the backslash goes, the next line's leading blanks stay). This happens
     before comments are recognised, so a comment ending in a backslash
     swallows the following line, exactly as in httpd.
     """
+    if "\0" in text:
+        raise _nul_error(text, path)
     physical = text.split("\n")
     # A file that ends with a newline yields a last empty piece: not a line.
     last_has_newline = len(physical) > 1 and physical[-1] == ""
     if last_has_newline:
         physical.pop()
     count = len(physical)
+    long_text = len(text) > MAX_LINE_LENGTH
+    out: list[LogicalLine] = []
+    append = out.append
     index = 0
     while index < count:
-        start = index + 1
         piece = physical[index]
-        has_newline = index < count - 1 or last_has_newline
         index += 1
-        if "\0" in piece:
-            raise ConfigError(
-                "NUL byte in configuration line",
-                path,
-                start,
-                "httpd silently drops the rest of such a line; remove the byte",
-            )
-        if has_newline and piece.endswith(("\\", "\\\r")):
-            parts = [piece[: -1 if piece.endswith("\\") else -2]]
-            while True:
-                if index >= count:
-                    break
+        tail = piece[-2:]
+        if tail and (tail[-1] == "\\" or tail == "\\\r") and (index < count or last_has_newline):
+            start = index
+            parts = [piece[: -1 if tail[-1] == "\\" else -2]]
+            while index < count:
                 piece = physical[index]
-                has_newline = index < count - 1 or last_has_newline
                 index += 1
-                if "\0" in piece:
-                    raise ConfigError(
-                        "NUL byte in configuration line",
-                        path,
-                        index,
-                        "httpd silently drops the rest of such a line; remove the byte",
-                    )
-                if has_newline and piece.endswith(("\\", "\\\r")):
-                    parts.append(piece[: -1 if piece.endswith("\\") else -2])
+                tail = piece[-2:]
+                if tail and (tail[-1] == "\\" or tail == "\\\r") and (index < count or last_has_newline):
+                    parts.append(piece[: -1 if tail[-1] == "\\" else -2])
                     continue
                 parts.append(piece)
                 break
             line = "".join(parts)
         else:
+            start = index
             line = piece
-        if len(line) > MAX_LINE_LENGTH:
+        if long_text and len(line) > MAX_LINE_LENGTH:
             raise ConfigError(
                 f"line too long ({len(line)} characters; httpd's limit is {MAX_LINE_LENGTH})",
                 path,
@@ -99,9 +100,9 @@ def logical_lines(text: str, path: str) -> Iterator[LogicalLine]:
                 "httpd refuses to start with such a line; split it with '\\' continuations",
             )
         line = line.strip(_WHITESPACE)
-        if not line or line[0] == "#":
-            continue
-        yield LogicalLine(line, start, index)
+        if line and line[0] != "#":
+            append((line, start, index))
+    return out
 
 
 def resolve_env(line: str, lookup: Callable[[str], str | None], undefined: list[str] | None = None) -> str:
@@ -181,10 +182,16 @@ def next_word(line: str, pos: int = 0) -> tuple[str, int]:
     return word, end
 
 
-def split_words(text: str) -> list[str]:
-    """All words of an argument string, as httpd's directive handlers see them."""
+def split_words(text: str, plain: bool | None = None) -> list[str]:
+    """All words of an argument string, as httpd's directive handlers see them.
+
+    `plain` says the text holds no blank that Python splits on and httpd
+    does not (see splits_like_httpd); None: find out."""
     if '"' not in text and "'" not in text and "\\" not in text:
-        return text.split()
+        if plain is None:
+            plain = splits_like_httpd(text)
+        if plain:
+            return text.split()
     text = text.strip(_WHITESPACE)
     words: list[str] = []
     pos = 0

@@ -13,13 +13,15 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field, replace
+from typing import Iterator
 
 from advisor import includes
 from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, RUNTIME_CONDITIONALS
 from advisor.conditions import evaluate_condition, parse_version
 from advisor.envvars import envvars_beside, read_envvars
 from advisor.errors import ConfigError
-from advisor.lexer import LogicalLine, decode, logical_lines, next_word, resolve_env, split_words
+from advisor.lexer import (LogicalLine, decode, logical_lines, next_word, resolve_env,
+                           splits_like_httpd, split_words)
 from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
 from advisor.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
 from advisor.options import LoadOptions
@@ -69,7 +71,9 @@ class _State:
     version: tuple[int, int, int]
     files: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    include_stack: list[str] = field(default_factory=list)
+    include_stack: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
+    plain: bool = True
+    """The file being read splits on blanks like httpd (see splits_like_httpd)."""
     section_depth: int = 0
 
     def lookup_variable(self, name: str) -> str | None:
@@ -84,57 +88,61 @@ class _Reader:
 
     # ---- files ------------------------------------------------------------
 
-    def read_text(self, path: str, where: tuple[str, int] | None) -> str:
+    def read_text(self, path: str, where: tuple[str, int] | None) -> tuple[str, tuple[int, int]]:
         file, line = where if where else (path, None)
         try:
-            info = os.stat(path)
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                data = handle.read()
         except FileNotFoundError:
             raise ConfigError(f"cannot open {path}: no such file", file, line,
                               "fix the path or create the file") from None
-        except OSError as exc:
-            raise ConfigError(f"cannot open {path}: {exc.strerror}", file, line) from None
-        if stat.S_ISDIR(info.st_mode):
+        except IsADirectoryError:
             raise ConfigError(f"{path} is a directory, not a configuration file", file, line,
-                              "name a file, or Include the directory")
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
+                              "name a file, or Include the directory") from None
+        except PermissionError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror}", file, line,
                               "check the file's permissions") from None
-        return decode(data)
+        except OSError as exc:
+            raise ConfigError(f"cannot read {path}: {exc.strerror}", file, line) from None
+        return decode(data), (info.st_dev, info.st_ino)
 
     def read_file(self, path: str, container: Section, where: tuple[str, int] | None) -> None:
         state = self.state
-        real = os.path.realpath(path)
-        if real in state.include_stack:
-            chain = " -> ".join(state.include_stack[state.include_stack.index(real):] + [real])
-            raise ConfigError(f"include cycle: {chain}", where[0] if where else path,
-                              where[1] if where else None, "remove the Include that closes the loop")
         if len(state.include_stack) > state.options.max_include_depth:
             raise ConfigError(
                 f"include depth over {state.options.max_include_depth} (httpd's limit)",
                 where[0] if where else path, where[1] if where else None,
                 "look for a recursion in the Include lines")
-        text = self.read_text(path, where)
+        text, identity = self.read_text(path, where)
+        # The same file (by device and inode, so links count) already open
+        # further up the include chain: httpd would loop until its depth limit.
+        for opened_path, opened_identity in state.include_stack:
+            if opened_identity == identity:
+                names = [p for p, _ in state.include_stack]
+                chain = " -> ".join(names[names.index(opened_path):] + [path])
+                raise ConfigError(f"include cycle: {chain}", where[0] if where else path,
+                                  where[1] if where else None, "remove the Include that closes the loop")
         state.files.append(path)
-        state.include_stack.append(real)
+        state.include_stack.append((path, identity))
+        saved_plain = state.plain
+        state.plain = splits_like_httpd(text)
         try:
-            lines = list(logical_lines(text, path))
-            cursor = _Cursor(lines)
+            cursor = iter(logical_lines(text, path))
             self.build(cursor, container, path, active=True, closing=None)
         finally:
             state.include_stack.pop()
+            state.plain = saved_plain
 
     # ---- one nesting level -----------------------------------------------
 
-    def build(self, cursor: "_Cursor", container: Section, path: str, active: bool,
+    def build(self, cursor: Iterator[LogicalLine], container: Section, path: str, active: bool,
               closing: Section | None) -> None:
         """Read lines into `container` until `closing`'s end tag (or the end
         of the file when `closing` is None)."""
         state = self.state
         while True:
-            logical = cursor.next()
+            logical = next(cursor, None)
             if logical is None:
                 if closing is not None:
                     if active:
@@ -143,60 +151,65 @@ class _Reader:
                     raise ConfigError(f"expected </{closing.name}> before end of file", path,
                                       closing.line, f"add </{closing.name}>")
                 return
-            text = logical.text
+            text, start, end = logical
             if active and "${" in text:
                 undefined: list[str] = []
                 text = resolve_env(text, state.lookup_variable, undefined)
                 for name in undefined:
-                    state.diagnostics.append(Diagnostic(path, logical.end,
-                                                        f"variable ${{{name}}} is not defined"))
-            name, pos = next_word(text)
-            rest = text[pos:]
-            if name.startswith("</"):
-                self.close(name, rest, logical, path, active, closing)
-                if closing is not None:
-                    closing.close_line = logical.end
-                return
-            if name.startswith("<"):
-                self.section(name, rest, logical, cursor, container, path, active)
+                    state.diagnostics.append(Diagnostic(path, end, f"variable ${{{name}}} is not defined"))
+            first = text[0] if text else ""
+            if first == '"' or first == "'" or "\\" in text or not state.plain:
+                name, pos = next_word(text)
+                rest = text[pos:]
             else:
-                self.directive(name, rest, logical, container, path, active)
+                parts = text.split(None, 1)
+                name = parts[0] if parts else ""
+                rest = parts[1] if len(parts) > 1 else ""
+            if name[:1] == "<":
+                if name.startswith("</"):
+                    self.close(name, rest, start, end, path, active, closing)
+                    if closing is not None:
+                        closing.close_line = end
+                    return
+                self.section(name, rest, start, end, cursor, container, path, active)
+            else:
+                self.directive(name, rest, start, end, container, path, active)
 
-    def close(self, name: str, rest: str, logical: LogicalLine, path: str, active: bool,
+    def close(self, name: str, rest: str, start: int, end: int, path: str, active: bool,
               closing: Section | None) -> None:
         if closing is None:
             bare = name[2:].rstrip(">")
-            raise ConfigError(f"</{bare}> without matching <{bare}> section", path, logical.end,
+            raise ConfigError(f"</{bare}> without matching <{bare}> section", path, end,
                               "remove it or add the opening tag")
         if active and not name.endswith(">"):
-            raise ConfigError(f"{name} directive missing closing '>'", path, logical.end,
+            raise ConfigError(f"{name} directive missing closing '>'", path, end,
                               f"write </{closing.name}>")
         bare = name[2:-1] if name.endswith(">") else name[2:]
         if bare.lower() != closing.name.lower():
-            raise ConfigError(f"expected </{closing.name}> but saw </{bare}>", path, logical.end,
+            raise ConfigError(f"expected </{closing.name}> but saw </{bare}>", path, end,
                               f"<{closing.name}> opened on line {closing.line} is still open")
 
-    def section(self, name: str, rest: str, logical: LogicalLine, cursor: "_Cursor",
+    def section(self, name: str, rest: str, start: int, end: int, cursor: Iterator[LogicalLine],
                 container: Section, path: str, active: bool) -> None:
         state = self.state
         bare = name[1:]
         if bare.endswith(">"):
             bare = bare[:-1]
         raw_args = rest if rest else ">"
-        end = raw_args.rfind(">")
-        if end < 0:
-            raise ConfigError(f"<{bare}> directive missing closing '>'", path, logical.end,
-                              f"end the line with '>'")
-        inner = raw_args[:end]
+        bracket = raw_args.rfind(">")
+        if bracket < 0:
+            raise ConfigError(f"<{bare}> directive missing closing '>'", path, end,
+                              "end the line with '>'")
+        inner = raw_args[:bracket]
         node = Section(
-            name=bare, args=split_words(inner), raw_args=raw_args, file=path,
-            line=logical.start, end_line=logical.end, active=active, parent=container,
+            name=bare, args=split_words(inner, state.plain), raw_args=raw_args, file=path,
+            line=start, end_line=end, active=active, parent=container,
         )
         state.section_depth += 1
         depth = state.section_depth
         if depth > MAX_SECTION_DEPTH:
             raise ConfigError(f"sections nested more than {MAX_SECTION_DEPTH} deep", path,
-                              logical.end, "a closing tag is probably missing")
+                              end, "a closing tag is probably missing")
         container.children.append(node)
         child_active = active
         lname = bare.lower()
@@ -209,28 +222,27 @@ class _Reader:
         self.build(cursor, node, path, child_active, closing=node)
         state.section_depth -= 1
 
-    def directive(self, name: str, rest: str, logical: LogicalLine, container: Section,
+    def directive(self, name: str, rest: str, start: int, end: int, container: Section,
                   path: str, active: bool) -> None:
         state = self.state
         lname = name.lower()
-        args = split_words(rest)
+        args = split_words(rest, state.plain)
         if lname in ("include", "includeoptional"):
-            node: Node = Include(name=name, args=args, raw_args=rest, file=path, line=logical.start,
-                                 end_line=logical.end, active=active, parent=container)
+            node: Node = Include(name=name, args=args, raw_args=rest, file=path, line=start,
+                                 end_line=end, active=active, parent=container)
             container.children.append(node)
             if active:
                 self.include(node, args, optional=lname == "includeoptional")
             return
-        node = Directive(name=name, args=args, raw_args=rest, file=path, line=logical.start,
-                         end_line=logical.end, active=active, parent=container)
+        node = Directive(name, args, rest, path, start, end, active, container)
         container.children.append(node)
         if not active or lname not in READ_TIME_DIRECTIVES:
             return
         if lname == "define":
             if not args or len(args) > 2:
-                raise ConfigError("Define takes one or two arguments", path, logical.end)
+                raise ConfigError("Define takes one or two arguments", path, end)
             if ":" in args[0]:
-                raise ConfigError("Define: variable name must not contain ':'", path, logical.end)
+                raise ConfigError("Define: variable name must not contain ':'", path, end)
             state.defines[args[0]] = args[1] if len(args) > 1 else state.defines.get(args[0])
         elif lname == "undefine":
             if args:
@@ -238,13 +250,13 @@ class _Reader:
         elif lname == "loadmodule":
             if len(args) != 2:
                 raise ConfigError("LoadModule takes two arguments: module identifier and file",
-                                  path, logical.end)
+                                  path, end)
             if not state.modules.add(args[0], source_name(args[0], args[1])):
-                state.diagnostics.append(Diagnostic(path, logical.end,
+                state.diagnostics.append(Diagnostic(path, end,
                                                     f"module {args[0]} is already loaded, skipping"))
         elif lname == "serverroot":
             if len(args) != 1:
-                raise ConfigError("ServerRoot takes one argument", path, logical.end)
+                raise ConfigError("ServerRoot takes one argument", path, end)
             root = args[0]
             if not os.path.isabs(root):
                 root = os.path.join(state.server_root, root)
@@ -261,21 +273,6 @@ class _Reader:
         node.files = paths
         for path in paths:
             self.read_file(path, node, (node.file, node.end_line))
-
-
-class _Cursor:
-    __slots__ = ("lines", "index")
-
-    def __init__(self, lines: list[LogicalLine]) -> None:
-        self.lines = lines
-        self.index = 0
-
-    def next(self) -> LogicalLine | None:
-        if self.index >= len(self.lines):
-            return None
-        line = self.lines[self.index]
-        self.index += 1
-        return line
 
 
 # ---- the effective tree ------------------------------------------------------
@@ -350,7 +347,6 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
         main_file=main_file,
         server_root=state.server_root,
         raw=raw,
-        effective=effective_tree(raw),
         files=state.files,
         modules=modules.names,
         module_order=modules.ids,

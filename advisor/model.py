@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     name: str
     """The directive name as written, without `<` for sections."""
@@ -85,12 +85,12 @@ class Node:
         return self.args[index] if index < len(self.args) else default
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Directive(Node):
     pass
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Section(Node):
     children: list[Node] = field(default_factory=list)
     close_line: int | None = None
@@ -128,7 +128,7 @@ class Section(Node):
         return self.args
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Include(Section):
     """An Include/IncludeOptional line in the raw tree; its children are the
     nodes of the files it pulled in, in httpd's order."""
@@ -150,7 +150,6 @@ class Config:
     main_file: str
     server_root: str
     raw: Section
-    effective: Section
     files: list[str]
     """Every file read, in the order httpd reads them."""
     modules: set[str]
@@ -162,6 +161,16 @@ class Config:
     defines: dict[str, str | None]
     apache_version: tuple[int, int, int]
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    _effective: Section | None = field(default=None, repr=False)
+
+    @property
+    def effective(self) -> Section:
+        """The effective tree, built on first use (dumping does not need it)."""
+        if self._effective is None:
+            from advisor.loader import effective_tree
+
+            self._effective = effective_tree(self.raw)
+        return self._effective
 
     # ---- convenience queries on the effective tree -------------------------
 

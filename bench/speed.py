@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Speed goal: reading (and linting) the 2,000-vhost tree takes less wall time
+than `apache2 -t` takes to check it. Whole processes, several runs each;
+prints the medians and the ratio ours / httpd's (below 1.0 is the goal).
+
+    python bench/speed.py [--runs 7] [--tree DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from vhost_tree import generate  # noqa: E402
+
+from advisor.httpd import find_httpd  # noqa: E402
+
+
+def timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[float, list[float]]:
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        completed = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                   stdin=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+        if completed.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(command)} failed: {completed.stderr.decode()[-300:]}")
+    return statistics.median(samples), samples
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--tree", type=Path, help="reuse or create the tree here")
+    args = parser.parse_args()
+    httpd = find_httpd()
+    if httpd is None:
+        print("no apache2/httpd binary here", file=sys.stderr)
+        return 2
+    advisor = shutil.which("apache-advisor") or ""
+    base = [advisor] if advisor else [sys.executable, "-m", "advisor"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = args.tree or Path(tmp) / "tree"
+        main_file = tree / "httpd.conf"
+        if not main_file.exists():
+            generate(tree)
+        files = len(list(tree.rglob("*.conf")))
+        lines = sum(len(p.read_text().splitlines()) for p in tree.rglob("*.conf"))
+        print(f"tree: {files} files, {lines} lines")
+        env = dict(os.environ)
+        reference, _ = timed([httpd, "-t", "-f", str(main_file)], args.runs, env)
+        print(f"apache2 -t                 median {reference * 1000:7.1f} ms")
+        jobs = [("apache-advisor dump", base + ["dump", str(main_file)])]
+        probe = subprocess.run(base + ["lint", "--help"], capture_output=True)
+        if probe.returncode == 0:
+            jobs.append(("apache-advisor lint", base + ["lint", "--fail-on", "never", str(main_file)]))
+        for label, command in jobs:
+            median, _ = timed(command, args.runs, env)
+            print(f"{label:26} median {median * 1000:7.1f} ms   ratio {median / reference:5.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
