@@ -1,0 +1,32 @@
+"""The README's first screen is a promise: keep its two commands true."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPO
+
+README = (REPO / "README.md").read_text()
+CI_RUN = (REPO / ".ci" / "run").read_text()
+
+
+def _commands() -> list[str]:
+    return re.findall(r"```sh\n(.+?)\n```", README)
+
+
+def test_first_screen_has_the_two_commands():
+    first_screen = "\n".join(README.splitlines()[:30])
+    commands = _commands()
+    assert len(commands) >= 2
+    assert commands[0] in first_screen and commands[1] in first_screen
+    assert "apache-advisor lint" in commands[0]
+    assert "pytest" in commands[1]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    assert _commands()[1] in CI_RUN
+
+
+def test_the_sample_the_readme_lints_exists():
+    path = re.search(r"apache-advisor lint (\S+)", _commands()[0]).group(1)
+    assert (REPO / path / "apache2.conf").is_file()
