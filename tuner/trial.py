@@ -138,18 +138,20 @@ def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: l
     shared = sorted(set(client) & set(server))
     if shared:
         limits.append(ClientLimit("shares a core with the server", f"client and server share core(s) {shared}",
-                                  {"client_cpus": inputs.client_cpus, "server_cpus": server_cpus}))
+                                  {"client_cpus": inputs.client_cpus, "server_cpus": server_cpus}, kind="hard"))
     errors = result.errors
     fd_like = int(errors.get("fd-unavail", 0)) + int(errors.get("addrunavail", 0)) + int(errors.get("ftab-full", 0))
     cap_onset = next((s.t for s in samples if (s.httperf_fds or 0) >= 0.9 * httperf.FD_SETSIZE_CAP), None)
     if fd_like:
         limits.append(ClientLimit("fd-unavail/addrunavail", f"httperf ran out of sockets or ports ({fd_like} times)",
                                   {k: errors.get(k, 0) for k in ("fd-unavail", "addrunavail", "ftab-full")},
-                                  onset_s=cap_onset if cap_onset is not None else (samples[-1].t if samples else None)))
+                                  onset_s=cap_onset if cap_onset is not None else (samples[-1].t if samples else None),
+                                  kind="timed"))
     if result.max_concurrent_connections >= httperf.FD_SETSIZE_CAP:
         limits.append(ClientLimit("FD_SETSIZE cap", f"httperf held {result.max_concurrent_connections} connections, its select() limit",
                                   {"max_concurrent_connections": result.max_concurrent_connections, "cap": httperf.FD_SETSIZE_CAP},
-                                  onset_s=cap_onset if cap_onset is not None else (samples[-1].t if samples else None)))
+                                  onset_s=cap_onset if cap_onset is not None else (samples[-1].t if samples else None),
+                                  kind="timed"))
     if inputs.rate > 0 and not inputs.wsess:
         # Connections httperf tried to open, over the time it spent opening
         # them (the run's duration less the lifetime of the last ones).
@@ -161,7 +163,7 @@ def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: l
             limits.append(ClientLimit("achieved connection rate", f"httperf opened {achieved:.0f} conn/s of {inputs.rate:g} requested",
                                       {"requested": inputs.rate, "achieved": round(achieved, 1),
                                        "share_pct": round(100 * achieved / inputs.rate, 1)},
-                                      onset_s=cap_onset if fd_like else None))
+                                      onset_s=cap_onset if fd_like else None, kind="timed" if fd_like else "untimed"))
     return limits
 
 

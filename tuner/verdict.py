@@ -47,7 +47,12 @@ class ClientLimit:
     check: str
     detail: str
     values: dict[str, object]
-    onset_s: float | None = None  # when it began, if the series shows it; None = from the start
+    onset_s: float | None = None  # when it began, if the series shows it
+    # "hard": the run is invalid whatever the server did (shared core);
+    # "timed": the client limit began at onset_s, and a server resource that
+    #          saturated no later explains it (connections pile up unanswered);
+    # "untimed": no time is known; any server saturation explains it.
+    kind: str = "hard"
 
 
 @dataclass
@@ -212,15 +217,24 @@ def decide(samples: list[Sample], *, server_cpus: list[int] | None, interval: fl
         return samples[index].t if index is not None and index < len(samples) else None
 
     if client_limits:
-        first_client = min((c.onset_s if c.onset_s is not None else -1.0) for c in client_limits)
-        # A tie goes to the server: connections pile up at the client because the
-        # server stopped answering them in that same second.
-        server_first = server_label is not None and first_client >= 0 and t_of(onsets[server_label]) <= first_client
-        if not server_first:
-            evidence: dict[str, object] = {c.check: c.values for c in client_limits}
+        server_t = t_of(onsets[server_label]) if server_label is not None else None
+
+        def explained(limit: ClientLimit) -> bool:
+            if server_t is None or limit.kind == "hard":
+                return False
+            if limit.kind == "untimed":
+                return True
+            # A tie goes to the server: connections pile up at the client
+            # because the server stopped answering them in that same second.
+            return limit.onset_s is None or server_t <= limit.onset_s
+
+        unexplained = [c for c in client_limits if not explained(c)]
+        if unexplained:
+            evidence: dict[str, object] = {c.check: c.values for c in unexplained}
             evidence.update(extra or {})
-            return Verdict("client-bound", evidence, onset_s=max(0.0, first_client),
-                           note="; ".join(c.detail for c in client_limits) + ": the run measures the load generator, not the server")
+            onset = min((c.onset_s for c in unexplained if c.onset_s is not None), default=0.0)
+            return Verdict("client-bound", evidence, onset_s=onset,
+                           note="; ".join(c.detail for c in unexplained) + ": the run measures the load generator, not the server")
     if server_label is None:
         evidence = {"server_cpu_busy_pct_max": max((server_busy(s, server_cpus) for s in samples), default=None),
                     "httpd_cpu_pct_max": max((s.httpd_cpu_pct or 0.0 for s in samples), default=None),

@@ -1,0 +1,224 @@
+"""`staging up|down|status`, the managed include, rollback, restore and bad input.
+
+Real apache2 on 127.0.0.1 from a private ServerRoot; the bench runs here are
+tiny (a few requests) because they test the config workflow, not capacity.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from advisor.tuner.workload import ALMEIDA_WORKLOAD_A, ONE_KB, ONE_MB
+from test_bench_support import (CLI_TIMEOUT, SandboxRun, cli, keepalive_header, one_error_line, require,
+                                wait_for, work_dir)
+
+pytestmark = pytest.mark.httpd
+
+
+def test_up_status_down_and_the_workload_files():
+    require("apache2")
+    directory = work_dir()
+    up = cli("staging", "up", "--workdir", str(directory), "--mpm", "prefork", "--format", "json")
+    info = json.loads(up.stdout)
+    base = info["url"]
+    try:
+        assert base.startswith("http://127.0.0.1:")
+        status = json.loads(cli("staging", "status", "--workdir", str(directory), "--format", "json").stdout)
+        assert status["running"] and status["mpm"] == "prefork" and status["idle_workers"] >= 1
+        assert status["journal_pending"] is False
+        assert len(requests.get(base + "/1k.html", timeout=5).content) == ONE_KB
+        assert len(requests.get(base + "/1m.bin", timeout=5).content) == ONE_MB
+        # Almeida's workload A: file counts and class totals as in Table 1.
+        for klass, _ext, files, total_kb, _p in ALMEIDA_WORKLOAD_A:
+            sizes = [p.stat().st_size for p in (directory / "docroot" / "almeida" / klass).iterdir()]
+            assert len(sizes) == files and sum(sizes) == total_kb * 1024
+            if files >= 20:
+                assert max(sizes) > 2 * (sum(sizes) / files), "sizes should be heavy-tailed"
+        uris = (directory / "almeida.wlog").read_bytes().split(b"\0")[:-1]
+        images = sum(1 for u in uris if b"/images/" in u) / len(uris)
+        assert 0.70 < images < 0.80  # 0.754 in Table 1
+        cgi = requests.get(base + "/cgi-bin/sum.cgi?n=1000", timeout=10)
+        assert cgi.status_code == 200 and cgi.text.startswith("1000 ")
+        started = time.monotonic()
+        assert requests.get(base + "/cgi-bin/sleep.cgi?ms=300", timeout=10).status_code == 200
+        assert time.monotonic() - started >= 0.3
+        assert "BusyWorkers" in requests.get(base + "/server-status?auto", timeout=5).text
+    finally:
+        down = cli("staging", "down", "--workdir", str(directory))
+    assert "stopped" in down.stdout
+    stopped = json.loads(cli("staging", "status", "--workdir", str(directory), "--format", "json").stdout)
+    assert stopped["running"] is False
+    with pytest.raises(requests.ConnectionError):
+        requests.get(base + "/1k.html", timeout=2)
+
+
+def test_up_takes_the_mpm_and_tuning_of_an_admin_config(tmp_path):
+    require("apache2")
+    admin = tmp_path / "httpd.conf"
+    admin.write_text(
+        "LoadModule mpm_prefork_module /usr/lib/apache2/modules/mod_mpm_prefork.so\n"
+        "Listen 80\nKeepAlive Off\nMaxRequestWorkers 7\n"
+        "<VirtualHost *:80>\n  KeepAliveTimeout 99\n</VirtualHost>\n")
+    with SandboxRun(source_config=str(admin)) as run:
+        assert run.state.mpm == "prefork"
+        site = (run.dir / "conf" / "site.conf").read_text()
+        assert "KeepAlive Off" in site and "MaxRequestWorkers 7" in site
+        assert "Listen" not in site and "KeepAliveTimeout" not in site  # addresses and vhost scope stay out
+        assert keepalive_header(run.state.base_url) is None  # the live server has keep-alive off
+
+
+def test_bench_set_applies_then_restores_the_stock_config():
+    require("apache2", "httperf")
+    with SandboxRun(mpm="event") as run:
+        assert keepalive_header(run.state.base_url) is not None
+        docs = run.bench_json("--set", "KeepAlive Off", "--rate", "20", "--duration", "1")
+        trial = docs[0]
+        assert trial["inputs"]["directives"] == ["KeepAlive Off"]
+        assert trial["httperf"]["replies"] == 20 and trial["verdict"]["label"] == "none"
+        run.assert_stock_restored()
+        assert keepalive_header(run.state.base_url) is not None  # live again, not only on disk
+
+
+def test_invalid_directive_is_refused_and_rolled_back():
+    require("apache2", "httperf")
+    with SandboxRun() as run:
+        generation = run.sandbox.status()["generation"]
+        result = run.bench("--set", "MaxRequestWorkerz 5", "--rate", "10", "--duration", "1", check=False)
+        line = one_error_line(result)
+        assert "managed.conf:3:" in line and "MaxRequestWorkerz" in line
+        run.assert_stock_restored()
+        assert requests.get(run.state.base_url + "/1k.html", timeout=5).status_code == 200
+        assert run.sandbox.status()["generation"] >= generation
+
+
+def _start_long_bench(run: SandboxRun) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "advisor", "bench", "--workdir", str(run.dir), "--set", "KeepAlive Off",
+         "--rate", "20", "--duration", "30", "--format", "json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_until_applied(run: SandboxRun, process: subprocess.Popen) -> list[int]:
+    """Wait for the candidate to be live and httperf to run; return httperf's pids."""
+    import psutil
+
+    journal = run.sandbox.managed_path.with_name("managed.conf.journal")
+    assert wait_for(lambda: journal.exists() and "KeepAlive Off" in run.sandbox.managed_path.read_text(), 30)
+
+    def httperf_children() -> list[int]:
+        try:
+            return [c.pid for c in psutil.Process(process.pid).children(recursive=True) if c.name() == "httperf"]
+        except psutil.Error:
+            return []
+
+    assert wait_for(lambda: bool(httperf_children()), 30), "httperf never started"
+    assert keepalive_header(run.state.base_url) is None  # the candidate is live
+    return httperf_children()
+
+
+def test_kill_9_mid_trial_then_the_next_run_restores_first():
+    require("apache2", "httperf")
+    with SandboxRun() as run:
+        process = _start_long_bench(run)
+        clients: list[int] = []
+        try:
+            clients = _wait_until_applied(run, process)
+            os.kill(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+        finally:
+            for pid in clients:
+                try:
+                    os.kill(pid, signal.SIGKILL)  # the orphaned load generator we started
+                except ProcessLookupError:
+                    pass
+            if process.poll() is None:
+                process.kill()
+        journal = run.sandbox.managed_path.with_name("managed.conf.journal")
+        assert journal.exists() and "KeepAlive Off" in run.sandbox.managed_path.read_text()
+        assert "pending" in cli("staging", "status", "--workdir", str(run.dir)).stdout
+        result = run.bench("--rate", "10", "--duration", "1")
+        assert "restored the original managed include" in result.stdout
+        run.assert_stock_restored()
+        assert keepalive_header(run.state.base_url) is not None
+
+
+def test_sigterm_mid_trial_restores_before_exit():
+    require("apache2", "httperf")
+    with SandboxRun() as run:
+        process = _start_long_bench(run)
+        try:
+            _wait_until_applied(run, process)
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert process.returncode == 130
+        assert "restored" in process.stderr.read()
+        run.assert_stock_restored()
+        assert keepalive_header(run.state.base_url) is not None
+
+
+def test_dead_staging_server_is_one_line_exit_2(tmp_path):
+    require("apache2", "httperf")
+    line = one_error_line(cli("bench", "--workdir", str(tmp_path), "--rate", "10", check=False))
+    assert "no staging sandbox is running" in line
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: nothing answers
+        config = tmp_path / "httpd.conf"
+        managed = tmp_path / "apache-advisor-managed.conf"
+        config.write_text(f"Listen 127.0.0.1:{port}\nIncludeOptional {managed}\n")
+        line = one_error_line(cli("bench", "--config", str(config), "--url", f"http://127.0.0.1:{port}/",
+                                  "--rate", "10", check=False))
+    assert "not healthy" in line and "connection refused" in line
+
+
+def test_missing_binaries_are_one_line_exit_2(tmp_path):
+    line = one_error_line(cli("staging", "up", "--workdir", str(tmp_path), "--httpd-bin", "/nonexistent/apache2",
+                              check=False))
+    assert "httpd binary not found" in line
+    line = one_error_line(cli("bench", "--workdir", str(tmp_path), "--httperf", "/nonexistent/httperf", check=False))
+    assert "httperf not found" in line
+
+
+def test_existing_server_with_refused_reload_rolls_back():
+    require("apache2", "httperf")
+    with SandboxRun() as run:
+        config, managed = str(run.sandbox.config_path), str(run.sandbox.managed_path)
+        url = run.state.base_url + "/1k.html"
+        common = ["--config", config, "--managed", managed, "--url", url, "--rate", "10", "--duration", "1"]
+        line = one_error_line(cli("bench", *common, "--set", "KeepAlive Off", "--reload-cmd", "false", check=False))
+        assert "reload command refused" in line
+        run.assert_stock_restored()
+        # The same server with a working reload command: applied, measured, restored.
+        reload_cmd = f"/usr/sbin/apache2 -f {config} -k graceful"
+        result = cli("bench", *common, "--set", "KeepAlive Off", "--reload-cmd", reload_cmd, "--format", "json")
+        trial = json.loads(result.stdout.splitlines()[0])
+        assert trial["httperf"]["replies"] == 10
+        run.assert_stock_restored()
+
+
+def test_existing_config_must_include_the_managed_file(tmp_path):
+    config = tmp_path / "httpd.conf"
+    config.write_text("Listen 127.0.0.1:8080\n")
+    line = one_error_line(cli("bench", "--config", str(config), "--url", "http://127.0.0.1:8080/", check=False))
+    assert "does not include the managed file" in line and "IncludeOptional" in line
+
+
+def test_bad_cpu_list_and_mode_are_usage_errors(tmp_path):
+    line = one_error_line(cli("staging", "up", "--workdir", str(tmp_path), "--server-cpus", "99", check=False))
+    assert "CPU 99 does not exist" in line
+    require("httperf")
+    line = one_error_line(cli("bench", "--workdir", str(tmp_path), "--mode", "sideways", check=False))
+    assert "unknown --mode" in line
