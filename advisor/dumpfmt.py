@@ -39,16 +39,18 @@ def dump_lines(raw_root: Section) -> list[str]:
         indent = "  " * level
         for node in _effective_children(section):
             name = canonical_name(node.name)
-            if node.file != current_file:
-                current_file = node.file
+            # httpd names a macro expansion's lines after the expansion.
+            file, line = node.expansion if node.expansion else (node.file, node.end_line)
+            if file != current_file:
+                current_file = file
                 append(f"# In file: {current_file}")
-            append(f"{indent}#{node.end_line:4d}:")
+            append(f"{indent}#{line:4d}:")
             if isinstance(node, Section):
                 if _has_effective_child(node):
                     append(f"{indent}<{name} {node.raw_args}")
                     walk(node, level + 1)
-                    if node.file != current_file:
-                        current_file = node.file
+                    if file != current_file:
+                        current_file = file
                         append(f"# In file: {current_file}")
                     append(f"{indent}</{name}>")
                 else:

@@ -29,6 +29,9 @@ _WHITESPACE = " \t\n\r\f\v"
 # last physical line). httpd reports the last one. A tuple because a large
 # tree has tens of thousands of them.
 LogicalLine = tuple[str, int, int]
+# A line a macro expansion produced: (text, first line, last line, file of the
+# macro body, (httpd's pseudo file name for the expansion, line within it)).
+MacroLine = tuple[str, int, int, str, tuple[str, int]]
 
 # Characters Python's str.split() treats as blanks but httpd's apr_isspace
 # does not: where a file has none, the fast str.split() splits like httpd.
@@ -52,7 +55,7 @@ def _nul_error(text: str, path: str) -> ConfigError:
                        "httpd silently drops the rest of such a line; remove the byte")
 
 
-def logical_lines(text: str, path: str) -> list[LogicalLine]:
+def logical_lines(text: str, path: str, keep_blank: bool = False, first_line: int = 1) -> list[LogicalLine]:
     """The non-empty, non-comment lines of a file as httpd sees them.
 
     A backslash right before the end of a physical line joins the next line
@@ -72,6 +75,7 @@ def logical_lines(text: str, path: str) -> list[LogicalLine]:
     out: list[LogicalLine] = []
     append = out.append
     index = 0
+    offset = first_line - 1
     while index < count:
         piece = physical[index]
         index += 1
@@ -101,7 +105,9 @@ def logical_lines(text: str, path: str) -> list[LogicalLine]:
             )
         line = line.strip(_WHITESPACE)
         if line and line[0] != "#":
-            append((line, start, index))
+            append((line, start + offset, index + offset))
+        elif keep_blank and not line:
+            append((line, start + offset, index + offset))
     return out
 
 

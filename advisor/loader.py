@@ -13,14 +13,16 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Iterator
 
-from advisor import includes
+
+from collections import deque
+
+from advisor import includes, macros
 from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, RUNTIME_CONDITIONALS
 from advisor.conditions import evaluate_condition, parse_version
 from advisor.envvars import envvars_beside, read_envvars
 from advisor.errors import ConfigError
-from advisor.lexer import (LogicalLine, decode, logical_lines, next_word, resolve_env,
+from advisor.lexer import (LogicalLine, MacroLine, decode, logical_lines, next_word, resolve_env,
                            splits_like_httpd, split_words)
 from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
 from advisor.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
@@ -75,6 +77,10 @@ class _State:
     plain: bool = True
     """The file being read splits on blanks like httpd (see splits_like_httpd)."""
     section_depth: int = 0
+    macros: dict[str, "macros.Macro"] = field(default_factory=dict)
+    physical_lines: dict[str, list[str]] = field(default_factory=dict)
+    """Each file's text split in lines, kept so a macro body can be re-read
+    with its blank lines (they count in the macro's own line numbers)."""
 
     def lookup_variable(self, name: str) -> str | None:
         if name in self.defines and self.defines[name] is not None:
@@ -85,6 +91,7 @@ class _State:
 class _Reader:
     def __init__(self, state: _State) -> None:
         self.state = state
+        self.pending_expansion: tuple[str, int] | None = None
 
     # ---- files ------------------------------------------------------------
 
@@ -124,11 +131,13 @@ class _Reader:
                 raise ConfigError(f"include cycle: {chain}", where[0] if where else path,
                                   where[1] if where else None, "remove the Include that closes the loop")
         state.files.append(path)
+        if "<macro" in text or "<Macro" in text or "<MACRO" in text:
+            state.physical_lines[path] = text.split("\n")
         state.include_stack.append((path, identity))
         saved_plain = state.plain
         state.plain = splits_like_httpd(text)
         try:
-            cursor = iter(logical_lines(text, path))
+            cursor = deque(logical_lines(text, path))
             self.build(cursor, container, path, active=True, closing=None)
         finally:
             state.include_stack.pop()
@@ -136,14 +145,14 @@ class _Reader:
 
     # ---- one nesting level -----------------------------------------------
 
-    def build(self, cursor: Iterator[LogicalLine], container: Section, path: str, active: bool,
-              closing: Section | None) -> None:
+    def build(self, cursor: "deque[LogicalLine | MacroLine]", container: Section, path: str,
+              active: bool, closing: Section | None) -> None:
         """Read lines into `container` until `closing`'s end tag (or the end
         of the file when `closing` is None)."""
         state = self.state
+        file_path = path
         while True:
-            logical = next(cursor, None)
-            if logical is None:
+            if not cursor:
                 if closing is not None:
                     if active:
                         raise ConfigError(f"<{closing.name}> was not closed", path, closing.line,
@@ -151,7 +160,14 @@ class _Reader:
                     raise ConfigError(f"expected </{closing.name}> before end of file", path,
                                       closing.line, f"add </{closing.name}>")
                 return
-            text, start, end = logical
+            logical = cursor.popleft()
+            if len(logical) == 3:
+                text, start, end = logical  # type: ignore[misc]
+                path = file_path
+                expansion = None
+            else:
+                # A line that a `Use` of a macro produced (see macros.py).
+                text, start, end, path, expansion = logical  # type: ignore[misc]
             if active and "${" in text:
                 undefined: list[str] = []
                 text = resolve_env(text, state.lookup_variable, undefined)
@@ -171,9 +187,21 @@ class _Reader:
                     if closing is not None:
                         closing.close_line = end
                     return
-                self.section(name, rest, start, end, cursor, container, path, active)
+                if active and name.lower() == "<macro" and "macro_module" in state.modules:
+                    macros.define(self, name, rest, start, end, cursor, container, path)
+                else:
+                    if expansion is not None:
+                        self.pending_expansion = expansion
+                    self.section(name, rest, start, end, cursor, container, path, active)
+            elif active and name.lower() in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
+                node = self.directive(name, rest, start, end, container, path, active)
+                if expansion is not None:
+                    node.expansion = expansion
+                macros.use_or_undefine(self, node, cursor)
             else:
-                self.directive(name, rest, start, end, container, path, active)
+                node = self.directive(name, rest, start, end, container, path, active)
+                if expansion is not None:
+                    node.expansion = expansion
 
     def close(self, name: str, rest: str, start: int, end: int, path: str, active: bool,
               closing: Section | None) -> None:
@@ -189,7 +217,7 @@ class _Reader:
             raise ConfigError(f"expected </{closing.name}> but saw </{bare}>", path, end,
                               f"<{closing.name}> opened on line {closing.line} is still open")
 
-    def section(self, name: str, rest: str, start: int, end: int, cursor: Iterator[LogicalLine],
+    def section(self, name: str, rest: str, start: int, end: int, cursor: "deque[LogicalLine | MacroLine]",
                 container: Section, path: str, active: bool) -> None:
         state = self.state
         bare = name[1:]
@@ -205,6 +233,8 @@ class _Reader:
             name=bare, args=split_words(inner, state.plain), raw_args=raw_args, file=path,
             line=start, end_line=end, active=active, parent=container,
         )
+        if self.pending_expansion is not None:
+            node.expansion, self.pending_expansion = self.pending_expansion, None
         state.section_depth += 1
         depth = state.section_depth
         if depth > MAX_SECTION_DEPTH:
@@ -223,7 +253,7 @@ class _Reader:
         state.section_depth -= 1
 
     def directive(self, name: str, rest: str, start: int, end: int, container: Section,
-                  path: str, active: bool) -> None:
+                  path: str, active: bool) -> Node:
         state = self.state
         lname = name.lower()
         args = split_words(rest, state.plain)
@@ -233,11 +263,11 @@ class _Reader:
             container.children.append(node)
             if active:
                 self.include(node, args, optional=lname == "includeoptional")
-            return
+            return node
         node = Directive(name, args, rest, path, start, end, active, container)
         container.children.append(node)
         if not active or lname not in READ_TIME_DIRECTIVES:
-            return
+            return node
         if lname == "define":
             if not args or len(args) > 2:
                 raise ConfigError("Define takes one or two arguments", path, end)
@@ -261,6 +291,7 @@ class _Reader:
             if not os.path.isabs(root):
                 root = os.path.join(state.server_root, root)
             state.server_root = os.path.normpath(root)
+        return node
 
     def include(self, node: Include, args: list[str], optional: bool) -> None:
         state = self.state

@@ -37,6 +37,10 @@ class Node:
     parent: Section | None = field(default=None, repr=False)
     raw: Node | None = field(default=None, repr=False)
     """In the effective tree: the raw-tree node this one stands for."""
+    expansion: tuple[str, int] | None = field(default=None, repr=False)
+    """For a node that a mod_macro `Use` produced: httpd's name for the
+    expansion (`macro 'm' (defined on line 3 of "f") used on line 9 of "f"`)
+    and the line within it. `file`/`line` point at the macro body line."""
 
     @property
     def lname(self) -> str:
