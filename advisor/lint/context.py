@@ -14,6 +14,7 @@ from typing import Iterable
 
 from advisor import catalog
 from advisor.model import Config, Directive, Include, Node, Section
+from advisor.modules import DEBIAN_BUILTINS
 
 
 @dataclass
@@ -143,7 +144,7 @@ class LintContext:
         """Whether the module list is worth trusting: the config (or the
         command line) loaded something beyond httpd's compiled-in modules.
         A lone vhost file linted on its own loads nothing."""
-        return self.facts.mpm is not None or len(self.config.module_order) > 8
+        return self.facts.mpm is not None or len(self.config.module_order) > len(DEBIAN_BUILTINS)
 
     # ---- effective tree queries -----------------------------------------
 
@@ -196,6 +197,12 @@ class LintContext:
 
     def info(self, name: str) -> catalog.DirectiveInfo | None:
         return self.catalog.get(name.lower())
+
+    def spelling(self, modern: str, legacy: str) -> str:
+        """The name the target httpd knows: MaxRequestWorkers for 2.4,
+        MaxClients for 2.2."""
+        info = self.catalog.get(modern.lower())
+        return modern if info is not None and info.alias_of is None else legacy
 
     # ---- where to point ------------------------------------------------------
 

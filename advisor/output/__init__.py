@@ -1,1 +1,5 @@
-"""output package."""
+"""Formatters: findings in, text out. A formatter never decides anything."""
+
+from __future__ import annotations
+
+FORMATS = ("text", "json", "sarif", "github")

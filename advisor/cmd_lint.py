@@ -1,0 +1,353 @@
+"""`apache-advisor lint`, `rules` and `explain`."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, List, Optional
+
+import typer
+
+from advisor.errors import UsageError
+
+MPMS = ("prefork", "worker", "event")
+
+
+@dataclass
+class LintOptions:
+    """Everything `lint` was asked, before the config file is merged in."""
+
+    paths: list[str]
+    format: str = "text"
+    output: str | None = None
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    profile: str | None = None
+    fail_on: str | None = None
+    ram: str | None = None
+    worker_memory: str | None = None
+    expected_clients: int | None = None
+    mpm: str | None = None
+    apache_version: str | None = None
+    defines: list[str] = field(default_factory=list)
+    modules: list[str] = field(default_factory=list)
+    modules_from: str | None = None
+    server_root: str | None = None
+    config: str | None = None
+    isolated: bool = False
+    live: bool | None = None
+    show_evidence: bool = True
+
+
+@dataclass
+class LintRun:
+    findings: list
+    notes: list[str]
+    files: list[str]
+    rules: list
+    fail_on: str
+    exit_code: int
+
+
+def _display_path(path: str) -> str:
+    """Relative to the working directory when below it (what CI annotations
+    and SARIF want), absolute otherwise."""
+    absolute = os.path.abspath(path)
+    cwd = os.getcwd()
+    if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
+        return os.path.relpath(absolute, cwd)
+    return absolute
+
+
+def _host_value(cli_value: Any, host: dict[str, Any], key: str) -> tuple[Any, str]:
+    if cli_value is not None:
+        return cli_value, f"--{key}"
+    if key in host:
+        return host[key], "the config file"
+    return None, ""
+
+
+def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: set[str],
+           notes: list[str]):
+    from advisor.lint.context import HostFacts
+    from advisor.lint.values import format_bytes, parse_size
+
+    mpm, _ = _host_value(options.mpm, host, "mpm")
+    if mpm is not None and str(mpm).lower() not in MPMS:
+        raise UsageError(f"--mpm must be one of {', '.join(MPMS)}, got {mpm!r}")
+    facts = HostFacts(apache_version=config.apache_version,
+                      mpm=str(mpm).lower() if mpm else config.mpm)
+    ram, ram_source = _host_value(options.ram, host, "ram")
+    if ram is not None:
+        facts.ram, facts.ram_source = parse_size(str(ram), "--ram"), ram_source
+    worker, worker_source = _host_value(options.worker_memory, host, "worker-memory")
+    if worker is not None:
+        facts.worker_memory = parse_size(str(worker), "--worker-memory")
+        facts.worker_memory_source = worker_source
+    clients, _ = _host_value(options.expected_clients, host, "expected-clients")
+    if clients is not None:
+        try:
+            facts.expected_clients = int(clients)
+        except (TypeError, ValueError):
+            raise UsageError(f"expected-clients must be a whole number, got {clients!r}") from None
+        if facts.expected_clients <= 0:
+            raise UsageError("--expected-clients must be positive")
+    for key, attribute in (("os-reserve", "os_reserve"), ("per-connection", "per_connection"),
+                           ("document-set", "document_set")):
+        if key in host:
+            setattr(facts, attribute, parse_size(str(host[key]), key))
+
+    wants_memory = bool(enabled_codes & {"C201", "C202"})
+    live = options.live
+    if live is None:
+        from advisor.lint.host import is_system_config
+
+        live = is_system_config(config.main_file)
+    if wants_memory and live and (facts.ram is None or facts.worker_memory is None):
+        from advisor.lint import host as host_probe
+
+        if facts.ram is None:
+            facts.ram = host_probe.measure_ram()
+            if facts.ram is not None:
+                facts.ram_source = "this host"
+                notes.append(f"RAM {format_bytes(facts.ram)} measured on this host")
+        if facts.worker_memory is None:
+            size, count = host_probe.measure_worker_memory()
+            if size is not None:
+                facts.worker_memory = size
+                facts.worker_memory_source = f"measured from {count} running httpd children"
+                notes.append(f"per-worker memory {format_bytes(size)} "
+                             f"(private memory of {count} running httpd children)")
+    return facts
+
+
+def run_lint(options: LintOptions) -> LintRun:
+    """Load every PATH, lint it, and say what the exit code should be."""
+    from advisor import rules as registry
+    from advisor.cmd_dump import load_options
+    from advisor.lint.engine import lint_config
+    from advisor.lint.rule import PROFILES, SEVERITY_RANK, max_severity
+    from advisor.lint.settings import (
+        FAIL_ON, FileSettings, check_choice, find_config_file, load_file_settings, select_rules,
+    )
+    from advisor.loader import load_config
+
+    if not options.paths:
+        raise UsageError("lint needs at least one PATH", hint="the main config file, e.g. /etc/apache2/apache2.conf")
+    if options.format not in ("text", "json", "sarif", "github"):
+        raise UsageError(f"--format must be text, json, sarif or github, got {options.format!r}")
+
+    file_settings = FileSettings()
+    if not options.isolated:
+        config_path = options.config or find_config_file()
+        if options.config and not os.path.isfile(options.config):
+            raise UsageError(f"config file {options.config} does not exist")
+        if config_path:
+            file_settings = load_file_settings(config_path)
+
+    profile = check_choice(options.profile or file_settings.profile or "all", PROFILES, "--profile")
+    fail_on = check_choice(options.fail_on or file_settings.fail_on or "warning", FAIL_ON, "--fail-on")
+    all_rules = registry.all_rules()
+    select = options.select if options.select else file_settings.select
+    ignore = list(file_settings.ignore) + list(options.ignore)
+    enabled = select_rules(all_rules, select, ignore, profile)
+    enabled_codes = {rule.code for rule in enabled}
+    known_codes = {rule.code for rule in all_rules}
+    for code in file_settings.severity:
+        if code not in known_codes:
+            raise UsageError(f"[severity] names unknown rule {code}", file_settings.path)
+
+    host = file_settings.host
+    version = options.apache_version or str(host.get("apache-version", "2.4"))
+    load = load_options(options.defines, options.modules, options.modules_from, version,
+                        options.server_root)
+
+    findings: list = []
+    notes: list[str] = []
+    files: list[str] = []
+    for path in options.paths:
+        config = load_config(path, load)
+        facts = _facts(config, options, host, enabled_codes, notes)
+        result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings)
+        findings.extend(result.findings)
+        notes.extend(note for note in result.notes if note not in notes)
+        files.extend(result.files)
+    for finding in findings:
+        finding.file = _display_path(finding.file)
+    findings.sort(key=lambda f: f.sort_key())
+
+    worst = max_severity(findings)
+    failed = (fail_on != "never" and worst is not None
+              and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on])
+    return LintRun(findings, notes, list(dict.fromkeys(files)), list(enabled), fail_on,
+                   1 if failed else 0)
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write the whole report or nothing: a temporary file renamed into place."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    if not os.path.isdir(directory):
+        raise UsageError(f"cannot write {path}: directory {directory} does not exist")
+    handle, temporary = tempfile.mkstemp(prefix=".apache-advisor-", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", errors="surrogateescape") as stream:
+            stream.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def render(run: LintRun, options: LintOptions, *, colour: bool | None) -> str | None:
+    """The report as text, or None when it was printed straight to stdout."""
+    from advisor import rules as registry
+
+    if options.format == "json":
+        from advisor.output import jsonfmt
+
+        return jsonfmt.render(run.findings)
+    if options.format == "sarif":
+        from advisor.output import sarif
+
+        return sarif.render(run.findings, list(registry.all_rules()), run.notes)
+    if options.format == "github":
+        from advisor.output import github
+
+        return github.render(run.findings, registry.rule_by_code())
+    import io
+
+    from advisor.output import text
+
+    if options.output is None:
+        text.render(run.findings, sys.stdout, notes=run.notes, files_checked=len(run.files),
+                    show_evidence=options.show_evidence, colour=colour)
+        return None
+    buffer = io.StringIO()
+    text.render(run.findings, buffer, notes=run.notes, files_checked=len(run.files),
+                show_evidence=options.show_evidence, colour=False)
+    return buffer.getvalue()
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def lint(
+        paths: List[str] = typer.Argument(..., help="Main config file(s), or directories holding apache2.conf / httpd.conf."),
+        format: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github."),
+        output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
+        select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rules: codes, prefixes, categories or slugs (comma-separated or repeated)."),
+        ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Skip these rules (same forms as --select)."),
+        profile: Optional[str] = typer.Option(None, "--profile", help="performance, security or all (default all)."),
+        fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding is at least this severe: error, warning (default), info or never."),
+        ram: Optional[str] = typer.Option(None, "--ram", help="RAM of the server that runs this config, e.g. 4G."),
+        worker_memory: Optional[str] = typer.Option(None, "--worker-memory", help="Private memory of one httpd child process, e.g. 48M."),
+        expected_clients: Optional[int] = typer.Option(None, "--expected-clients", help="Concurrent clients the server should hold."),
+        mpm: Optional[str] = typer.Option(None, "--mpm", help="The MPM in use (prefork, worker, event) when the config does not load one."),
+        apache_version: Optional[str] = typer.Option(None, "--apache-version", help="Target httpd version (default 2.4)."),
+        define: Optional[List[str]] = typer.Option(None, "--define", "-D", help="NAME[=VALUE], like httpd's -D."),
+        module: Optional[List[str]] = typer.Option(None, "--module", help="A module loaded by means the config does not show."),
+        modules_from: Optional[str] = typer.Option(None, "--modules-from", help="A file with the output of `apachectl -M`."),
+        server_root: Optional[str] = typer.Option(None, "--server-root", "-d", help="httpd's ServerRoot (-d); default: derived from PATH."),
+        config: Optional[str] = typer.Option(None, "--config", help="Settings file (default: nearest .apache-advisor.toml or pyproject.toml)."),
+        isolated: bool = typer.Option(False, "--isolated", help="Ignore any settings file."),
+        live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Measure RAM and worker memory on this host (default: when the config is under /etc)."),
+        evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Show each finding's evidence line in text output."),
+    ) -> None:
+        """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
+        from advisor.lint.settings import split_tokens
+
+        options = LintOptions(
+            paths=list(paths), format=format.lower(), output=output,
+            select=split_tokens(select) or None, ignore=split_tokens(ignore), profile=profile,
+            fail_on=fail_on, ram=ram, worker_memory=worker_memory,
+            expected_clients=expected_clients, mpm=mpm, apache_version=apache_version,
+            defines=list(define or []), modules=list(module or []), modules_from=modules_from,
+            server_root=server_root, config=config, isolated=isolated, live=live,
+            show_evidence=evidence,
+        )
+        run = run_lint(options)
+        report = render(run, options, colour=None)
+        if report is not None:
+            if output:
+                write_atomically(output, report)
+            else:
+                sys.stdout.write(report)
+                sys.stdout.flush()
+        raise typer.Exit(code=run.exit_code)
+
+    @app.command("rules")
+    def rules_command(
+        format: str = typer.Option("table", "--format", "-f", help="table, json or markdown."),
+        output: Optional[str] = typer.Option(None, "--output", "-o", help="Write to FILE instead of stdout."),
+    ) -> None:
+        """List the lint rules (codes are stable)."""
+        from advisor import rules as registry
+
+        rules = registry.all_rules()
+        if format == "json":
+            import json
+
+            text = json.dumps([rule_metadata(rule) for rule in rules], indent=2) + "\n"
+        elif format == "markdown":
+            from advisor.lint.docs import rules_document
+
+            text = rules_document(rules)
+        elif format == "table":
+            text = None
+        else:
+            raise UsageError(f"--format must be table, json or markdown, got {format!r}")
+        if text is None:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(show_lines=False, header_style="bold")
+            for column in ("code", "slug", "severity", "category", "flags"):
+                table.add_column(column, overflow="fold")
+            for rule in rules:
+                table.add_row(rule.code, rule.slug, rule.severity, rule.category, rule.doc.summary)
+            if output:
+                import io
+
+                buffer = io.StringIO()
+                Console(file=buffer, width=160, force_terminal=False).print(table)
+                write_atomically(output, buffer.getvalue())
+            else:
+                Console(highlight=False).print(table)
+            return
+        if output:
+            write_atomically(output, text)
+        else:
+            sys.stdout.write(text)
+
+    @app.command()
+    def explain(code: str = typer.Argument(..., help="A rule code (P101) or slug.")) -> None:
+        """Print one rule's documentation: what, why with the evidence, examples, fix."""
+        from advisor import rules as registry
+        from advisor.lint.docs import rule_text
+
+        rule = registry.find_rule(code)
+        if rule is None:
+            raise UsageError(f"no rule {code!r}", hint="`apache-advisor rules` lists the codes")
+        sys.stdout.write(rule_text(rule))
+
+
+def rule_metadata(rule) -> dict:
+    doc = rule.doc
+    return {
+        "code": rule.code,
+        "slug": rule.slug,
+        "severity": rule.severity,
+        "category": rule.category,
+        "directives": list(rule.directives),
+        "needs": [need.replace("_", "-") for need in rule.needs],
+        "summary": doc.summary,
+        "what": doc.what,
+        "why": doc.why,
+        "evidence": doc.evidence,
+        "bad": doc.bad,
+        "good": doc.good,
+        "fix": doc.fix,
+        "references": list(doc.references),
+    }

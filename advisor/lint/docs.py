@@ -1,0 +1,130 @@
+"""Rule documentation as text and Markdown, and the generated docs/rules.md."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Iterable
+
+from advisor.lint.rule import CATEGORIES, PROFILES, Rule
+
+GENERATED_NOTE = (
+    "<!-- Generated from the rule metadata in rules/*.py by "
+    "`apache-advisor rules --format markdown --output docs/rules.md`. Do not edit by hand. -->"
+)
+
+
+def rule_markdown(rule: Rule, heading_level: int = 3) -> str:
+    doc = rule.doc
+    hashes = "#" * heading_level
+    sub = "#" * (heading_level + 1)
+    parts = [
+        f"{hashes} {rule.code} `{rule.slug}`",
+        "",
+        f"**{doc.summary}**",
+        "",
+        f"- Severity: {rule.severity}",
+        f"- Category: {rule.category}",
+        f"- Directives: {', '.join(rule.directives) if rule.directives else '(whole config)'}",
+    ]
+    if rule.needs:
+        parts.append(f"- Needs: {', '.join(n.replace('_', '-') for n in rule.needs)}")
+    parts += [
+        "",
+        f"{sub} What it flags",
+        "",
+        doc.what,
+        "",
+        f"{sub} Why",
+        "",
+        doc.why,
+        "",
+        f"> Evidence: {doc.evidence}",
+        "",
+        f"{sub} Bad",
+        "",
+        "```apache",
+        doc.bad.rstrip(),
+        "```",
+        "",
+        f"{sub} Good",
+        "",
+        "```apache",
+        doc.good.rstrip(),
+        "```",
+        "",
+        f"{sub} How to fix",
+        "",
+        doc.fix,
+        "",
+        f"{sub} References",
+        "",
+    ]
+    parts += [f"- {reference}" for reference in doc.references]
+    return "\n".join(parts) + "\n"
+
+
+def _wrap(text: str, indent: str = "  ") -> str:
+    return textwrap.fill(text, width=88, initial_indent=indent, subsequent_indent=indent)
+
+
+def rule_text(rule: Rule) -> str:
+    doc = rule.doc
+    lines = [
+        f"{rule.code} {rule.slug} ({rule.severity}, {rule.category})",
+        doc.summary,
+        "",
+        "What it flags:",
+        _wrap(doc.what),
+        "",
+        "Why:",
+        _wrap(doc.why),
+        "",
+        "Evidence:",
+        _wrap(doc.evidence),
+        "",
+        "Bad:",
+        textwrap.indent(doc.bad.rstrip(), "    "),
+        "",
+        "Good:",
+        textwrap.indent(doc.good.rstrip(), "    "),
+        "",
+        "How to fix:",
+        _wrap(doc.fix),
+        "",
+        "Directives: " + (", ".join(rule.directives) if rule.directives else "(whole config)"),
+        "References:",
+    ]
+    lines += [f"  - {reference}" for reference in doc.references]
+    return "\n".join(lines) + "\n"
+
+
+def rules_document(rules: Iterable[Rule]) -> str:
+    rules = list(rules)
+    lines = [
+        "# apache-advisor lint rules",
+        "",
+        GENERATED_NOTE,
+        "",
+        "Every rule has a stable code. Select or ignore rules by code (`P101`), prefix (`P1`),",
+        "category or slug; silence one place with `# apache-advisor: disable=CODE -- reason`",
+        "on the line before the directive (or at the top of a file, followed by a blank line,",
+        "for the whole file). `apache-advisor explain CODE` prints one rule's page.",
+        "",
+        "Profiles: " + "; ".join(f"`{name}` = {', '.join(cats)}" for name, cats in PROFILES.items()) + ".",
+        "",
+        "| code | slug | severity | category | flags |",
+        "|---|---|---|---|---|",
+    ]
+    for rule in rules:
+        anchor = f"{rule.code.lower()}-{rule.slug}"
+        lines.append(f"| [{rule.code}](#{anchor}) | `{rule.slug}` | {rule.severity} | "
+                     f"{rule.category} | {rule.doc.summary.replace('|', '/')} |")
+    lines.append("")
+    for category in CATEGORIES:
+        members = [rule for rule in rules if rule.category == category]
+        if not members:
+            continue
+        lines += [f"## {category.capitalize()}", ""]
+        for rule in members:
+            lines.append(rule_markdown(rule))
+    return "\n".join(lines).rstrip() + "\n"

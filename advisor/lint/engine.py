@@ -1,0 +1,153 @@
+"""Run the rules over a loaded config and settle what gets reported.
+
+Order of work: index the trees once, run each enabled rule, apply severity
+overrides, drop findings silenced by suppression comments or per-path
+ignores, then run the post rules that report on the suppressions themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from advisor.lint.context import HostFacts, LintContext
+from advisor.lint.rule import Finding, Location, Rule
+from advisor.lint.settings import FileSettings, path_ignored
+from advisor.lint.suppress import MARKER, FileSuppressions, Suppression, SuppressionProblem, parse_file
+from advisor.model import Config, Node, Section
+
+
+@dataclass
+class SuppressionState:
+    """What the post rules (A001, A002) read."""
+
+    suppressions: list[Suppression] = field(default_factory=list)
+    problems: list[SuppressionProblem] = field(default_factory=list)
+    enabled_codes: set[str] = field(default_factory=set)
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding]
+    notes: list[str]
+    """Things the reader should know: rules skipped for lack of a host fact,
+    where host facts came from."""
+    files: list[str]
+
+
+def _location(at: Location) -> tuple[str, int]:
+    if isinstance(at, tuple):
+        return at
+    node: Node = at
+    return node.file, node.line
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", errors="surrogateescape")
+    except OSError:
+        return None
+
+
+def collect_suppressions(config: Config, ctx: LintContext, known_codes: set[str]) -> SuppressionState:
+    state = SuppressionState()
+    texts: dict[str, str] = {}
+    for path in dict.fromkeys(config.files):
+        text = _read(path)
+        if text is not None and MARKER in text:
+            texts[path] = text
+    if not texts:
+        return state
+    ends: dict[str, dict[int, int]] = {path: {} for path in texts}
+    for node in ctx.raw.order:
+        per_file = ends.get(node.file)
+        if per_file is None:
+            continue
+        last = node.end_line
+        if isinstance(node, Section) and node.close_line:
+            last = node.close_line
+        if last > per_file.get(node.line, 0):
+            per_file[node.line] = last
+    for path, text in texts.items():
+        parsed: FileSuppressions = parse_file(path, text, known_codes, ends[path])
+        state.suppressions.extend(parsed.suppressions)
+        state.problems.extend(parsed.problems)
+    return state
+
+
+def lint_config(
+    config: Config,
+    facts: HostFacts,
+    rules: Iterable[Rule],
+    *,
+    known_codes: set[str],
+    settings: FileSettings | None = None,
+) -> LintResult:
+    settings = settings or FileSettings()
+    ctx = LintContext(config, facts)
+    enabled = list(rules)
+    notes: list[str] = []
+    findings: list[Finding] = []
+    # Where `report` puts findings: the main list, then the post rules' own.
+    sink: list[list[Finding]] = [findings]
+    seen: set[tuple[str, str, int, str]] = set()
+
+    def runner(rule: Rule):
+        def report(at: Location, message: str, *, fix: str | None = None,
+                   severity: str | None = None, evidence: str | None = None) -> None:
+            file, line = _location(at)
+            key = (rule.code, file, line, message)
+            if key in seen:
+                return
+            seen.add(key)
+            level = settings.severity.get(rule.code) or severity or rule.severity
+            sink[0].append(Finding(rule.code, level, message, file, line,
+                                    evidence or rule.doc.evidence, fix))
+        return report
+
+    skipped: dict[str, list[str]] = {}
+    for rule in enabled:
+        if rule.post:
+            continue
+        missing = [need for need in rule.needs if getattr(facts, need) is None]
+        if missing:
+            for need in missing:
+                skipped.setdefault(need, []).append(rule.code)
+            continue
+        rule.check(ctx, runner(rule))
+    for need, codes in skipped.items():
+        notes.append(f"{', '.join(codes)} skipped: {_HINTS.get(need, need)}")
+
+    state = collect_suppressions(config, ctx, known_codes)
+    state.enabled_codes = {rule.code for rule in enabled}
+    kept: list[Finding] = []
+    by_file: dict[str, list[Suppression]] = {}
+    for entry in state.suppressions:
+        by_file.setdefault(entry.file, []).append(entry)
+    for finding in findings:
+        silenced = False
+        for entry in by_file.get(finding.file, ()):
+            if entry.covers(finding.code, finding.line):
+                entry.used.add(finding.code)
+                silenced = True
+        if silenced or path_ignored(finding.file, finding.code, settings):
+            continue
+        kept.append(finding)
+
+    ctx.suppression_state = state  # type: ignore[attr-defined]
+    post_findings: list[Finding] = []
+    sink[0] = post_findings
+    for rule in enabled:
+        if rule.post:
+            rule.check(ctx, runner(rule))
+    kept.extend(f for f in post_findings if not path_ignored(f.file, f.code, settings))
+    kept.sort(key=Finding.sort_key)
+    return LintResult(kept, notes, list(config.files))
+
+
+_HINTS = {
+    "ram": "RAM unknown (pass --ram, set [host] ram, or lint this host's own config under /etc)",
+    "worker_memory": "per-worker memory unknown (pass --worker-memory)",
+    "expected_clients": "expected clients unknown (pass --expected-clients)",
+}

@@ -1,0 +1,111 @@
+"""`--format sarif`: SARIF 2.1.0 for GitHub code scanning and other viewers.
+
+Rule metadata and help go in `tool.driver.rules`; each result points at its
+file through `%SRCROOT%` (the directory lint ran in) when the file lies
+below it, so code scanning can match it to the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterable
+from urllib.parse import quote
+
+from advisor.lint.docs import rule_markdown, rule_text
+from advisor.lint.rule import Finding, Rule
+
+SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+# GitHub ranks security alerts by this number (CVSS-like, 0.0-10.0).
+_SECURITY_SEVERITY = {"error": "8.0", "warning": "5.5", "info": "3.0"}
+
+
+def _pascal(slug: str) -> str:
+    return "".join(part.capitalize() for part in slug.split("-"))
+
+
+def rule_descriptor(rule: Rule) -> dict:
+    properties: dict = {"tags": [rule.category, "apache-httpd"], "precision": "high"}
+    if rule.category == "security":
+        properties["tags"].append("security")
+        properties["security-severity"] = _SECURITY_SEVERITY[rule.severity]
+    return {
+        "id": rule.code,
+        "name": _pascal(rule.slug),
+        "shortDescription": {"text": rule.doc.summary},
+        "fullDescription": {"text": rule.doc.what},
+        "help": {"text": rule_text(rule), "markdown": rule_markdown(rule, heading_level=2)},
+        "defaultConfiguration": {"level": _LEVEL[rule.severity]},
+        "properties": properties,
+    }
+
+
+def _artifact(file: str) -> dict:
+    if os.path.isabs(file):
+        return {"uri": "file://" + quote(file)}
+    return {"uri": quote(file.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("apache-advisor")
+    except Exception:  # metadata missing in a bare checkout
+        return "0.0.0"
+
+
+def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] = (),
+          root: str | None = None) -> dict:
+    rules = list(rules)
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    results = []
+    for finding in findings:
+        text = finding.message
+        if finding.fix:
+            text += f" Fix: {finding.fix}"
+        result = {
+            "ruleId": finding.code,
+            "level": _LEVEL[finding.severity],
+            "message": {"text": text},
+            "locations": [{
+                "physicalLocation": {
+                    "artifactLocation": _artifact(finding.file),
+                    "region": {"startLine": max(1, finding.line)},
+                }
+            }],
+            "properties": {"evidence": finding.evidence, "fix": finding.fix},
+        }
+        if finding.code in index:
+            result["ruleIndex"] = index[finding.code]
+        results.append(result)
+    root_uri = "file://" + quote(os.path.abspath(root or os.getcwd()).rstrip("/") + "/")
+    version = _version()
+    return {
+        "$schema": SCHEMA_URI,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "apache-advisor",
+                "version": version,
+                "semanticVersion": version,
+                "informationUri": "https://httpd.apache.org/docs/2.4/",
+                "rules": [rule_descriptor(rule) for rule in rules],
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root_uri}},
+            "invocations": [{
+                "executionSuccessful": True,
+                "toolExecutionNotifications": [
+                    {"level": "note", "message": {"text": note}} for note in notes
+                ],
+            }],
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+
+
+def render(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] = (),
+           root: str | None = None) -> str:
+    return json.dumps(build(findings, rules, notes, root), indent=2, ensure_ascii=False) + "\n"

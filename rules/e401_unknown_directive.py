@@ -1,0 +1,138 @@
+"""E401: a directive httpd does not know."""
+
+from __future__ import annotations
+
+import difflib
+from functools import lru_cache
+
+from advisor import catalog
+from advisor.lint.context import LintContext
+from advisor.lint.rule import Doc, Report, Rule
+
+from ._legacy import removed_directives
+from ._mpm import MPM_SPECIFIC
+
+DEPRECATED_ACCESS = {"order", "allow", "deny", "satisfy"}  # E404's
+
+DOC = Doc(
+    summary="Unknown directive, or one whose module is not loaded (with 'did you mean')",
+    what=(
+        "Flags active directives and sections that httpd's manual does not list for the "
+        "target version (suggesting the closest known name), and known directives whose "
+        "module is not loaded; httpd refuses both with 'Invalid command'. When a third-party "
+        "module the catalog does not cover is loaded, an unknown name is reported as info: "
+        "it may be that module's. Removed directives are E403's, MPM directives E405's."
+    ),
+    why=(
+        "httpd stops at the first invalid command: `apachectl configtest` fails and a reload "
+        "leaves the old config running, or a restart leaves no server at all. A typo found "
+        "before deploying costs nothing; found by a failed reload it costs an outage. The "
+        "directive catalog is built from httpd's own manual for 2.0, 2.2 and 2.4 (721 "
+        "directives for 2.4)."
+    ),
+    evidence=(
+        "httpd refuses to start on an invalid command (AH00526 'Invalid command ..., perhaps "
+        "misspelled or defined by a module not included in the server configuration')."
+    ),
+    bad="KeepAliveTimout 5\nRewriteEngine On   # mod_rewrite not loaded",
+    good="KeepAliveTimeout 5\nLoadModule rewrite_module modules/mod_rewrite.so\nRewriteEngine On",
+    fix=(
+        "Correct the spelling, load the module that provides the directive, or wrap "
+        "optional parts in <IfModule>."
+    ),
+    references=(
+        "https://httpd.apache.org/docs/2.4/mod/directives.html",
+        "https://httpd.apache.org/docs/2.4/mod/core.html#ifmodule",
+    ),
+)
+
+
+@lru_cache(maxsize=4)
+def _catalog_modules(version_key: str) -> frozenset[str]:
+    names: set[str] = set()
+    for info in catalog.directives(version_key).values():
+        names.add(info.module)
+        names.update(info.modules)
+    return frozenset(names)
+
+
+def _module_name(module_id: str) -> str:
+    stem = module_id[:-7] if module_id.endswith("_module") else module_id
+    return f"mod_{stem}"
+
+
+def _third_party(ctx: LintContext) -> list[str]:
+    known = _catalog_modules(ctx.facts.version_key)
+    builtin = {"core_module", "so_module", "http_module", "watchdog_module", "log_config_module",
+               "logio_module", "version_module", "unixd_module"}
+    return [m for m in ctx.config.module_order
+            if m not in builtin and not m.startswith("mpm_") and _module_name(m) not in known]
+
+
+def _loaded(ctx: LintContext, info: catalog.DirectiveInfo) -> bool:
+    for module in info.modules or (info.module,):
+        if module in ("core", "http_core", "mpm_common") or ctx.has_module(catalog.module_source_name(module)):
+            return True
+    return False
+
+
+@lru_cache(maxsize=4)
+def _spellings(version_key: str) -> tuple[list[str], dict[str, str]]:
+    table = catalog.directives(version_key)
+    return list(table), {key: info.name for key, info in table.items()}
+
+
+def suggestion(name: str, version_key: str) -> str | None:
+    keys, names = _spellings(version_key)
+    close = difflib.get_close_matches(name.lower(), keys, n=1, cutoff=0.75)
+    return names[close[0]] if close else None
+
+
+def check(ctx: LintContext, report: Report) -> None:
+    table = ctx.catalog
+    version_key = ctx.facts.version_key
+    removed = removed_directives(version_key)
+    third_party: list[str] | None = None
+    modules_known = ctx.modules_known
+    nodes = [n for n in ctx.raw.all_directives if n.active]
+    nodes += [s for s in ctx.raw.all_sections if s.active]
+    nodes.sort(key=ctx.raw.order.__getitem__)
+    for node in nodes:
+        lname = node.name.lower()
+        info = table.get(lname)
+        if info is None:
+            if lname in removed:
+                continue
+            if third_party is None:
+                third_party = _third_party(ctx)
+            display = f"<{node.name}>" if hasattr(node, "children") else node.name
+            if third_party:
+                owner = next((m for m in third_party
+                              if lname.startswith(m[:-7].rstrip("0123456789").lower())), None)
+                source = f"module {owner}" if owner else f"one of the third-party modules loaded ({', '.join(third_party)})"
+                report(node, f"{display} is not an httpd {version_key} directive; it may come from "
+                             f"{source}, which the catalog does not cover.", severity="info")
+                continue
+            newer = [key for key in ("2.4", "2.2") if key != version_key and lname in catalog.directives(key)]
+            hint = suggestion(node.name, version_key)
+            if newer:
+                message = f"{display} does not exist in httpd {version_key} (it is a {newer[0]} directive)."
+            else:
+                message = f"unknown directive {display}: httpd refuses to start."
+            if hint:
+                message += f" Did you mean {hint}?"
+            fix = None
+            if hint and not hasattr(node, "children"):
+                fix = f"{hint} {node.raw_args}".rstrip()
+            report(node, message, fix=fix)
+            continue
+        if not modules_known or info.status == "MPM" or lname in MPM_SPECIFIC or lname in DEPRECATED_ACCESS:
+            continue
+        if not _loaded(ctx, info):
+            modules = " or ".join(info.modules or (info.module,))
+            report(node, f"{info.name} belongs to {modules}, which is not loaded: httpd refuses "
+                         "it as an invalid command. Load the module or wrap the lines in <IfModule>.")
+
+
+RULE = Rule(code="E401", slug="unknown-directive", severity="error", category="correctness",
+            directives=(), doc=DOC, check=check)

@@ -1,0 +1,52 @@
+"""E403: a directive the target httpd no longer has."""
+
+from __future__ import annotations
+
+from advisor.lint.context import LintContext
+from advisor.lint.rule import Doc, Report, Rule
+
+from ._legacy import mechanical_replacement, removed_directives
+
+DOC = Doc(
+    summary="Directive removed in 2.4 (LockFile, AcceptMutex, RewriteLog...) stops httpd from starting",
+    what=(
+        "Flags active directives that an older httpd had and the target version removed: "
+        "LockFile, AcceptMutex, SSLMutex and RewriteLock (now Mutex), RewriteLog and "
+        "RewriteLogLevel (now LogLevel rewrite:traceN), the Authz*Authoritative family, and "
+        "1.3-era names such as Port and ServerType. Directives in a branch httpd skips (for "
+        "example <IfVersion < 2.4>) are not flagged."
+    ),
+    why=(
+        "A 2.2 config carried over to 2.4 fails at the first removed directive with "
+        "'Invalid command'; the upgrade then becomes an outage. The list comes from the "
+        "difference between httpd's 2.0, 2.2 and 2.4 manuals plus 1.3's removed directives."
+    ),
+    evidence="httpd 2.4 refuses directives removed since 2.2 (AH00526 'Invalid command'), so the server does not start.",
+    bad="LockFile /var/lock/apache2/accept.lock\nRewriteLog /var/log/apache2/rewrite.log\nRewriteLogLevel 3",
+    good="Mutex file:/var/lock/apache2 mpm-accept\nLogLevel warn rewrite:trace3",
+    fix="Replace each with its 2.4 equivalent (the finding's fix line when mechanical) or delete it.",
+    references=(
+        "https://httpd.apache.org/docs/2.4/upgrading.html",
+        "https://httpd.apache.org/docs/2.4/mod/core.html#mutex",
+        "https://httpd.apache.org/docs/2.4/mod/mod_rewrite.html#logging",
+    ),
+)
+
+
+def check(ctx: LintContext, report: Report) -> None:
+    removed = removed_directives(ctx.facts.version_key)
+    for node in ctx.raw.all_directives:
+        if not node.active:
+            continue
+        entry = removed.get(node.name.lower())
+        if entry is None:
+            continue
+        release, hint = entry
+        report(node, f"{node.name} was removed in httpd {release}; httpd {ctx.facts.version_key} "
+                     f"refuses to start on it ({hint}).",
+               fix=mechanical_replacement(node.name, node.args))
+
+
+RULE = Rule(code="E403", slug="removed-directive", severity="error", category="correctness",
+            directives=("LockFile", "AcceptMutex", "SSLMutex", "RewriteLock", "RewriteLog",
+                        "RewriteLogLevel"), doc=DOC, check=check)

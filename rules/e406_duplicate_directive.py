@@ -1,0 +1,107 @@
+"""E406: a single-valued directive set twice in one context."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from advisor import catalog
+from advisor.lint.context import LintContext
+from advisor.lint.rule import Doc, Report, Rule
+
+from ._mpm import canonical_key
+
+# Single-valued directives whose manual syntax does not make that obvious.
+CURATED = {
+    "documentroot", "servername", "serveradmin", "serverroot", "pidfile", "errorlog", "user",
+    "group", "servertokens", "traceenable", "allowoverride", "sslprotocol", "sslcertificatechainfile",
+    "sslsessioncache", "defaultruntimedir", "coredumpdirectory", "scoreboardfile",
+    "accessfilename", "usecanonicalname", "protocols", "sslcompression", "sslsessiontickets",
+    "maxrequestworkers", "maxclients", "serverlimit", "threadlimit", "threadsperchild",
+    "startservers", "minspareservers", "maxspareservers", "minsparethreads", "maxsparethreads",
+    "maxconnectionsperchild", "maxrequestsperchild", "listenbacklog", "timeout",
+    "keepalivetimeout", "maxkeepaliverequests", "limitrequestbody", "limitrequestfields",
+    "limitrequestfieldsize", "limitrequestline", "asyncrequestworkerfactor",
+}
+# Look repeated by design, or accumulate, although their syntax takes one word.
+NEVER = {"include", "includeoptional", "loadmodule", "loadfile", "listen", "define", "undefine",
+         "serveralias", "directoryindex", "logformat", "options", "header", "requestheader",
+         "sslcertificatefile", "sslcertificatekeyfile", "sslciphersuite", "loglevel", "mutex",
+         "require", "fileetag", "addtype", "addhandler", "addoutputfilter", "setenv",
+         "passenv", "unsetenv", "sslopensslconfcmd", "action", "use"}
+_TYPED = {"number", "seconds", "bytes", "n", "duration", "size", "integer", "milliseconds",
+          "time[s|ms]", "factor", "float", "length", "num[ms]", "level", "levels"}
+_ALTERNATIVES = re.compile(r"^\[?[A-Za-z0-9.\-\[\]]+(\|[A-Za-z0-9.\-\[\]:]+)+\]?$")
+
+DOC = Doc(
+    summary="Same single-valued directive twice in one context: the first one is dead",
+    what=(
+        "Flags a single-valued directive (a flag, a number, a path such as DocumentRoot or "
+        "ServerName, MPM limits, timeouts) written twice in the same context after "
+        "conditionals are resolved, for example KeepAliveTimeout in apache2.conf and again "
+        "in a conf.d file. The finding points at the dead first line and names the one "
+        "that wins. MaxClients and MaxRequestWorkers count as the same directive."
+    ),
+    why=(
+        "httpd keeps the last value read and says nothing, so the first line documents a "
+        "setting the server does not have. That is how a tuning change 'does nothing': the "
+        "admin edits the first occurrence while an include read later overrides it. The "
+        "measured settings this tool checks (MaxRequestsPerChild halving the peak, Arlitt & "
+        "Williamson 2005, sec. 5.1.3) only help if the value that applies is the one you "
+        "read."
+    ),
+    evidence=(
+        "httpd applies the last of several single-valued directives in one context; "
+        "Arlitt & Williamson (2005, sec. 5.1.3) show such a value can halve the peak, so the "
+        "line that counts must be the one you see."
+    ),
+    bad="KeepAliveTimeout 5\n# ... 200 lines later, or in an included file:\nKeepAliveTimeout 15",
+    good="KeepAliveTimeout 5",
+    fix="Delete the dead line (the fix is an empty replacement) or merge the two into the one that should win.",
+    references=(
+        "https://httpd.apache.org/docs/2.4/configuring.html",
+        "Arlitt & Williamson 2005, sec. 5.1.3",
+    ),
+)
+
+
+@lru_cache(maxsize=4)
+def single_valued(version_key: str) -> frozenset[str]:
+    names = set(CURATED)
+    for key, info in catalog.directives(version_key).items():
+        if info.block or key in NEVER:
+            continue
+        parts = info.syntax.split(None, 1)
+        if len(parts) != 2 or " " in parts[1].strip() or "..." in parts[1]:
+            continue
+        argument = parts[1].strip()
+        if argument.lower() in _TYPED or _ALTERNATIVES.match(argument):
+            names.add(key)
+    return frozenset(names - NEVER)
+
+
+def check(ctx: LintContext, report: Report) -> None:
+    wanted = single_valued(ctx.facts.version_key)
+    last: dict[tuple[int, str], object] = {}
+    for node in ctx.effective.all_directives:
+        lname = node.name.lower()
+        if lname not in wanted or node.parent is None:
+            continue
+        key = (id(node.parent), canonical_key(lname))
+        previous = last.get(key)
+        last[key] = node
+        if previous is None:
+            continue
+        same = [a.lower() for a in previous.args] == [a.lower() for a in node.args]
+        later = f"{node.file}:{node.line}" if node.file != previous.file else f"line {node.line}"
+        if same:
+            report(previous, f"{previous.name} {previous.raw_args} is repeated at {later} with the "
+                             "same value; this line is redundant.", fix="", severity="info")
+        else:
+            report(previous, f"{previous.name} {previous.raw_args} is dead: {node.name} "
+                             f"{node.raw_args} at {later} overrides it in the same context.",
+                   fix="")
+
+
+RULE = Rule(code="E406", slug="duplicate-directive", severity="warning", category="correctness",
+            directives=(), doc=DOC, check=check)

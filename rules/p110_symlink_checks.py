@@ -1,0 +1,106 @@
+"""P110: symlink checks on every path component."""
+
+from __future__ import annotations
+
+from advisor.lint.context import LintContext
+from advisor.lint.rule import Doc, Report, Rule
+
+from ._served import Site, sites
+
+# httpd's OPT_ALL: everything but MultiViews and SymLinksIfOwnerMatch.
+_ALL = {"indexes", "includes", "followsymlinks", "execcgi"}
+_KNOWN = _ALL | {"symlinksifownermatch", "multiviews", "includesnoexec"}
+
+DOC = Doc(
+    summary="SymLinksIfOwnerMatch, or FollowSymLinks missing, on a served tree",
+    what=(
+        "Flags the Options that leave a DocumentRoot or Alias target with "
+        "SymLinksIfOwnerMatch, or without FollowSymLinks, after merging the <Directory> "
+        "sections that cover it the way httpd does."
+    ),
+    why=(
+        "Without FollowSymLinks, or with SymLinksIfOwnerMatch, httpd must lstat() every "
+        "component of every requested path to check for links (and the link's owner), "
+        "and cannot cache the answer. Hu, Nanda & Yang (1999) measured 35-50 % of Apache's "
+        "CPU in system calls; extra calls per request land there. The check is a security "
+        "measure on shared hosts where users can plant links, which is why the rule is "
+        "informational: keep it where users you do not trust write the tree."
+    ),
+    evidence=(
+        "Hu, Nanda & Yang (1999): 35-50 % of Apache's CPU went to system calls; "
+        "SymLinksIfOwnerMatch adds an lstat() per path component to every request."
+    ),
+    bad="<Directory /var/www/html>\n    Options SymLinksIfOwnerMatch\n</Directory>",
+    good="<Directory /var/www/html>\n    Options FollowSymLinks\n</Directory>",
+    fix=(
+        "Use `Options FollowSymLinks` (or `+FollowSymLinks -SymLinksIfOwnerMatch`) on trees "
+        "that only trusted users write."
+    ),
+    references=(
+        "Hu, Nanda & Yang 1999, IPCCC'99 (system-call share of CPU)",
+        "https://httpd.apache.org/docs/2.4/misc/perf-tuning.html#symlinks",
+        "https://httpd.apache.org/docs/2.4/mod/core.html#options",
+    ),
+)
+
+
+def apply_options(current: set[str], node) -> set[str]:
+    """httpd's Options merge: signed options adjust, unsigned ones replace."""
+    args = [arg.lower() for arg in node.args]
+    if args and all(arg[:1] in "+-" for arg in args):
+        result = set(current)
+        for arg in args:
+            name = arg[1:]
+            names = _ALL if name == "all" else {name}
+            if arg[0] == "+":
+                result |= names
+            else:
+                result -= names
+        return result
+    result: set[str] = set()
+    for arg in args:
+        name = arg.lstrip("+-")
+        if name == "all":
+            result |= _ALL
+        elif name == "none":
+            result = set()
+        elif name in _KNOWN:
+            result.add(name)
+    return result
+
+
+def effective_options(ctx: LintContext, site: Site, path: str):
+    """Options for `path` and the directive that last changed them."""
+    options = {"followsymlinks"} if ctx.at_least(2, 3, 11) else set(_ALL)
+    last = None
+    scopes = [ctx.server_value("Options")]
+    if site.section is not None:
+        scopes.append(ctx.own_value(site.section, "Options"))
+    for node in scopes:
+        if node is not None:
+            options, last = apply_options(options, node), node
+    for dir_section in site.applicable(path):
+        for child in dir_section.section.children:
+            if child.name.lower() == "options" and not hasattr(child, "children"):
+                options, last = apply_options(options, child), child
+    return options, last
+
+
+def check(ctx: LintContext, report: Report) -> None:
+    for site in sites(ctx):
+        for path, _origin in site.served_paths():
+            options, last = effective_options(ctx, site, path)
+            if last is None:
+                continue
+            if "symlinksifownermatch" in options:
+                problem = "SymLinksIfOwnerMatch"
+            elif "followsymlinks" not in options:
+                problem = "no FollowSymLinks"
+            else:
+                continue
+            report(last, f"Options leave {path.rstrip('/') or '/'} with {problem}: httpd "
+                         "lstat()s every path component of every request there.")
+
+
+RULE = Rule(code="P110", slug="symlink-checks", severity="info", category="performance",
+            directives=("Options",), doc=DOC, check=check)

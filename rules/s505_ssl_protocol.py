@@ -1,0 +1,95 @@
+"""S505: TLS configuration that admits broken protocol versions."""
+
+from __future__ import annotations
+
+from advisor.lint.context import LintContext
+from advisor.lint.rule import Doc, Report, Rule
+
+# Versions mod_ssl knows, oldest first; `all` is every one the OpenSSL build has.
+_VERSIONS = ("sslv2", "sslv3", "tlsv1", "tlsv1.1", "tlsv1.2", "tlsv1.3")
+_ALL = set(_VERSIONS[1:])
+_BROKEN = ("sslv2", "sslv3")
+_WEAK = ("tlsv1", "tlsv1.1")
+_NAMES = {"sslv2": "SSLv2", "sslv3": "SSLv3", "tlsv1": "TLSv1", "tlsv1.1": "TLSv1.1",
+          "tlsv1.2": "TLSv1.2", "tlsv1.3": "TLSv1.3"}
+RECOMMENDED = "SSLProtocol -all +TLSv1.2 +TLSv1.3"
+DEFAULT_24 = ["all", "-SSLv3"]
+
+DOC = Doc(
+    summary="SSLProtocol admits SSLv3, TLSv1 or TLSv1.1",
+    what=(
+        "Evaluates SSLProtocol the way mod_ssl does (a bare name replaces the set, +/- "
+        "adjust it, `all` is every version) at server scope and in each virtual host, and "
+        "flags SSLv2/SSLv3 (error) or TLSv1/TLSv1.1 (warning). An SSL virtual host without "
+        "SSLProtocol gets httpd's default, `all -SSLv3`, which still admits TLSv1 and TLSv1.1."
+    ),
+    why=(
+        "SSLv3 is broken (POODLE) and TLS 1.0 and 1.1 were deprecated by RFC 8996 in 2021; "
+        "browsers no longer offer them, so admitting them only serves clients that cannot "
+        "be protected. CIS's Apache benchmark requires TLS 1.2 or later. Depending on the "
+        "OpenSSL build the library may refuse them anyway, but the config should not rely "
+        "on that. A security measure with no performance claim."
+    ),
+    evidence="RFC 8996 (2021) deprecates TLS 1.0 and 1.1; CIS Apache HTTP Server 2.4 Benchmark requires TLS 1.2 or later.",
+    bad="SSLProtocol all -SSLv3",
+    good=RECOMMENDED,
+    fix=f"Write `{RECOMMENDED}` at server scope and drop per-vhost SSLProtocol lines that widen it.",
+    references=(
+        "RFC 8996, 'Deprecating TLS 1.0 and TLS 1.1' (2021)",
+        "CIS Apache HTTP Server 2.4 Benchmark (TLS protocol versions)",
+        "https://httpd.apache.org/docs/2.4/mod/mod_ssl.html#sslprotocol",
+    ),
+)
+
+
+def admitted(args: list[str]) -> set[str]:
+    """The protocol set mod_ssl builds from SSLProtocol's arguments."""
+    result: set[str] = set()
+    for word in args:
+        action = word[0] if word[:1] in "+-" else ""
+        name = word[1:].lower() if action else word.lower()
+        chosen = _ALL if name == "all" else ({name} if name in _VERSIONS else set())
+        if action == "-":
+            result -= chosen
+        elif action == "+":
+            result |= chosen
+        else:
+            result = set(chosen)
+    return result
+
+
+def _problem(args: list[str]) -> tuple[str, list[str]] | None:
+    versions = admitted(args)
+    broken = [_NAMES[v] for v in _BROKEN if v in versions]
+    weak = [_NAMES[v] for v in _WEAK if v in versions]
+    if broken:
+        return "error", broken + weak
+    if weak:
+        return "warning", weak
+    return None
+
+
+def check(ctx: LintContext, report: Report) -> None:
+    if ctx.modules_known and not ctx.has_module("ssl_module", "mod_ssl.c"):
+        return
+    for node in ctx.directives("SSLProtocol"):
+        found = _problem(node.args)
+        if found:
+            severity, names = found
+            report(node, f"SSLProtocol {' '.join(node.args)} admits {', '.join(names)}.",
+                   fix=RECOMMENDED, severity=severity)
+    server = ctx.server_value("SSLProtocol")
+    if server is not None or not ctx.at_least(2, 4, 17):
+        return
+    for vhost in ctx.virtual_hosts():
+        engine = ctx.own_value(vhost, "SSLEngine")
+        if engine is None or engine.arg(0).lower() != "on":
+            continue
+        if ctx.own_value(vhost, "SSLProtocol") is not None:
+            continue
+        report(engine, "SSLProtocol is `all -SSLv3`: httpd's default, not written anywhere; it "
+                       "admits TLSv1 and TLSv1.1.", fix=RECOMMENDED)
+
+
+RULE = Rule(code="S505", slug="weak-tls-protocols", severity="warning", category="security",
+            directives=("SSLProtocol", "SSLEngine"), doc=DOC, check=check)
