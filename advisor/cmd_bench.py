@@ -177,7 +177,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     from advisor.tuner import httperf, workload
     from advisor.tuner.sandbox import Sandbox, parse_cpus
     from advisor.tuner.target import LocalServerTarget, ManagedConfig, SandboxTarget
-    from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, server_affinity
+    from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, server_affinity, with_rate
 
     if opts["mode"] not in ("fixed", "ramp", "knee"):
         raise UsageError(f"unknown --mode {opts['mode']!r}", hint="choose fixed, ramp or knee")
@@ -247,7 +247,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
             kwargs = dict(interval=interval, registry=running, on_tick=report.tick)
             if opts["mode"] == "fixed":
                 report.start(1, opts["duration"])
-                trials = [run_trial(target, base, **kwargs)]
+                trials = [run_trial(target, with_rate(base, opts["rate"]), **kwargs)]
                 report.trial(trials[0])
             elif opts["mode"] == "ramp":
                 steps = _parse_rates(opts["rates"])

@@ -1,0 +1,201 @@
+"""Load tests: two seed findings reproduced in direction, and injected bottlenecks.
+
+Real apache2 pinned to core 0, real httperf pinned to core 1, on loopback (and,
+for the network case, across a veth pair into a namespace this test creates).
+The machine is shared with other test suites, so every comparison repeats each
+arm, alternates the order and compares medians with a wide margin.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+
+import pytest
+
+from advisor.tuner.target import ManagedConfig, SandboxTarget
+from advisor.tuner.trial import TrialInputs, knee_search
+from test_bench_support import SandboxRun, require, two_cores
+
+pytestmark = [pytest.mark.load, pytest.mark.httpd]
+
+ROUNDS = 2  # each arm runs this many times, alternating with the other arm
+# Enough prefork children from the start: a 2-second probe must not measure
+# the pool's spawn ramp (32 children/s at most) instead of the factor.
+PREFORK_POOL = ["StartServers 40", "MinSpareServers 40", "MaxSpareServers 80"]
+
+
+def _knee(run: SandboxRun, directives: list[str], *, num_calls: int = 1, start: float = 250.0) -> dict:
+    target = SandboxTarget(run.sandbox)
+    inputs = TrialInputs(workload="1k", uri="/1k.html", rate=start, duration_s=2.0, num_calls=num_calls,
+                         timeout_s=2.0, server_cpus=[0], client_cpus=[1], directives=directives)
+    with ManagedConfig(target) as managed:
+        managed.apply(directives)
+        knee = knee_search(target, inputs, start_rate=start, max_rate=16000, min_rate=10, tolerance=0.2,
+                           max_probes=8, interval=0.4)
+    run.assert_stock_restored()
+    return {"peak_rate": knee.peak_rate or 0.0, "reply_rate": knee.peak_reply_rate or 0.0,
+            "lower_bound": knee.lower_bound_only, "limit": knee.limiting.label if knee.limiting else None,
+            "probes": [(p.inputs.rate, round(p.httperf.reply_rate), p.verdict.label) for p in knee.probes]}
+
+
+def _compare(run: SandboxRun, arm_a: dict, arm_b: dict) -> tuple[list[dict], list[dict]]:
+    results_a, results_b = [], []
+    for round_index in range(ROUNDS):
+        order = [(arm_a, results_a), (arm_b, results_b)]
+        if round_index % 2:
+            order.reverse()
+        for arm, sink in order:
+            sink.append(_knee(run, **arm))
+    return results_a, results_b
+
+
+def test_max_connections_per_child_10_has_a_clearly_lower_peak_than_0():
+    """Arlitt & Williamson 5.1.3: a small per-child limit turns prefork into a forking server."""
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="prefork") as run:
+        unlimited, limited = _compare(run, {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 0"]},
+                                      {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 10"]})
+    peak_0 = statistics.median(r["reply_rate"] for r in unlimited)
+    peak_10 = statistics.median(r["reply_rate"] for r in limited)
+    print(f"\nMaxConnectionsPerChild 0: {unlimited}\nMaxConnectionsPerChild 10: {limited}")
+    print(f"median peak replies/s: 0 -> {peak_0:.0f}, 10 -> {peak_10:.0f}, ratio {peak_0 / max(1, peak_10):.1f}")
+    assert peak_0 > 0
+    # Even the best limited run stays under half of the worst unlimited one.
+    assert max(r["reply_rate"] for r in limited) * 2 < min(r["reply_rate"] for r in unlimited)
+
+
+def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
+    """Arlitt & Williamson 5.1.6: 8 requests per connection, 7,300 -> 11,200 replies/s."""
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="event") as run:
+        off, on = _compare(run, {"directives": ["KeepAlive Off"], "num_calls": 1, "start": 500.0},
+                           {"directives": ["KeepAlive On", "MaxKeepAliveRequests 100"], "num_calls": 8, "start": 125.0})
+    peak_off = statistics.median(r["reply_rate"] for r in off)
+    peak_on = statistics.median(r["reply_rate"] for r in on)
+    print(f"\nKeepAlive Off: {off}\nKeepAlive On x8: {on}")
+    print(f"median peak replies/s: off -> {peak_off:.0f}, on x8 -> {peak_on:.0f}, ratio {peak_on / max(1, peak_off):.2f}")
+    assert peak_off > 0
+    # A lower bound for "on" (the client ran out first) only strengthens the claim.
+    assert min(r["reply_rate"] for r in on) > 1.25 * max(r["reply_rate"] for r in off)
+
+
+def _verdict(run: SandboxRun, *args: str) -> dict:
+    docs = run.bench_json(*args)
+    trial = next(d for d in docs if d["kind"] == "trial")
+    run.assert_stock_restored()
+    return trial
+
+
+def _show(name: str, trial: dict) -> None:
+    verdict = trial["verdict"]
+    print(f"\n{name}: {verdict['label']} reply_rate={trial['reply_rate']} target={trial['inputs']['rate']} "
+          f"evidence={verdict['evidence']}")
+
+
+def test_cpu_bound_cgi_is_server_cpu():
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="prefork") as run:
+        trial = _verdict(run, "--workload", "cgi", "--cgi-n", "300000", "--rate", "120", "--duration", "4",
+                         "--timeout", "10")
+    _show("cgi", trial)
+    assert trial["verdict"]["label"] == "server CPU"
+    assert trial["verdict"]["evidence"]["server_cpu_busy_pct_mean"] >= 90
+    assert trial["reply_rate"] < 0.95 * trial["inputs"]["rate"]
+
+
+def test_two_workers_and_a_slow_endpoint_exhaust_the_worker_pool():
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="prefork") as run:
+        trial = _verdict(run, "--workload", "slow", "--sleep-ms", "500", "--rate", "10", "--duration", "3",
+                         "--timeout", "20", "--set", "MaxRequestWorkers 2", "--set", "ServerLimit 2",
+                         "--set", "StartServers 2", "--set", "MinSpareServers 1", "--set", "MaxSpareServers 2")
+    _show("worker pool", trial)
+    assert trial["verdict"]["label"] == "worker pool exhausted"
+    assert trial["verdict"]["evidence"]["accept_queue_max"] > 0
+    assert trial["verdict"]["evidence"]["server_cpu_busy_pct_mean"] < 90
+
+
+def test_idle_keepalive_sessions_on_prefork_hold_the_workers():
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="prefork") as run:
+        trial = _verdict(run, "--rate", "15", "--duration", "2", "--num-calls", "2", "--think", "2",
+                         "--timeout", "20", "--set", "KeepAliveTimeout 30", "--set", "MaxRequestWorkers 10",
+                         "--set", "StartServers 10", "--set", "MinSpareServers 10", "--set", "MaxSpareServers 10")
+    _show("keep-alive", trial)
+    assert trial["verdict"]["label"] == "keep-alive holding workers"
+    mix = trial["verdict"]["evidence"]["scoreboard_mean"]
+    assert mix.get("K", 0) > mix.get("W", 0)
+
+
+def test_more_idle_sessions_than_httperf_can_hold_is_client_bound():
+    """1,600 concurrent sessions: past httperf's FD_SETSIZE cap while event httpd idles."""
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="event") as run:
+        trial = _verdict(run, "--rate", "400", "--duration", "4", "--num-calls", "2", "--think", "4",
+                         "--timeout", "10")
+    _show("client-bound", trial)
+    assert trial["verdict"]["label"] == "client-bound"
+    assert trial["valid"] is False
+    assert any(c["check"] in ("FD_SETSIZE cap", "fd-unavail/addrunavail") for c in trial["client_limits"])
+
+
+def test_shared_core_is_client_bound_whatever_the_rate():
+    require("apache2", "httperf")
+    with SandboxRun(mpm="event") as run:
+        trial = _verdict(run, "--rate", "50", "--duration", "1", "--client-cpus", "0")
+    assert trial["verdict"]["label"] == "client-bound"
+    assert "shares a core with the server" in trial["verdict"]["evidence"]
+
+
+NETNS = f"aa-bench-{os.getpid()}"
+VETH_HOST, VETH_NS = f"aah{os.getpid() % 100000}", f"aan{os.getpid() % 100000}"
+# RFC 2544's benchmarking range, used only inside the namespace this test makes.
+HOST_ADDR, NS_ADDR = "198.18.0.1", "198.18.0.2"
+
+
+def _sh(*argv: str) -> None:
+    subprocess.run(argv, check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture
+def shaped_netns():
+    require("ip", "tc", "nsenter")
+    if os.geteuid() != 0:
+        pytest.fail("the network test needs root for ip netns") if os.environ.get("CI") == "true" else pytest.skip("needs root")
+    _sh("ip", "netns", "add", NETNS)
+    try:
+        _sh("ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_NS)
+        _sh("ip", "link", "set", VETH_NS, "netns", NETNS)
+        _sh("ip", "addr", "add", f"{HOST_ADDR}/30", "dev", VETH_HOST)
+        _sh("ip", "link", "set", VETH_HOST, "up")
+        _sh("ip", "netns", "exec", NETNS, "ip", "addr", "add", f"{NS_ADDR}/30", "dev", VETH_NS)
+        _sh("ip", "netns", "exec", NETNS, "ip", "link", "set", VETH_NS, "up")
+        _sh("ip", "netns", "exec", NETNS, "ip", "link", "set", "lo", "up")
+        # 40 Mbit/s from the server: a 1 MB reply takes about 0.2 s.
+        _sh("ip", "netns", "exec", NETNS, "tc", "qdisc", "add", "dev", VETH_NS, "root", "tbf",
+            "rate", "40mbit", "burst", "32kb", "latency", "100ms")
+        yield NETNS
+    finally:
+        subprocess.run(["ip", "link", "del", VETH_HOST], capture_output=True, timeout=30)
+        subprocess.run(["ip", "netns", "del", NETNS], capture_output=True, timeout=30)
+
+
+def test_rate_limited_link_with_1mb_files_is_network(shaped_netns):
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="event", netns=shaped_netns, host=NS_ADDR, port=8080,
+                    status_allow=["127.0.0.1", HOST_ADDR]) as run:
+        trial = _verdict(run, "--workload", "1m", "--rate", "8", "--duration", "3", "--timeout", "15")
+    _show("network", trial)
+    assert trial["verdict"]["label"] == "network"
+    utilisation = trial["verdict"]["evidence"]["link_util_pct_max"]
+    assert max(utilisation.values()) >= 85
+    assert trial["reply_rate"] < 8
