@@ -18,6 +18,7 @@ import typer
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
 
+FRESH_SERVER_SECONDS = 24 * 3600
 SERVICE_DISTRIBUTIONS = "exponential, deterministic, lognormal[:CV] or pareto[:ALPHA]"
 
 
@@ -167,6 +168,11 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reser
         child = ChildMemory(min(sizes), sum(sizes) // len(sizes), max(sizes), len(sizes),
                             f"measured: {len(sizes)} children of PID {sample.parent_pid}, {sample.method}",
                             measured_mpm, measured_threads)
+        if sample.uptime < FRESH_SERVER_SECONDS:
+            # Fresh children still share nearly every page with the parent;
+            # they grow as they serve. apache2buddy warns below a day too.
+            notes.append(f"httpd started {sample.uptime / 3600:.1f} h ago: children grow as they serve "
+                         f"traffic, so measure after a busy day or give --worker-memory")
         if sample.other_masters:
             notes.append(f"{sample.other_masters + 1} running httpd instances read this config; measured PID "
                          f"{sample.parent_pid}, the one with the most children (or give --worker-memory)")
@@ -224,6 +230,7 @@ def register(app: typer.Typer) -> None:
         mpm: Optional[str] = typer.Option(None, "--mpm", help="prefork, worker or event, when the config loads no MPM (a static build)."),
         service_time: Optional[float] = typer.Option(None, "--service-time", help="Mean service time in seconds (what-if; overrides a fit)."),
         max_workers: Optional[int] = typer.Option(None, "--max-workers", help="What-if MaxRequestWorkers for the current pool."),
+        target_response: Optional[float] = typer.Option(None, "--target-response", help="Worst-case response time to allow (s): caps the recommendation at target / service time."),
         arrivals: str = typer.Option("mmpp", "--arrivals", help="poisson or mmpp (bursty, the paper's model)."),
         burst: Optional[str] = typer.Option(None, "--burst", help="MMPP r1,r2,l1factor; default 0.05,0.95,0.75 (Andersson et al.)."),
         service_dist: str = typer.Option("exponential", "--service-dist", help=f"Service time law: {SERVICE_DISTRIBUTIONS}."),
@@ -243,7 +250,7 @@ def register(app: typer.Typer) -> None:
 
 def run_capacity(
     config, rate, ram, reserve, reserve_process, os_reserve, worker_memory, thread_memory,
-    connection_memory, docroot, doc_set, measure, mpm, service_time, max_workers, arrivals, burst,
+    connection_memory, docroot, doc_set, measure, mpm, service_time, max_workers, target_response, arrivals, burst,
     service_dist, service_samples, fit, plot, output_format, define, module, modules_from,
     apache_version, server_root,
 ) -> None:
@@ -268,6 +275,8 @@ def run_capacity(
         raise UsageError(f"--service-time {service_time:g}: must be > 0 seconds")
     if max_workers is not None and max_workers < 1:
         raise UsageError(f"--max-workers {max_workers}: must be at least 1")
+    if target_response is not None and not (target_response > 0 and math.isfinite(target_response)):
+        raise UsageError(f"--target-response {target_response:g}: must be > 0 seconds")
     if burst is not None and arrivals != "mmpp":
         raise UsageError("--burst describes MMPP arrivals: drop it or use --arrivals mmpp")
     if plot is not None and not plot.lower().endswith(".png"):
@@ -320,7 +329,7 @@ def run_capacity(
     source = "--service-time"
     if x is None and fit_result is not None:
         x, source = fit_result.service_time, "fitted"
-    if x is None and (rate or plot):
+    if x is None and (rate or plot or target_response):
         raise UsageError("predictions need a mean service time",
                          hint="give --service-time SECONDS or --fit FILE from `apache-advisor bench`")
 
@@ -336,6 +345,7 @@ def run_capacity(
         service_time_source=source,
         fit=fit_result,
         fit_max_request_workers=as_configured.max_request_workers,
+        target_response=target_response,
         arrivals=arrival_model,
         service=service,
         # Interactive budget: a few hundred thousand simulated requests per

@@ -265,3 +265,17 @@ def test_bad_parameters_are_refused():
         predict(10, 0.01, 0)
     with pytest.raises(ValueError):
         simulate(10, -0.01, 5)
+
+
+def test_control_variate_agrees_with_plain_simulation_and_is_tighter():
+    # MMPP with heavy-tailed service has no closed form; the corrected
+    # estimate must agree with plain simulation and be much more precise.
+    args = (60.0, 0.01, 30, Arrivals("mmpp"), Service("lognormal", 2.0))
+    plain = simulate(*args, SimulationOptions(replications=10, arrivals_per_replication=40_000,
+                                              control_variate=False, seed=21))
+    corrected = simulate(*args, SimulationOptions(replications=6, arrivals_per_replication=20_000, seed=22))
+    assert "control variate" in corrected.method
+    for name in ("blocking", "mean_in_system"):
+        a, b = getattr(plain, name), getattr(corrected, name)
+        assert abs(a.value - b.value) <= 1.5 * (a.half_width + b.half_width), name
+    assert corrected.blocking.half_width < 0.5 * plain.blocking.half_width

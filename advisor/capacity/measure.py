@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from dataclasses import dataclass, field
 
 from advisor.errors import UsageError
@@ -35,6 +36,8 @@ class HttpdSample:
     parent_rss: int
     children: list[ProcessSample]
     other_masters: int = 0
+    uptime: float = 0.0
+    """Seconds since the parent started."""
     """How many other httpd instances run here (we measured the largest)."""
 
     @property
@@ -110,8 +113,8 @@ def measure_httpd(main_file: str | None = None, server_root: str | None = None,
     import psutil
 
     procs = {}
-    for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
-        if proc.info["name"] in names:
+    for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status"]):
+        if proc.info["name"] in names and proc.info["status"] != psutil.STATUS_ZOMBIE:
             procs[proc.info["pid"]] = proc
     masters = [p for p in procs.values() if p.info["ppid"] not in procs]
     if main_file is not None:
@@ -132,9 +135,10 @@ def measure_httpd(main_file: str | None = None, server_root: str | None = None,
         return None
     try:
         parent_rss = int(procs[master_pid].memory_info().rss)
+        uptime = max(time.time() - procs[master_pid].create_time(), 0.0)
     except psutil.NoSuchProcess:
         return None
-    return HttpdSample(master_pid, parent_rss, children, len(masters) - 1)
+    return HttpdSample(master_pid, parent_rss, children, len(masters) - 1, uptime)
 
 
 @dataclass
@@ -156,7 +160,9 @@ def measure_service(name: str) -> ServiceSample:
     total = 0
     count = 0
     methods = []
-    for proc in psutil.process_iter(["name", "cmdline"]):
+    for proc in psutil.process_iter(["name", "cmdline", "status"]):
+        if proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue  # exited, holds no memory, waits to be reaped
         cmdline = proc.info.get("cmdline") or []
         argv0 = os.path.basename(cmdline[0]) if cmdline else ""
         if proc.info["name"] != name and argv0 != name:

@@ -435,6 +435,9 @@ class SimulationOptions:
     (1/r1 + 1/r2), so that bursts are sampled, not just the calm state."""
     max_arrivals_per_replication: int = 400_000
     seed: int | None = 12345
+    control_variate: bool = True
+    """MMPP with non-exponential service: also run exponential service on the
+    same arrivals and correct by the exact MMPP/M/1/K result (see simulate)."""
 
 
 @dataclass
@@ -534,6 +537,14 @@ def _run_ps(arrival_times: list[float], services: list[float], k: int, warmup_ti
     return _RunStats(arrivals, blocked, departures, sojourn_sum, area, max(t - t_start, 0.0))
 
 
+def _metrics(st: _RunStats) -> tuple[float, float, float, float] | None:
+    """(throughput, mean response time, blocking, mean number) of one run."""
+    if st.duration <= 0 or st.arrivals == 0 or st.departures == 0:
+        return None
+    return (st.departures / st.duration, st.sojourn_sum / st.departures,
+            st.blocked / st.arrivals, st.area / st.duration)
+
+
 def simulate(
     rate: float,
     service_time: float,
@@ -561,37 +572,49 @@ def simulate(
         cycle = 1.0 / arrivals.r1 + 1.0 / arrivals.r2
         horizon = max(horizon, opts.min_horizon_cycles * cycle)
         horizon = min(horizon, opts.max_arrivals_per_replication / rate)
-    per_rep: list[tuple[float, float, float, float]] = []
+    # Control variate: most of the noise under MMPP comes from how many bursts
+    # a run happens to see, and a run with exponential service on the same
+    # arrivals sees the same bursts. Its exact mean is known (the Markov
+    # chain), so the estimate exact_M + mean(G - M) keeps the burst noise out.
+    control = opts.control_variate and arrivals.kind == "mmpp" and service.kind != "exponential"
+    warmup = horizon * opts.warmup_fraction
+    per_rep: list[tuple[float, ...]] = []
     for _ in range(opts.replications):
         times = _arrival_times(rng, arrivals, rate, horizon)
         services = service.sample(rng, service_time, len(times))
-        warmup = horizon * opts.warmup_fraction
-        st = _run_ps(times.tolist(), services.tolist(), k, warmup)
-        if st.duration <= 0 or st.arrivals == 0:
+        metrics = _metrics(_run_ps(times.tolist(), services.tolist(), k, warmup))
+        if metrics is None:
             continue
-        throughput = st.departures / st.duration
-        response = st.sojourn_sum / st.departures if st.departures else math.inf
-        blocking = st.blocked / st.arrivals
-        mean_n = st.area / st.duration
-        per_rep.append((throughput, response, blocking, mean_n))
+        if control:
+            exp_services = rng.exponential(service_time, len(times))
+            reference = _metrics(_run_ps(times.tolist(), exp_services.tolist(), k, warmup))
+            if reference is None:
+                continue
+            metrics = tuple(g - m for g, m in zip(metrics, reference))
+        per_rep.append(metrics)
     if len(per_rep) < 2:
         raise ValueError("the simulation produced too few replications; raise the arrival count")
     cols = list(zip(*per_rep))
     tq = t_quantile_975(len(per_rep) - 1)
+    offsets = (0.0, 0.0, 0.0, 0.0)
+    if control:
+        exact = mmpp_m1k(arrivals.mmpp(rate), service_time, k)
+        offsets = (exact.throughput, exact.response_time, exact.blocking, exact.mean_in_system)
 
-    def est(values: tuple[float, ...]) -> Estimate:
-        arr = np.asarray(values, dtype=float)
-        return Estimate(float(arr.mean()), float(tq * arr.std(ddof=1) / math.sqrt(len(arr))))
+    def est(index: int) -> Estimate:
+        arr = np.asarray(cols[index], dtype=float)
+        return Estimate(float(offsets[index] + arr.mean()), float(tq * arr.std(ddof=1) / math.sqrt(len(arr))))
 
+    method = f"simulation ({len(per_rep)} replications{', control variate' if control else ''})"
     return Prediction(
         rate=float(rate),
         k=int(k),
         service_time=float(service_time),
-        throughput=est(cols[0]),
-        response_time=est(cols[1]),
-        blocking=est(cols[2]),
-        mean_in_system=est(cols[3]),
-        method=f"simulation ({len(per_rep)} replications)",
+        throughput=est(0),
+        response_time=est(1),
+        blocking=est(2),
+        mean_in_system=est(3),
+        method=method,
     )
 
 

@@ -99,7 +99,7 @@ def render_text(report: CapacityReport, console) -> None:
                   f"of {format_size(mem.ram.bytes)} RAM ({format_size(mem.ram.bytes - rec.total_bytes)} left)")
     console.print(total)
 
-    table = Table(title="MaxRequestWorkers that fits in RAM", title_justify="left", show_edge=False)
+    table = Table(title="Recommended MaxRequestWorkers per MPM", title_justify="left", show_edge=False)
     for column in ("MPM", "MaxRequestWorkers", "ServerLimit", "ThreadsPerChild", "ThreadLimit",
                    "memory per worker", "apache2buddy"):
         table.add_column(column, justify="left" if column == "MPM" else "right")

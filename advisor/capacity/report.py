@@ -52,6 +52,8 @@ class CapacityRequest:
     arrivals: Arrivals = field(default_factory=Arrivals)
     service: Service = field(default_factory=Service)
     simulation: SimulationOptions | None = None
+    target_response: float | None = None
+    """Worst-case response time the admin accepts (s): caps K at target / x."""
     curve_points: int = 0
     """> 0: also compute curves for a plot."""
     notes: list[str] = field(default_factory=list)
@@ -114,6 +116,16 @@ def default_rates(service_time: float) -> list[float]:
 
 def build_report(request: CapacityRequest) -> CapacityReport:
     settings = request.settings
+    x = request.service_time
+    offset = _queue_offset(request)
+    cap = None
+    cap_reason = ""
+    if request.target_response is not None and x is not None:
+        # Saturated PS holds K jobs and completes 1/x per second, so by
+        # Little's law a request then spends K x in the server: the bound
+        # MaxClients puts on the worst case (Andersson et al. 2003, IV).
+        cap = max(int(request.target_response / x) - offset, 1)
+        cap_reason = f"the {request.target_response:g} s response-time target"
     recommendations = {
         mpm: recommend(
             request.memory,
@@ -121,6 +133,8 @@ def build_report(request: CapacityRequest) -> CapacityReport:
             request.threaded_threads_per_child,
             request.async_factor,
             request.threaded_thread_limit,
+            cap,
+            cap_reason,
         )
         for mpm in MPMS
     }
@@ -140,14 +154,6 @@ def build_report(request: CapacityRequest) -> CapacityReport:
     curves: list[Curve] = []
     x = request.service_time
     if x is not None:
-        offset = 0
-        fit = request.fit
-        if fit is not None and fit.k_identified and request.fit_max_request_workers:
-            # The fitted K counts the requests the kernel holds in the listen
-            # queue too: Andersson et al. (2003, Table 2) found K = 208 and 286
-            # for MaxClients 75 and 150, about +135 either way. Carry the same
-            # margin to the recommended pool.
-            offset = fit.k - request.fit_max_request_workers
         k_now = max(1, settings.max_request_workers + offset)
         k_rec = max(1, rec.max_request_workers + offset)
         model = ModelSummary(
@@ -159,9 +165,6 @@ def build_report(request: CapacityRequest) -> CapacityReport:
             queue_offset=offset,
             arrivals=request.arrivals.describe(),
             service=request.service.describe(),
-            # Saturated PS holds K jobs and completes 1/x per second, so by
-            # Little's law a request then spends K x in the server: the bound
-            # MaxClients puts on the worst case (Andersson et al. 2003, IV).
             worst_response_current=k_now * x,
             worst_response_recommended=k_rec * x,
         )
@@ -188,6 +191,20 @@ def build_report(request: CapacityRequest) -> CapacityReport:
         curves=curves,
         notes=notes,
     )
+
+
+def _queue_offset(request: CapacityRequest) -> int:
+    """K minus MaxRequestWorkers, from a fit; 0 without one.
+
+    The fitted K counts the requests the kernel holds in the listen queue
+    too: Andersson et al. (2003, Table 2) found K = 208 and 286 for MaxClients
+    75 and 150, about +135 either way. The same margin carries over to
+    another pool size.
+    """
+    fit = request.fit
+    if fit is None or not fit.k_identified or not request.fit_max_request_workers:
+        return 0
+    return fit.k - request.fit_max_request_workers
 
 
 def _curve_labels(settings: MpmSettings, rec: Recommendation, k_now: int, k_rec: int):

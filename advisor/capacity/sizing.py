@@ -308,8 +308,13 @@ def fixed_lines(inputs: MemoryInputs) -> list[SumLine]:
 
 
 def recommend(inputs: MemoryInputs, mpm: str, threads_per_child: int, async_factor: float = DEFAULT_ASYNC_FACTOR,
-              thread_limit: int | None = None) -> Recommendation:
-    """The largest pool whose Kegel sum fits in RAM, for one MPM."""
+              thread_limit: int | None = None, max_workers: int | None = None,
+              max_workers_reason: str = "") -> Recommendation:
+    """The largest pool whose Kegel sum fits in RAM, for one MPM.
+
+    `max_workers` caps it for another reason (a response-time target); the
+    pool is then the smaller one and `limited_by` says why.
+    """
     tpc = 1 if mpm == "prefork" else max(1, threads_per_child)
     child = child_bytes_for(inputs.child, mpm, tpc, inputs.thread.bytes)
     conns = 1.0 + (async_factor if mpm == "event" else 0.0)
@@ -325,6 +330,11 @@ def recommend(inputs: MemoryInputs, mpm: str, threads_per_child: int, async_fact
         processes = max_processes
         limited_by = "httpd's compiled ServerLimit ceiling"
         notes.append(f"RAM allows more, but httpd caps ServerLimit at {max_processes} for {mpm}")
+    if max_workers is not None and processes * tpc > max_workers:
+        capped = max(max_workers // tpc, 1)
+        notes.append(f"RAM allows {processes * tpc}; {max_workers_reason} allows {capped * tpc}")
+        processes = capped
+        limited_by = max_workers_reason
     if available <= 0:
         notes.append(
             f"the fixed terms ({format_size(fixed_total)}) already exceed RAM "
@@ -420,7 +430,7 @@ def explain(inputs: MemoryInputs, rec: Recommendation) -> list[str]:
         return []
     side = "fewer" if rec.max_request_workers < buddy.low else "more"
     head = (
-        f"Kegel's sum allows {rec.max_request_workers}, {side} than apache2buddy's "
+        f"The recommendation ({rec.max_request_workers}) is {side} than apache2buddy's "
         f"{buddy.low}-{buddy.high}:"
     )
     return [head] + steps
