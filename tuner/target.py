@@ -465,3 +465,20 @@ class ManagedConfig:
         before = self.target.generation()
         self.target.reload()
         self.target.wait_reloaded(before)
+        self._settle()
+
+    def _settle(self, timeout: float = 5.0) -> None:
+        """Let the old generation's workers (G) finish before a trial measures.
+
+        Right after a graceful restart prefork still holds slots for the old
+        children; a probe started then measures the restart, not the config.
+        """
+        if not self.target.status_url:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            snap = fetch_status(self.target.status_url, timeout=1.0)
+            if snap is None or snap.scoreboard.get("G", 0) == 0:
+                break
+            time.sleep(0.1)
+        time.sleep(0.5)

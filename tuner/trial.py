@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -194,13 +195,19 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
     collector.client_pid = process.pid
     # Bounded: the planned duration, httperf's own timeout, think times, slack.
     think = inputs.wsess[1] * inputs.wsess[2] if inputs.wsess else 0.0
-    limit = inputs.duration_s + 4 * inputs.timeout_s + think + 30.0
+    limit = inputs.duration_s + 2 * inputs.timeout_s + think + 10.0
+    overran = False
     try:
         while process.poll() is None and time.monotonic() - t0 < limit:
             if on_tick:
                 on_tick(time.monotonic() - t0, inputs.duration_s)
             time.sleep(0.1)
-        result = httperf.finish(process, timeout=max(1.0, limit - (time.monotonic() - t0)))
+        if process.poll() is None:
+            # httperf fell so far behind its schedule that the run would not
+            # end in time: SIGINT makes it stop and print what it has.
+            overran = True
+            process.send_signal(signal.SIGINT)
+        result = httperf.finish(process, timeout=15.0)
     finally:
         if process.poll() is None:
             process.kill()
@@ -211,6 +218,10 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
     overflows = sum(s.listen_overflows for s in samples)
     drops = sum(s.listen_drops for s in samples)
     limits = client_limits(inputs, result, samples, server_cpus)
+    if overran:
+        limits.append(ClientLimit("time bound", f"httperf was still opening connections after {limit:.0f} s",
+                                  {"limit_s": round(limit, 1), "connections": result.connections,
+                                   "planned": inputs.num_conns}, kind="untimed"))
     extra = {"target_request_rate": inputs.target_request_rate, "reply_rate": round(result.reply_rate, 1),
              "reply_time_ms": round(result.reply_time_ms, 2)}
     verdict = decide(samples, server_cpus=server_cpus, interval=interval, client_limits=limits, extra=extra)

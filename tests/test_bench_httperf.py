@@ -1,0 +1,59 @@
+"""The httperf parser on real httperf output, the knee search and the plots."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.tuner import httperf
+from test_bench_support import SandboxRun, require, two_cores
+
+pytestmark = pytest.mark.httpd
+
+
+def _run(spec: httperf.HttperfSpec) -> httperf.HttperfResult:
+    return httperf.finish(httperf.start(spec), timeout=60)
+
+
+def test_every_line_of_real_httperf_output_is_parsed():
+    require("apache2", "httperf")
+    with SandboxRun(mpm="event") as run:
+        host, port = run.state.host, run.state.port
+        plain = _run(httperf.HttperfSpec(host, port, "/1k.html", rate=100, num_conns=100, client_cpus=[1]))
+        sessions = _run(httperf.HttperfSpec(host, port, "/1k.html", rate=20, wsess=(10, 3, 0.1)))
+        listed = _run(httperf.HttperfSpec(host, port, rate=200, num_conns=200, num_calls=2, burst_length=2,
+                                          uri_list=str(run.dir / "almeida.wlog")))
+    for result in (plain, sessions, listed):
+        assert result.unparsed == [], result.unparsed
+        assert result.command.startswith("httperf --")
+        assert result.errors["total"] == 0 and set(result.errors) >= {"fd-unavail", "addrunavail", "client-timo"}
+    assert plain.connections == plain.requests == plain.replies == 100
+    assert plain.status["2xx"] == 100 and plain.reply_size_b["content"] == 1024
+    assert plain.reply_rate == pytest.approx(plain.replies / plain.test_duration_s)
+    assert plain.reply_rate_samples["samples"] == 0  # under 5 s: why reply_rate is computed
+    assert 90 <= plain.connection_rate <= 110
+    assert sessions.session["completed"] == 10 and sessions.replies == 30
+    assert listed.replies == 400 and listed.reply_size_b["content"] > 5000  # heavy-tailed mean, not 1 KB
+    assert json.loads(json.dumps(plain.to_dict()))["reply_rate"] == pytest.approx(plain.reply_rate)
+
+
+def test_knee_mode_ramp_mode_and_plots(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="event") as run:
+        docs = run.bench_json("--mode", "knee", "--start-rate", "100", "--max-rate", "400", "--duration", "1",
+                              "--max-probes", "4", "--plot", str(tmp_path / "knee"))
+        ramp = run.bench_json("--mode", "ramp", "--rates", "50,100", "--duration", "1")
+    trials = [d for d in docs if d["kind"] == "trial"]
+    knee = [d for d in docs if d["kind"] == "knee"][0]
+    # 100 -> 200 -> 400 doubling; a 1 KB file at 400/s is far under capacity.
+    assert [t["inputs"]["rate"] for t in trials] == [100, 200, 400]
+    assert knee["peak_rate"] == 400 and knee["stop_reason"] == "max rate reached without failing"
+    for trial in trials:
+        assert {"reply_rate", "request_rate", "connection_rate", "errors", "reply_time_ms", "metrics", "verdict"} <= set(trial)
+        assert trial["verdict"]["label"] == "none" and trial["metrics"]
+    assert [t["inputs"]["rate"] for t in ramp] == [50, 100]
+    pngs = sorted(p.name for p in (tmp_path / "knee").iterdir())
+    assert pngs == ["rates.png", "trial-01-timeline.png", "trial-02-timeline.png", "trial-03-timeline.png"]
+    assert all((tmp_path / "knee" / name).read_bytes()[:4] == b"\x89PNG" for name in pngs)
