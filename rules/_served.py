@@ -57,6 +57,8 @@ class Site:
     aliases: list[tuple[str, Directive]] = field(default_factory=list)
     dir_groups: tuple["DirIndex", ...] = ()
     """The main server's sections, then (for a vhost) its own."""
+    cache: dict = field(default_factory=dict, repr=False)
+    """Shared by all sites of one run: answers keyed by (id(dir_groups), path)."""
 
     @property
     def label(self) -> str:
@@ -72,11 +74,31 @@ class Site:
         return paths
 
     def applicable(self, target: str) -> list[DirSection]:
-        found: list[DirSection] = []
+        # Sites that share the same sections (every vhost without <Directory>
+        # of its own) share the answer too.
+        key = (id(self.dir_groups), target)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
+        found = []
+        prefixes = _prefixes(target)
         for group in self.dir_groups:
-            found.extend(group.covering(target))
-        found.sort(key=lambda d: (d.depth, d.in_vhost, d.order))
+            found.extend(group.covering(target, prefixes))
+        if len(found) > 1:
+            found.sort(key=lambda d: (d.depth, d.in_vhost, d.order))
+        self.cache[key] = found
         return found
+
+
+def _prefixes(target: str) -> list[str]:
+    """'/a/b/' -> ['/', '/a/', '/a/b/']"""
+    parts = target.split("/")[1:-1]
+    prefixes = ["/"]
+    current = "/"
+    for part in parts:
+        current += part + "/"
+        prefixes.append(current)
+    return prefixes
 
 
 @dataclass
@@ -93,16 +115,16 @@ class DirIndex:
         else:
             self.by_path.setdefault(section.path, []).append(section)
 
-    def covering(self, target: str) -> list[DirSection]:
+    def covering(self, target: str, prefixes: list[str]) -> list[DirSection]:
         found: list[DirSection] = []
-        if self.by_path:
-            position = 0
-            while True:
-                position = target.find("/", position) + 1
-                if position <= 0:
-                    break
-                found.extend(self.by_path.get(target[:position], ()))
-        found.extend(d for d in self.wildcards if d.covers(target))
+        by_path = self.by_path
+        if by_path:
+            for prefix in prefixes:
+                hit = by_path.get(prefix)
+                if hit:
+                    found.extend(hit)
+        if self.wildcards:
+            found.extend(d for d in self.wildcards if d.covers(target))
         return found
 
 
@@ -128,13 +150,19 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
     return grouped
 
 
-def _aliases(section_children: list) -> list[tuple[str, Directive]]:
+def _by_owner(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
+    """Directives with these names grouped by their parent section."""
+    grouped: dict[int, list[Directive]] = {}
+    for node in ctx.directives(*names):
+        grouped.setdefault(id(node.parent), []).append(node)
+    return grouped
+
+
+def _aliases(nodes: list[Directive]) -> list[tuple[str, Directive]]:
     aliases: list[tuple[str, Directive]] = []
-    for child in section_children:
-        if isinstance(child, Directive) and child.name.lower() in _ALIAS_NAMES and len(child.args) >= 2:
-            target = child.args[1]
-            if target.startswith("/"):
-                aliases.append((normalize_dir(target), child))
+    for node in nodes:
+        if len(node.args) >= 2 and node.args[1].startswith("/"):
+            aliases.append((normalize_dir(node.args[1]), node))
     return aliases
 
 
@@ -148,32 +176,48 @@ def sites(ctx: LintContext) -> list[Site]:
         return cached
     server_root = ctx.server_value("DocumentRoot")
     grouped = _dir_sections_by_owner(ctx)
-    main_dirs = grouped.get(id(ctx.config.effective), DirIndex())
-    main_aliases = _aliases(ctx.config.effective.children)
+    roots = _by_owner(ctx, "DocumentRoot")
+    alias_nodes = _by_owner(ctx, *_ALIAS_NAMES)
+    root_id = id(ctx.config.effective)
+    main_dirs = grouped.get(root_id, DirIndex())
+    main_aliases = _aliases(alias_nodes.get(root_id, []))
+    cache: dict = {}
+    main_only = (main_dirs,)
     main = Site(None, normalize_dir(server_root.arg(0)) if server_root and server_root.args else None,
-                server_root, main_aliases, (main_dirs,))
+                server_root, main_aliases, main_only, cache)
     result = [main]
     for vhost in ctx.virtual_hosts():
-        own_root = ctx.own_value(vhost, "DocumentRoot")
-        root_node = own_root or server_root
+        own_roots = roots.get(id(vhost))
+        root_node = own_roots[-1] if own_roots else server_root
         document_root = normalize_dir(root_node.arg(0)) if root_node and root_node.args else None
         own_dirs = grouped.get(id(vhost))
-        dirs = (main_dirs, own_dirs) if own_dirs else (main_dirs,)
+        dirs = (main_dirs, own_dirs) if own_dirs else main_only
+        own_aliases = alias_nodes.get(id(vhost))
         result.append(Site(vhost, document_root, root_node,
-                           main_aliases + _aliases(vhost.children), dirs))
+                           main_aliases + _aliases(own_aliases) if own_aliases else main_aliases,
+                           dirs, cache))
     ctx._served_sites = result  # type: ignore[attr-defined]
     return result
 
 
-def deciding(site: Site, target: str, *names: str) -> tuple[Directive | None, DirSection | None]:
-    """The directive (one of `names`) that decides the value for `target`:
-    the last one in the deepest applicable section that sets it."""
-    wanted = {n.lower() for n in names}
+def owned(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
+    """`_by_owner` computed once per run for each set of names."""
+    cache = ctx.__dict__.setdefault("_served_owned", {})
+    key = tuple(sorted(name.lower() for name in names))
+    if key not in cache:
+        cache[key] = _by_owner(ctx, *names)
+    return cache[key]
+
+
+def deciding(grouped: dict[int, list[Directive]], site: Site,
+             target: str) -> tuple[Directive | None, DirSection | None]:
+    """The directive that decides the value for `target`: the last one in the
+    deepest applicable section that sets it. `grouped` is `owned(ctx, names)`."""
     decided: tuple[Directive | None, DirSection | None] = (None, None)
     for dir_section in site.applicable(target):
-        for child in dir_section.section.children:
-            if isinstance(child, Directive) and child.name.lower() in wanted:
-                decided = (child, dir_section)
+        found = grouped.get(id(dir_section.section))
+        if found:
+            decided = (found[-1], dir_section)
     return decided
 
 

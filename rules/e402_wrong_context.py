@@ -73,44 +73,65 @@ def _context(node: Node) -> tuple[str, Section | None] | None:
     return "server config", None
 
 
+_EVERYWHERE = {"server config", "virtual host", "directory"}
+
+
 def check(ctx: LintContext, report: Report) -> None:
     table = ctx.catalog
-    nodes = [n for n in ctx.raw.all_directives if n.active]
-    nodes += [s for s in ctx.raw.all_sections if s.active]
-    for node in nodes:
-        lname = node.name.lower()
+    # A node's context depends only on its parent: decide it once per parent.
+    kinds: dict[int, str] = {}
+    groups = list(ctx.raw.directives.items()) + list(ctx.raw.sections.items())
+    for lname, group in groups:
         if lname in _TRANSPARENT:
             continue
         info = table.get(lname)
         if info is None:
             continue
-        found = _context(node)
-        if found is None:
-            continue
-        where, section = found
-        contexts = info.contexts
-        label = f"<{info.name}>" if info.block else info.name
-        override_ok = info.override in _SERVER_OVERRIDES and not info.block and lname not in _PER_DIR_ONLY
-        if where == "server config":
-            allowed = "server config" in contexts or override_ok
-            place = "at server scope (outside any <Directory>, <Location> or <VirtualHost>)"
-        elif where == "virtual host":
-            allowed = "virtual host" in contexts or override_ok
-            place = "inside <VirtualHost>"
-            if not allowed and "server config" in contexts:
-                place = "inside <VirtualHost>: it is a server-wide setting"
-        elif where == "proxy":
-            allowed = "directory" in contexts or "proxy section" in contexts
-            place = f"inside <{section.name}>" if section is not None else "here"
-        else:
-            allowed = "directory" in contexts
-            if allowed and lname in _DIRECTORY_ONLY and section is not None and section.name.lower() != "directory":
-                allowed = False
-            place = f"inside <{section.name}>" if section is not None else "here"
-        if allowed:
-            continue
-        listed = ", ".join(contexts) if contexts else "nowhere"
-        report(node, f"{label} is not allowed {place}; httpd refuses to start. Allowed in: {listed}.")
+        contexts = set(info.contexts)
+        if _EVERYWHERE <= contexts and lname not in _DIRECTORY_ONLY:
+            continue  # allowed in every context this rule models
+        allowed_kinds = {kind for kind in ("server config", "virtual host") if kind in contexts}
+        for node in group:
+            if not node.active:
+                continue
+            parent = node.parent
+            kind = kinds.get(id(parent))
+            if kind is None:
+                found = _context(node)
+                kind = kinds[id(parent)] = found[0] if found else "?"
+            if kind in allowed_kinds or kind == "?":
+                continue
+            _check_node(node, lname, info, report)
+
+
+def _check_node(node, lname: str, info, report: Report) -> None:
+    found = _context(node)
+    if found is None:
+        return
+    where, section = found
+    contexts = info.contexts
+    label = f"<{info.name}>" if info.block else info.name
+    override_ok = info.override in _SERVER_OVERRIDES and not info.block and lname not in _PER_DIR_ONLY
+    if where == "server config":
+        allowed = "server config" in contexts or override_ok
+        place = "at server scope (outside any <Directory>, <Location> or <VirtualHost>)"
+    elif where == "virtual host":
+        allowed = "virtual host" in contexts or override_ok
+        place = "inside <VirtualHost>"
+        if not allowed and "server config" in contexts:
+            place = "inside <VirtualHost>: it is a server-wide setting"
+    elif where == "proxy":
+        allowed = "directory" in contexts or "proxy section" in contexts
+        place = f"inside <{section.name}>" if section is not None else "here"
+    else:
+        allowed = "directory" in contexts
+        if allowed and lname in _DIRECTORY_ONLY and section is not None and section.name.lower() != "directory":
+            allowed = False
+        place = f"inside <{section.name}>" if section is not None else "here"
+    if allowed:
+        return
+    listed = ", ".join(contexts) if contexts else "nowhere"
+    report(node, f"{label} is not allowed {place}; httpd refuses to start. Allowed in: {listed}.")
 
 
 RULE = Rule(code="E402", slug="wrong-context", severity="error", category="correctness",

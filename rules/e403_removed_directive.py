@@ -35,16 +35,15 @@ DOC = Doc(
 
 def check(ctx: LintContext, report: Report) -> None:
     removed = removed_directives(ctx.facts.version_key)
-    for node in ctx.raw.all_directives:
-        if not node.active:
-            continue
-        entry = removed.get(node.name.lower())
-        if entry is None:
-            continue
-        release, hint = entry
-        report(node, f"{node.name} was removed in httpd {release}; httpd {ctx.facts.version_key} "
-                     f"refuses to start on it ({hint}).",
-               fix=mechanical_replacement(node.name, node.args))
+    written = ctx.raw.directives
+    for lname in sorted(removed.keys() & written.keys()):
+        release, hint = removed[lname]
+        for node in written[lname]:
+            if not node.active:
+                continue
+            report(node, f"{node.name} was removed in httpd {release}; httpd "
+                         f"{ctx.facts.version_key} refuses to start on it ({hint}).",
+                   fix=mechanical_replacement(node.name, node.args))
 
 
 RULE = Rule(code="E403", slug="removed-directive", severity="error", category="correctness",

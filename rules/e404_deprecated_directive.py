@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import ipaddress
+
 
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
@@ -43,6 +43,8 @@ DOC = Doc(
 
 
 def _is_address(word: str) -> bool:
+    import ipaddress
+
     try:
         ipaddress.ip_network(word, strict=False)
         return True
@@ -73,9 +75,8 @@ def check(ctx: LintContext, report: Report) -> None:
     if not ctx.at_least(2, 3, 0):
         return
     compat = ctx.has_module("access_compat_module", "mod_access_compat.c")
-    for node in ctx.raw.all_directives:
-        if not node.active:
-            continue
+    for node in ctx.raw_directives(*RENAMED, "namevirtualhost", "sslcertificatechainfile",
+                                   "defaulttype", *ACCESS):
         lname = node.name.lower()
         if lname in RENAMED:
             new = RENAMED[lname]

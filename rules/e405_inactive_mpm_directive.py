@@ -18,6 +18,11 @@ _MPM_OF = {
     "mpm_netware_module": "netware", "mpm_netware.c": "netware",
     "mpmt_os2_module": "mpmt_os2", "mpmt_os2.c": "mpmt_os2",
 }
+# The same knob under the other kind of MPM: a prefork block's MinSpareServers
+# is answered by a worker block's MinSpareThreads.
+_EQUIVALENT = {"minspareservers": "minsparethreads", "maxspareservers": "maxsparethreads",
+               "minsparethreads": "minspareservers", "maxsparethreads": "maxspareservers"}
+_COMMON = {"maxconnectionsperchild", "listenbacklog"}
 # Sizing directives whose value matters; Listen, PidFile... are the same for all.
 _TUNING = MPM_SPECIFIC | {"maxconnectionsperchild", "maxrequestsperchild", "listenbacklog"}
 
@@ -58,6 +63,12 @@ DOC = Doc(
 )
 
 
+MPM_LABELS = ("StartServers", "MinSpareServers", "MaxSpareServers", "MinSpareThreads",
+              "MaxSpareThreads", "ThreadsPerChild", "ThreadLimit", "ServerLimit",
+              "MaxRequestWorkers", "MaxConnectionsPerChild", "ListenBacklog",
+              "AsyncRequestWorkerFactor")
+
+
 def _guarding_mpm(node: Node) -> str | None:
     """The MPM named by the false <IfModule> that made `node` inactive: the
     nearest enclosing section that is itself active is the one that failed."""
@@ -77,12 +88,9 @@ def check(ctx: LintContext, report: Report) -> None:
     if mpm not in MPM_DIRECTIVES:
         return
     own = MPM_DIRECTIVES[mpm]
-    applied = {canonical_key(d.name.lower()) for d in ctx.effective.all_directives
-               if d.name.lower() in _TUNING and d.parent is not None and d.parent.is_root}
-    for node in ctx.raw.all_directives:
+    applied = {canonical_key(name) for name in ctx.effective.top if name in _TUNING}
+    for node in ctx.raw_directives(*_TUNING, active_only=False):
         lname = node.name.lower()
-        if lname not in _TUNING:
-            continue
         if node.active:
             if lname in MPM_SPECIFIC and lname not in own:
                 report(node, f"{node.name} is not a directive of the {mpm} MPM that is loaded: "
@@ -92,10 +100,15 @@ def check(ctx: LintContext, report: Report) -> None:
         other = _guarding_mpm(node)
         if other is None or other == mpm:
             continue
-        if canonical_key(lname) in applied:
-            continue
+        key = canonical_key(lname)
+        target = key if key in own or key in _COMMON else _EQUIVALENT.get(key)
+        if target is None or not (target in own or target in _COMMON):
+            continue  # a knob the loaded MPM does not have (ThreadsPerChild under prefork)
+        if target in applied:
+            continue  # the loaded MPM has its own value: this block is a template
+        label = next((n for n in MPM_LABELS if n.lower() == target), target)
         report(node, f"{node.name} {node.raw_args} is set only for the {other} MPM, but {mpm} is "
-                     f"loaded: httpd skips this block and runs with {mpm}'s default.")
+                     f"loaded: httpd skips this block, so {label} stays at {mpm}'s default.")
 
 
 RULE = Rule(code="E405", slug="inactive-mpm-directive", severity="warning", category="correctness",

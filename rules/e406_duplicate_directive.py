@@ -82,25 +82,34 @@ def single_valued(version_key: str) -> frozenset[str]:
 
 def check(ctx: LintContext, report: Report) -> None:
     wanted = single_valued(ctx.facts.version_key)
-    last: dict[tuple[int, str], object] = {}
-    for node in ctx.effective.all_directives:
-        lname = node.name.lower()
-        if lname not in wanted or node.parent is None:
-            continue
-        key = (id(node.parent), canonical_key(lname))
-        previous = last.get(key)
-        last[key] = node
-        if previous is None:
-            continue
-        same = [a.lower() for a in previous.args] == [a.lower() for a in node.args]
-        later = f"{node.file}:{node.line}" if node.file != previous.file else f"line {node.line}"
-        if same:
-            report(previous, f"{previous.name} {previous.raw_args} is repeated at {later} with the "
-                             "same value; this line is redundant.", fix="", severity="info")
-        else:
-            report(previous, f"{previous.name} {previous.raw_args} is dead: {node.name} "
-                             f"{node.raw_args} at {later} overrides it in the same context.",
-                   fix="")
+    present = wanted & ctx.effective.directives.keys()
+    # One pass per canonical name; only aliases (MaxClients/MaxRequestWorkers)
+    # need their lists merged in file order.
+    by_key: dict[str, list[str]] = {}
+    for lname in present:
+        by_key.setdefault(canonical_key(lname), []).append(lname)
+    for names in by_key.values():
+        nodes = ctx.directives(*names)
+        last: dict[int, object] = {}
+        for node in nodes:
+            parent = node.parent
+            if parent is None:
+                continue
+            previous = last.get(id(parent))
+            last[id(parent)] = node
+            if previous is not None:
+                _report(report, previous, node)
+
+
+def _report(report: Report, previous, node) -> None:
+    same = [a.lower() for a in previous.args] == [a.lower() for a in node.args]
+    later = f"{node.file}:{node.line}" if node.file != previous.file else f"line {node.line}"
+    if same:
+        report(previous, f"{previous.name} {previous.raw_args} is repeated at {later} with the "
+                         "same value; this line is redundant.", fix="", severity="info")
+    else:
+        report(previous, f"{previous.name} {previous.raw_args} is dead: {node.name} "
+                         f"{node.raw_args} at {later} overrides it in the same context.", fix="")
 
 
 RULE = Rule(code="E406", slug="duplicate-directive", severity="warning", category="correctness",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._served import deciding, sites
+from ._served import deciding, owned, sites
 
 DOC = Doc(
     summary="AllowOverride other than None on / or on a DocumentRoot",
@@ -52,12 +52,13 @@ def _allows(node) -> bool:
 def check(ctx: LintContext, report: Report) -> None:
     old_default_all = not ctx.at_least(2, 3, 9)
     reported_default = False
+    grouped = owned(ctx, "AllowOverride")
     for site in sites(ctx):
         targets = [("/", "/")]
         if site.document_root:
             targets.append((site.document_root, f"DocumentRoot {site.document_root.rstrip('/') or '/'}"))
         for path, label in targets:
-            node, _section = deciding(site, path, "AllowOverride")
+            node, _section = deciding(grouped, site, path)
             if node is not None:
                 if _allows(node):
                     report(node, f"AllowOverride {' '.join(node.args)} applies to {label}: httpd "

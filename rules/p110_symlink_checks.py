@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._served import Site, sites
+from ._served import Site, owned, sites
 
 # httpd's OPT_ALL: everything but MultiViews and SymLinksIfOwnerMatch.
 _ALL = {"indexes", "includes", "followsymlinks", "execcgi"}
@@ -69,27 +69,30 @@ def apply_options(current: set[str], node) -> set[str]:
     return result
 
 
-def effective_options(ctx: LintContext, site: Site, path: str):
+def effective_options(ctx: LintContext, site: Site, path: str, grouped=None):
     """Options for `path` and the directive that last changed them."""
     options = {"followsymlinks"} if ctx.at_least(2, 3, 11) else set(_ALL)
     last = None
+    if grouped is None:
+        grouped = owned(ctx, "Options")
     scopes = [ctx.server_value("Options")]
     if site.section is not None:
-        scopes.append(ctx.own_value(site.section, "Options"))
+        own = grouped.get(id(site.section))
+        scopes.append(own[-1] if own else None)
     for node in scopes:
         if node is not None:
             options, last = apply_options(options, node), node
     for dir_section in site.applicable(path):
-        for child in dir_section.section.children:
-            if child.name.lower() == "options" and not hasattr(child, "children"):
-                options, last = apply_options(options, child), child
+        for node in grouped.get(id(dir_section.section), ()):
+            options, last = apply_options(options, node), node
     return options, last
 
 
 def check(ctx: LintContext, report: Report) -> None:
+    grouped = owned(ctx, "Options")
     for site in sites(ctx):
         for path, _origin in site.served_paths():
-            options, last = effective_options(ctx, site, path)
+            options, last = effective_options(ctx, site, path, grouped)
             if last is None:
                 continue
             if "symlinksifownermatch" in options:

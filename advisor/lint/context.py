@@ -8,6 +8,7 @@ rules run.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 from heapq import merge
 from typing import Iterable
@@ -49,41 +50,67 @@ class TreeIndex:
 
     directives: dict[str, list[Directive]] = field(default_factory=dict)
     sections: dict[str, list[Section]] = field(default_factory=dict)
-    order: dict[Node, int] = field(default_factory=dict)
+    _order: dict[Node, int] | None = None
+    ordered: bool = True
     all_directives: list[Directive] = field(default_factory=list)
     all_sections: list[Section] = field(default_factory=list)
+    top: dict[str, list[Directive]] = field(default_factory=dict)
+    """Directives directly under the root (the main server in the effective tree)."""
+
+    all_nodes: list[Node] = field(default_factory=list)
+    """Every node in file order, Include lines too (the raw tree's extent map)."""
 
     @classmethod
-    def build(cls, root: Section) -> "TreeIndex":
+    def build(cls, root: Section, with_order: bool = True) -> "TreeIndex":
+        """One pass over the tree. This loop runs once per node of a
+        30,000-line config and is most of the engine's own cost, hence the
+        local names and the explicit stack instead of recursive generators."""
         index = cls()
-        directives = index.directives
-        sections = index.sections
-        order = index.order
-        all_directives = index.all_directives
-        all_sections = index.all_sections
-        # An explicit stack instead of recursive generators: this loop runs
-        # once per node of a 30,000-line tree and is most of the engine's cost.
-        stack: list[tuple[list[Node], int]] = [(root.children, 0)]
-        position = 0
-        while stack:
-            children, at = stack.pop()
-            while at < len(children):
-                node = children[at]
-                at += 1
-                order[node] = position
-                position += 1
-                lname = node.name.lower()
-                if isinstance(node, Section):
-                    if not isinstance(node, Include):
-                        sections.setdefault(lname, []).append(node)
-                        all_sections.append(node)
-                    if node.children:
-                        stack.append((children, at))
-                        children, at = node.children, 0
-                else:
-                    directives.setdefault(lname, []).append(node)  # type: ignore[arg-type]
-                    all_directives.append(node)  # type: ignore[arg-type]
+        for child in root.children:
+            if type(child) is Directive:
+                index.top.setdefault(child.name.lower(), []).append(child)
+        directives: defaultdict[str, list[Directive]] = defaultdict(list)
+        sections: defaultdict[str, list[Section]] = defaultdict(list)
+        add_directive = index.all_directives.append
+        add_section = index.all_sections.append
+        nodes = index.all_nodes
+        add_node = nodes.append
+        directive_type = Directive
+        include_type = Include
+        stack: list[tuple[list[Node], int]] = []
+        children, at = root.children, 0
+        while True:
+            if at >= len(children):
+                if not stack:
+                    break
+                children, at = stack.pop()
+                continue
+            node = children[at]
+            at += 1
+            add_node(node)
+            kind = type(node)
+            if kind is directive_type:
+                directives[node.name.lower()].append(node)  # type: ignore[arg-type]
+                add_directive(node)  # type: ignore[arg-type]
+                continue
+            if kind is not include_type:
+                sections[node.name.lower()].append(node)  # type: ignore[arg-type]
+                add_section(node)  # type: ignore[arg-type]
+            if node.children:  # type: ignore[attr-defined]
+                stack.append((children, at))
+                children, at = node.children, 0  # type: ignore[attr-defined]
+        index.directives = dict(directives)
+        index.sections = dict(sections)
+        index.ordered = with_order
         return index
+
+    @property
+    def order(self) -> dict[Node, int]:
+        """Position of each node in file order; built on first use, since
+        most runs never need to merge lists of different names."""
+        if self._order is None:
+            self._order = {node: position for position, node in enumerate(self.all_nodes)}
+        return self._order
 
     def named(self, names: Iterable[str]) -> list[Directive]:
         lists = [self.directives.get(name.lower(), []) for name in names]
@@ -92,6 +119,8 @@ class TreeIndex:
             return []
         if len(lists) == 1:
             return list(lists[0])
+        if not self.ordered:  # raw-tree lookups: order does not matter
+            return [node for found in lists for node in found]
         order = self.order
         return list(merge(*lists, key=order.__getitem__))
 
@@ -118,7 +147,7 @@ class LintContext:
         self.config = config
         self.facts = facts
         self.effective = TreeIndex.build(config.effective)
-        self.raw = TreeIndex.build(config.raw)
+        self.raw = TreeIndex.build(config.raw, with_order=False)
         self.catalog = catalog.directives(facts.version_key)
 
     # ---- facts -----------------------------------------------------------
@@ -153,7 +182,13 @@ class LintContext:
         return self.effective.named(names)
 
     def server(self, *names: str) -> list[Directive]:
-        return [d for d in self.effective.named(names) if is_server_scope(d)]
+        top = self.effective.top
+        lists = [top[name.lower()] for name in names if name.lower() in top]
+        if not lists:
+            return []
+        if len(lists) == 1:
+            return list(lists[0])
+        return list(merge(*lists, key=self.effective.order.__getitem__))
 
     def server_value(self, *names: str) -> Directive | None:
         """What httpd applies at server scope: the last one read wins."""

@@ -22,6 +22,9 @@ MARKER = "apache-advisor"
 _COMMENT = re.compile(
     r"^\s*#\s*apache-advisor\s*:\s*(?P<kind>[A-Za-z-]+)\s*=\s*(?P<codes>.*?)\s*(?:--\s*(?P<reason>.*?))?\s*$"
 )
+# Only a comment that starts like a suppression is one; prose that merely
+# mentions apache-advisor is left alone.
+_ATTEMPT = re.compile(r"^#\s*apache-advisor\s*:", re.IGNORECASE)
 _CODE = re.compile(r"^[A-Za-z]\d{3}$")
 KINDS = ("disable", "disable-file")
 
@@ -78,7 +81,7 @@ def parse_file(path: str, text: str, known_codes: set[str],
                 blank_since_pending = True
             continue
         if stripped.startswith("#"):
-            if MARKER not in stripped:
+            if MARKER not in stripped or not _ATTEMPT.match(stripped):
                 continue
             match = _COMMENT.match(stripped)
             if not match or match.group("kind").lower() not in KINDS:
