@@ -97,11 +97,16 @@ def lookup(name: str, version: str = "2.4") -> DirectiveInfo | None:
     return directives(version).get(name.lower())
 
 
-@lru_cache(maxsize=4096)
-def canonical_name(name: str, version: str = "2.4") -> str:
-    """The spelling httpd prints: its command table's, or the name as written."""
-    info = directives(version).get(name.lower())
-    return info.name if info else name
+@lru_cache(maxsize=1)
+def spellings() -> dict[str, str]:
+    """Lower-case name -> httpd 2.4's spelling."""
+    text = resources.files("advisor.data").joinpath("names-2.4.json").read_text()
+    return {name.lower(): name for name in json.loads(text)}
+
+
+def canonical_name(name: str) -> str:
+    """The spelling httpd 2.4 prints: its command table's, or the name as written."""
+    return spellings().get(name.lower(), name)
 
 
 def module_source_name(module: str) -> str:

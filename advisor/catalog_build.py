@@ -80,9 +80,15 @@ def build(source_dir: Path) -> dict:
 
 def main() -> None:
     source = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/data")
+    catalog = build(source)
     out = Path(__file__).parent / "data" / "directives.json"
-    out.write_text(json.dumps(build(source), sort_keys=True, separators=(",", ":")) + "\n")
-    print(f"wrote {out}")
+    out.write_text(json.dumps(catalog, sort_keys=True, separators=(",", ":")) + "\n")
+    # The spellings alone, for commands that only print names (dump): a
+    # fraction of the full catalog's load time.
+    names = sorted(entry["name"] for entry in catalog["2.4"].values())
+    spelling = Path(__file__).parent / "data" / "names-2.4.json"
+    spelling.write_text(json.dumps(names, separators=(",", ":")) + "\n")
+    print(f"wrote {out} and {spelling}")
 
 
 if __name__ == "__main__":

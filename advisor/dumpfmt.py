@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, canonical_name
+from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES
+from advisor.catalog import spellings as catalog_spellings
 from advisor.model import Config, Directive, Include, Node, Section
 
 
@@ -34,11 +35,11 @@ def dump_lines(raw_root: Section) -> list[str]:
     append = out.append
     current_file: str | None = None
 
-    def walk(section: Section, level: int) -> None:
+    def walk(nodes: list[Node], level: int) -> None:
         nonlocal current_file
         indent = "  " * level
-        for node in _effective_children(section):
-            name = canonical_name(node.name)
+        for node in nodes:
+            name = spell(node.name)
             # httpd names a macro expansion's lines after the expansion.
             file, line = node.expansion if node.expansion else (node.file, node.end_line)
             if file != current_file:
@@ -46,24 +47,28 @@ def dump_lines(raw_root: Section) -> list[str]:
                 append(f"# In file: {current_file}")
             append(f"{indent}#{line:4d}:")
             if isinstance(node, Section):
-                if _has_effective_child(node):
-                    append(f"{indent}<{name} {node.raw_args}")
-                    walk(node, level + 1)
+                kids = list(_effective_children(node))
+                append(f"{indent}<{name} {node.raw_args}")
+                if kids:
+                    walk(kids, level + 1)
                     if file != current_file:
                         current_file = file
                         append(f"# In file: {current_file}")
                     append(f"{indent}</{name}>")
-                else:
-                    append(f"{indent}<{name} {node.raw_args}")
             else:
                 append(f"{indent}{name} {node.raw_args}")
 
-    walk(raw_root, 0)
+    spelling = catalog_spellings()
+    cache: dict[str, str] = {}
+
+    def spell(written: str) -> str:
+        found = cache.get(written)
+        if found is None:
+            found = cache[written] = spelling.get(written.lower(), written)
+        return found
+
+    walk(list(_effective_children(raw_root)), 0)
     return out
-
-
-def _has_effective_child(section: Section) -> bool:
-    return next(_effective_children(section), None) is not None
 
 
 def dump_text(config: Config) -> str:

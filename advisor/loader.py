@@ -9,8 +9,8 @@ httpd would not apply as inactive.
 
 from __future__ import annotations
 
+import gc
 import os
-import stat
 import sys
 from dataclasses import dataclass, field, replace
 
@@ -27,6 +27,10 @@ from advisor.lexer import (LogicalLine, MacroLine, decode, logical_lines, next_w
 from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
 from advisor.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
 from advisor.options import LoadOptions
+
+# Directives the reader must act on (or that need the careful path): every
+# other directive is read by the inline fast path in _Reader.build.
+_SLOW_PATH_DIRECTIVES = READ_TIME_DIRECTIVES | {"use", "undefmacro"}
 
 # Far deeper than any real configuration, and well inside Python's recursion
 # limit even with includes nested as deep as httpd allows.
@@ -151,16 +155,12 @@ class _Reader:
         of the file when `closing` is None)."""
         state = self.state
         file_path = path
-        while True:
-            if not cursor:
-                if closing is not None:
-                    if active:
-                        raise ConfigError(f"<{closing.name}> was not closed", path, closing.line,
-                                          f"add </{closing.name}>")
-                    raise ConfigError(f"expected </{closing.name}> before end of file", path,
-                                      closing.line, f"add </{closing.name}>")
-                return
-            logical = cursor.popleft()
+        append = container.children.append
+        popleft = cursor.popleft
+        plain = state.plain
+        slow_names = _SLOW_PATH_DIRECTIVES
+        while cursor:
+            logical = popleft()
             if len(logical) == 3:
                 text, start, end = logical  # type: ignore[misc]
                 path = file_path
@@ -173,35 +173,50 @@ class _Reader:
                 text = resolve_env(text, state.lookup_variable, undefined)
                 for name in undefined:
                     state.diagnostics.append(Diagnostic(path, end, f"variable ${{{name}}} is not defined"))
-            first = text[0] if text else ""
-            if first == '"' or first == "'" or "\\" in text or not state.plain:
+                if not text:
+                    continue
+            first = text[0]
+            simple = plain and first != '"' and first != "'" and "\\" not in text
+            if simple:
+                parts = text.split(None, 1)
+                name = parts[0]
+                rest = parts[1] if len(parts) == 2 else ""
+            else:
                 name, pos = next_word(text)
                 rest = text[pos:]
-            else:
-                parts = text.split(None, 1)
-                name = parts[0] if parts else ""
-                rest = parts[1] if len(parts) > 1 else ""
             if name[:1] == "<":
-                if name.startswith("</"):
+                if name[1:2] == "/":
                     self.close(name, rest, start, end, path, active, closing)
                     if closing is not None:
                         closing.close_line = end
                     return
                 if active and name.lower() == "<macro" and "macro_module" in state.modules:
                     macros.define(self, name, rest, start, end, cursor, container, path)
+                    continue
+                if expansion is not None:
+                    self.pending_expansion = expansion
+                self.section(name, rest, start, end, cursor, container, path, active)
+                continue
+            lname = name.lower()
+            if expansion is None and lname not in slow_names:
+                # The common case, kept inline: a plain directive.
+                if simple and '"' not in rest and "'" not in rest:
+                    args = rest.split()
                 else:
-                    if expansion is not None:
-                        self.pending_expansion = expansion
-                    self.section(name, rest, start, end, cursor, container, path, active)
-            elif active and name.lower() in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
-                node = self.directive(name, rest, start, end, container, path, active)
-                if expansion is not None:
-                    node.expansion = expansion
+                    args = split_words(rest, plain)
+                append(Directive(name, args, rest, path, start, end, active, container))
+                continue
+            node = self.directive(name, rest, start, end, container, path, active)
+            if expansion is not None:
+                node.expansion = expansion
+            if active and lname in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
                 macros.use_or_undefine(self, node, cursor)
-            else:
-                node = self.directive(name, rest, start, end, container, path, active)
-                if expansion is not None:
-                    node.expansion = expansion
+        if closing is not None:
+            if active:
+                raise ConfigError(f"<{closing.name}> was not closed", file_path, closing.line,
+                                  f"add </{closing.name}>")
+            raise ConfigError(f"expected </{closing.name}> before end of file", file_path,
+                              closing.line, f"add </{closing.name}>")
 
     def close(self, name: str, rest: str, start: int, end: int, path: str, active: bool,
               closing: Section | None) -> None:
@@ -370,7 +385,15 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
         version=parse_version(options.apache_version),
     )
     raw = Section(name="", args=[], raw_args="", file=main_file, line=0, end_line=0, is_root=True)
-    _Reader(state).read_file(main_file, raw, None)
+    # Every node we allocate lives as long as the model: the cyclic garbage
+    # collector would rescan tens of thousands of them for nothing.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        _Reader(state).read_file(main_file, raw, None)
+    finally:
+        if collecting:
+            gc.enable()
     mpms = modules.mpms()
     if len(mpms) > 1:
         state.diagnostics.append(Diagnostic(main_file, 1, f"more than one MPM loaded: {', '.join(mpms)}"))
