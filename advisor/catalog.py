@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+import os
 
 # Sections whose only job is to decide whether their content is read.
 CONDITIONAL_SECTIONS = frozenset(
@@ -38,6 +38,11 @@ READ_TIME_DIRECTIVES = frozenset(
 ) | CONDITIONAL_SECTIONS
 
 
+# Package data sits beside the code (importlib.resources would cost a few
+# milliseconds of start-up for the same answer).
+_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
 @dataclass(frozen=True)
 class DirectiveInfo:
     name: str
@@ -54,8 +59,8 @@ class DirectiveInfo:
 
 @lru_cache(maxsize=1)
 def _raw_catalog() -> dict:
-    text = resources.files("advisor.data").joinpath("directives.json").read_text()
-    return json.loads(text)
+    with open(os.path.join(_DATA, "directives.json"), encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 def version_key(version: str | tuple[int, ...]) -> str:
@@ -100,8 +105,8 @@ def lookup(name: str, version: str = "2.4") -> DirectiveInfo | None:
 @lru_cache(maxsize=1)
 def spellings() -> dict[str, str]:
     """Lower-case name -> httpd 2.4's spelling."""
-    text = resources.files("advisor.data").joinpath("names-2.4.json").read_text()
-    return {name.lower(): name for name in json.loads(text)}
+    with open(os.path.join(_DATA, "names-2.4.json"), encoding="utf-8") as handle:
+        return {name.lower(): name for name in json.load(handle)}
 
 
 def canonical_name(name: str) -> str:

@@ -27,16 +27,40 @@ def _root() -> None:
     """Apache httpd configuration advisor: dump, lint, capacity, bench and tune."""
 
 
-def _register() -> None:
-    from advisor import cmd_dump
+# Which module registers which top-level command. Only the module of the
+# command being run is imported (the others may pull in numpy, requests...);
+# help, typos and completion get them all.
+COMMAND_MODULES = {
+    "dump": "advisor.cmd_dump",
+    "lint": "advisor.cmd_lint",
+    "rules": "advisor.cmd_lint",
+    "explain": "advisor.cmd_lint",
+    "capacity": "advisor.cmd_capacity",
+    "bench": "advisor.cmd_bench",
+    "staging": "advisor.cmd_bench",
+    "tune": "advisor.cmd_tune",
+}
 
-    cmd_dump.register(app)
-    # Later jobs plug in the same way; a missing module means that job is not
-    # built yet, not an error in the ones that are.
-    for module_name in ("advisor.cmd_lint", "advisor.cmd_capacity", "advisor.cmd_bench"):
+
+def _first_command(argv: list[str]) -> str | None:
+    for word in argv[1:]:
+        if not word.startswith("-"):
+            return word
+        return None  # a global option first (--help...): load everything
+    return None
+
+
+def _register(argv: list[str] | None = None) -> None:
+    wanted = _first_command(sys.argv if argv is None else argv)
+    if wanted in COMMAND_MODULES:
+        names = [COMMAND_MODULES[wanted]]
+    else:
+        names = list(dict.fromkeys(COMMAND_MODULES.values()))
+    for module_name in names:
         try:
             module = __import__(module_name, fromlist=["register"])
         except ModuleNotFoundError as exc:
+            # A job that is not built yet is not an error in the others.
             if exc.name != module_name:
                 raise
             continue
