@@ -46,7 +46,7 @@ def _label_ends(ax, curves: list[Curve], ys_of, transform_y) -> None:
     for curve in curves:
         ys = ys_of(curve)
         ends.append(transform_y(ys[-1]))
-    positions = _spread(ends, 0.09)
+    positions = _spread(ends, 0.16)
     blend = mtransforms.blended_transform_factory(ax.transAxes, ax.transAxes)
     for index, (curve, y) in enumerate(zip(curves, positions)):
         ax.text(1.01, y, curve.label, transform=blend, color=COLOURS[index % len(COLOURS)],
@@ -63,7 +63,7 @@ def draw(spec: PlotSpec, path: str) -> None:
     capacity = 1.0 / spec.service_time
     fig, (ax_t, ax_b) = plt.subplots(2, 1, figsize=(9.5, 7.2), sharex=True,
                                      gridspec_kw={"height_ratios": [3, 2]})
-    fig.subplots_adjust(left=0.09, right=0.72, top=0.89, bottom=0.09, hspace=0.08)
+    fig.subplots_adjust(left=0.09, right=0.75, top=0.85, bottom=0.09, hspace=0.08)
 
     for index, curve in enumerate(spec.curves):
         colour = COLOURS[index % len(COLOURS)]
@@ -102,7 +102,7 @@ def draw(spec: PlotSpec, path: str) -> None:
         ax.axvline(capacity, color="#555555", ls="--", lw=1)
         ax.grid(True, which="major", color="#dddddd", lw=0.8)
         ax.spines[["top", "right"]].set_visible(False)
-    ax_t.text(capacity, 1.01, f" capacity 1/x = {capacity:,.0f} req/s", transform=ax_t.get_xaxis_transform(),
+    ax_t.text(capacity, 1.01, rf"capacity $1/\bar{{x}}$ = {capacity:,.0f} req/s", transform=ax_t.get_xaxis_transform(),
               color="#555555", fontsize=9, ha="center", va="bottom")
     from matplotlib.ticker import FuncFormatter
 
@@ -111,8 +111,11 @@ def draw(spec: PlotSpec, path: str) -> None:
     ax_b.set_ylabel("requests turned away (%)")
     ax_b.set_xlabel("mean arrival rate (requests/s)")
     ax_b.set_xlim(left=0)
-    fig.suptitle("Predicted response time and blocking vs arrival rate", fontsize=13, x=0.09, ha="left", y=0.985)
-    fig.text(0.09, 0.935, spec.subtitle, fontsize=9, color="#444444", ha="left", va="bottom")
+    fig.suptitle("Predicted response time and blocking vs arrival rate", fontsize=13, x=0.09, ha="left", y=0.99)
+    simulated = any(p.response_time.half_width > 0 for c in spec.curves for p in c.points)
+    legend_note = "dots: the rates in the table" + ("; bands: 95 % confidence intervals" if simulated else "")
+    fig.text(0.09, 0.895, f"{spec.subtitle}\n{legend_note}", fontsize=9, color="#444444", ha="left",
+             va="bottom", linespacing=1.4)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

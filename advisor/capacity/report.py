@@ -31,6 +31,8 @@ from advisor.capacity.sizing import (
 MPMS = ("prefork", "worker", "event")
 # Rates shown when the admin names none: light, busy, at and past capacity.
 DEFAULT_LOAD_FACTORS = (0.5, 0.8, 0.95, 1.2, 2.0)
+# A worst-case wait beyond which a bigger pool only makes overload slower.
+LONG_WAIT_SECONDS = 10.0
 
 
 @dataclass
@@ -168,6 +170,12 @@ def build_report(request: CapacityRequest) -> CapacityReport:
             worst_response_current=k_now * x,
             worst_response_recommended=k_rec * x,
         )
+        if request.target_response is None and k_rec * x > max(LONG_WAIT_SECONDS, 2 * k_now * x):
+            notes.append(
+                f"the recommended pool lets a request wait up to {k_rec * x:.0f} s in overload "
+                f"(K x service time) for no gain in throughput; RAM is not the limit that matters: "
+                f"cap it with --target-response SECONDS"
+            )
         rates = request.rates or default_rates(x)
         now = predict_many(rates, x, k_now, request.arrivals, request.service, request.simulation)
         later = predict_many(rates, x, k_rec, request.arrivals, request.service, request.simulation)
@@ -208,11 +216,11 @@ def _queue_offset(request: CapacityRequest) -> int:
 
 
 def _curve_labels(settings: MpmSettings, rec: Recommendation, k_now: int, k_rec: int):
-    now = f"now: MaxRequestWorkers {settings.max_request_workers}"
-    later = f"recommended: {rec.max_request_workers}"
+    now = f"MaxRequestWorkers {settings.max_request_workers}\n(now)"
+    later = f"MaxRequestWorkers {rec.max_request_workers}\n(recommended)"
     if k_now != settings.max_request_workers:
-        now += f"\n(K = {k_now})"
-        later += f"\n(K = {k_rec})"
+        now += f", K = {k_now}"
+        later += f", K = {k_rec}"
     if k_now == k_rec:
-        return [(k_now, f"{now}\n= recommended")]
+        return [(k_now, f"MaxRequestWorkers {settings.max_request_workers}\n(now = recommended)")]
     return [(k_now, now), (k_rec, later)]
