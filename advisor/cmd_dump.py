@@ -22,13 +22,15 @@ def parse_defines(values: list[str] | None) -> dict[str, str | None]:
 
 
 def load_options(define: list[str] | None, module: list[str] | None, modules_from: str | None,
-                 apache_version: str, server_root: str | None) -> LoadOptions:
+                 apache_version: str, server_root: str | None,
+                 allow_missing_includes: bool = False) -> LoadOptions:
     return LoadOptions(
         defines=parse_defines(define),
         modules=set(module or []),
         modules_from=modules_from,
         apache_version=apache_version,
         server_root=server_root,
+        allow_missing_includes=allow_missing_includes,
     )
 
 
@@ -50,12 +52,14 @@ def register(app: typer.Typer) -> None:
         modules_from: Optional[str] = typer.Option(None, "--modules-from", help="A file with the output of `apachectl -M`."),
         apache_version: str = typer.Option("2.4", "--apache-version", help="httpd version for <IfVersion>."),
         server_root: Optional[str] = typer.Option(None, "--server-root", "-d", help="httpd's ServerRoot (-d); default: derived from PATH."),
+        allow_missing_includes: bool = typer.Option(False, "--allow-missing-includes", help="Warn instead of failing when an Include finds nothing (one file out of its tree)."),
     ) -> None:
         """Print the effective config in the shape of `httpd -t -D DUMP_CONFIG`."""
         from advisor.dumpfmt import dump_json, dump_text, include_lines
         from advisor.loader import load_config
 
-        options = load_options(define, module, modules_from, apache_version, server_root)
+        options = load_options(define, module, modules_from, apache_version, server_root,
+                               allow_missing_includes)
         config = load_config(path, options)
         for diagnostic in config.diagnostics:
             sys.stderr.write(f"apache-advisor: warning: {diagnostic.file}:{diagnostic.line}: {diagnostic.message}\n")

@@ -315,7 +315,11 @@ class _Reader:
         try:
             paths = includes.expand(args[0], state.server_root, optional)
         except includes.IncludeError as exc:
-            raise ConfigError(str(exc), node.file, node.end_line, exc.hint) from None
+            if not state.options.allow_missing_includes:
+                raise ConfigError(str(exc), node.file, node.end_line, exc.hint) from None
+            state.diagnostics.append(Diagnostic(node.file, node.end_line,
+                                                f"{exc} (skipped: httpd would refuse to start)"))
+            paths = []
         node.files = paths
         for path in paths:
             self.read_file(path, node, (node.file, node.end_line))

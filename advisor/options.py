@@ -25,5 +25,9 @@ class LoadOptions:
     default the one beside apache2.conf. Its values win over the environment,
     as when apache2ctl sources it."""
     use_envvars: bool = True
+    allow_missing_includes: bool = False
+    """Treat an Include that finds nothing like IncludeOptional, with a
+    warning: for linting one file taken out of its tree (httpd itself would
+    refuse to start)."""
     max_include_depth: int = 128
     """httpd's AP_MAX_INCLUDE_DEPTH."""

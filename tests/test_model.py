@@ -170,3 +170,12 @@ def test_node_types_are_plain_dataclasses(tmp_path):
     main = write(tmp_path / "httpd.conf", "Timeout 5\n")
     node = next(load_config(str(main)).raw.walk())
     assert isinstance(node, Directive) and node.location == f"{main}:1"
+
+
+def test_allow_missing_includes_warns_instead(tmp_path):
+    main = write(tmp_path / "httpd.conf", "Include missing/*.conf\nInclude gone.conf\nTimeout 5\n")
+    with pytest.raises(ConfigError):
+        load_config(str(main))
+    config = load_config(str(main), LoadOptions(allow_missing_includes=True))
+    assert config.server_value("Timeout").args == ["5"]
+    assert [d.line for d in config.diagnostics] == [1, 2]
