@@ -283,10 +283,12 @@ def run_capacity(
         raise UsageError(f"--plot {plot}: the plot is a PNG, name it FILE.png")
     arrival_model = parse_burst(burst) if burst else Arrivals(arrivals)
     service = parse_service(service_dist)
+    samples: list[float] = []
     if service_samples is not None:
         if service_dist != "exponential":
             raise UsageError("give --service-dist or --service-samples, not both")
-        service = Service("lognormal", fit_lognormal_cv(read_service_samples(service_samples)))
+        samples = read_service_samples(service_samples)
+        service = Service("lognormal", fit_lognormal_cv(samples))
 
     cfg = load_config(config, load_options(define, module, modules_from, apache_version, server_root))
     notes: list[str] = []
@@ -329,6 +331,8 @@ def run_capacity(
     source = "--service-time"
     if x is None and fit_result is not None:
         x, source = fit_result.service_time, "fitted"
+    if x is None and service_samples is not None:
+        x, source = sum(samples) / len(samples), "mean of --service-samples"
     if x is None and (rate or plot or target_response):
         raise UsageError("predictions need a mean service time",
                          hint="give --service-time SECONDS or --fit FILE from `apache-advisor bench`")

@@ -274,3 +274,18 @@ def test_response_time_target_caps_the_recommendation():
     event = report["recommendations"]["event"]
     assert event["max_request_workers"] == 50  # whole children of 25 threads
     assert report["model"]["worst_response_recommended"] <= 0.5
+
+
+def test_service_samples_give_a_fitted_lognormal(tmp_path):
+    import numpy as np
+
+    rng = np.random.default_rng(8)
+    draws = rng.lognormal(np.log(0.01) - 0.5 * np.log1p(4.0), np.sqrt(np.log1p(4.0)), 4000)  # CV 2
+    samples = write(tmp_path / "times.txt", "# seconds\n" + "\n".join(f"{v:.6f}" for v in draws) + "\n")
+    report = run_json([DEBIAN, "--ram", "8G", *FIXED, "--service-samples", str(samples), "--rate", "50"])
+    model = report["model"]
+    cv = float(re.search(r"CV ([0-9.]+)", model["service"]).group(1))
+    assert cv == pytest.approx(2.0, rel=0.15)
+    assert model["service_time"] == pytest.approx(float(draws.mean()), rel=1e-6)
+    assert model["service_time_source"] == "mean of --service-samples"
+    assert "control variate" in report["predictions"][0]["current"]["method"]

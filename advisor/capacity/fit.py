@@ -137,7 +137,7 @@ def read_bench_json(text: str, path: str) -> tuple[list[Observation], list[str]]
     except json.JSONDecodeError as first_error:
         # JSON Lines: one trial document per line.
         documents = []
-        for number, line in enumerate(text.splitlines(), 1):
+        for line in text.splitlines():
             if not line.strip():
                 continue
             try:
@@ -148,7 +148,6 @@ def read_bench_json(text: str, path: str) -> tuple[list[Observation], list[str]]
                     path, first_error.lineno,
                     "give the JSON `apache-advisor bench --format json` writes, or a CSV",
                 ) from None
-            del number
     observations: list[Observation] = []
     skipped: list[str] = []
     trials = [t for doc in documents for t in _trials(doc)]

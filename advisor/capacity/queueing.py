@@ -51,10 +51,10 @@ def t_quantile_975(df: int) -> float:
         raise ValueError("need at least one degree of freedom")
     if df in _T975:
         return _T975[df]
-    larger = [d for d in _T975 if d > df]
-    if not larger:
+    if df > max(_T975):
         return 1.960
-    return _T975[min(larger)]  # conservative: the next tabulated df is smaller
+    # Between tabulated points take the smaller df: a slightly wider interval.
+    return _T975[max(d for d in _T975 if d < df)]
 
 
 # --------------------------------------------------------------------------
@@ -603,7 +603,10 @@ def simulate(
 
     def est(index: int) -> Estimate:
         arr = np.asarray(cols[index], dtype=float)
-        return Estimate(float(offsets[index] + arr.mean()), float(tq * arr.std(ddof=1) / math.sqrt(len(arr))))
+        value = float(offsets[index] + arr.mean())
+        # A corrected estimate can stray past a physical bound by noise.
+        value = min(max(value, 0.0), 1.0) if index == 2 else max(value, 0.0)
+        return Estimate(value, float(tq * arr.std(ddof=1) / math.sqrt(len(arr))))
 
     method = f"simulation ({len(per_rep)} replications{', control variate' if control else ''})"
     return Prediction(
