@@ -174,9 +174,11 @@ def run_lint(options: LintOptions) -> LintRun:
         findings.extend(result.findings)
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
+    # Files in the order httpd reads them (main file first), then by line.
+    read_order = {path: position for position, path in enumerate(dict.fromkeys(files))}
+    findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
     for finding in findings:
         finding.file = _display_path(finding.file)
-    findings.sort(key=lambda f: f.sort_key())
 
     worst = max_severity(findings)
     failed = (fail_on != "never" and worst is not None

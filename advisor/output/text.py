@@ -20,7 +20,7 @@ def _console(stream: IO[str], colour: bool | None):
     return Console(
         file=stream,
         force_terminal=colour,
-        no_color=False if colour else None,
+        no_color=None,  # rich reads NO_COLOR itself
         highlight=False,
         soft_wrap=True,
         emoji=False,
