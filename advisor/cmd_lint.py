@@ -114,7 +114,7 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
                 facts.ram_source = "this host"
                 notes.append(f"RAM {format_bytes(facts.ram)} measured on this host")
         if facts.worker_memory is None:
-            size, count = host_probe.measure_worker_memory()
+            size, count = host_probe.measure_worker_memory(config.main_file)
             if size is not None:
                 facts.worker_memory = size
                 facts.worker_memory_source = f"measured from {count} running httpd children"

@@ -151,12 +151,13 @@ def test_live_measures_ram_and_private_memory_of_running_children(tmp_path, http
         deadline = time.monotonic() + 15
         size, count = None, 0
         while time.monotonic() < deadline:
-            size, count = measure_worker_memory()
+            size, count = measure_worker_memory(str(path))
             if count >= 2:
                 break
             time.sleep(0.2)
         assert server.poll() is None, server.stderr.read().decode()[-500:]
         assert count >= 2 and size is not None and 16 * 1024 < size < 512 * 1024 * 1024
+        assert measure_worker_memory(str(tmp_path / "other.conf")) == (None, 0)
         result = run_cli("lint", "--isolated", "--live", "--select", "C201", "--fail-on", "never", str(path))
         assert result.exit_code == 0
         assert "measured on this host" in result.stdout

@@ -34,23 +34,39 @@ def measure_ram() -> int | None:
         return None
 
 
-def measure_worker_memory() -> tuple[int | None, int]:
-    """Mean private (unshared) memory of running httpd children, and how many
-    were measured. Like apache2buddy: the parent and its children share code
-    and pre-fork memory, so only what each child owns alone counts per worker."""
+DEFAULT_MAIN_FILES = ("/etc/apache2/apache2.conf", "/etc/httpd/conf/httpd.conf")
+
+
+def _serves(cmdline: list[str], main_file: str) -> bool:
+    """Whether an httpd started with `cmdline` reads `main_file`."""
+    wanted = os.path.realpath(main_file)
+    for position, word in enumerate(cmdline):
+        if word == "-f" and position + 1 < len(cmdline):
+            return os.path.realpath(cmdline[position + 1]) == wanted
+        if word.startswith("-f") and len(word) > 2:
+            return os.path.realpath(word[2:]) == wanted
+    return wanted in {os.path.realpath(path) for path in DEFAULT_MAIN_FILES}
+
+
+def measure_worker_memory(main_file: str) -> tuple[int | None, int]:
+    """Mean private (unshared) memory of the children of the running httpd
+    that serves `main_file`, and how many were measured. Like apache2buddy:
+    children share code and pre-fork memory with their parent, so only what
+    each one owns alone counts per worker. Other httpd instances on the host
+    are left out: their modules and load are not this config's."""
     import psutil
 
-    parents: set[int] = set()
-    candidates: list = []
-    for process in psutil.process_iter(["name", "ppid", "pid"]):
-        name = process.info.get("name") or ""
-        if name in HTTPD_NAMES:
-            candidates.append(process)
-            parents.add(process.info["pid"])
+    processes = []
+    for process in psutil.process_iter(["name", "ppid", "pid", "cmdline"]):
+        if (process.info.get("name") or "") in HTTPD_NAMES:
+            processes.append(process)
+    pids = {p.info["pid"] for p in processes}
+    masters = {p.info["pid"] for p in processes
+               if p.info["ppid"] not in pids and _serves(p.info.get("cmdline") or [], main_file)}
     sizes: list[int] = []
-    for process in candidates:
-        if process.info["ppid"] not in parents:
-            continue  # the parent itself
+    for process in processes:
+        if process.info["ppid"] not in masters:
+            continue
         try:
             info = process.memory_full_info()
         except (psutil.AccessDenied, psutil.NoSuchProcess, OSError):
