@@ -22,6 +22,7 @@ REMOVED_IN_2_0 = {
     "agentlog": "use CustomLog with %{User-agent}i",
     "refererlog": "use CustomLog with %{Referer}i",
     "refererignore": "use a conditional CustomLog",
+    "fancyindexing": "use IndexOptions FancyIndexing",
 }
 
 # What to write instead of a directive removed in 2.4 (the rest: remove it).

@@ -51,6 +51,8 @@ def _allows(node) -> bool:
 
 def check(ctx: LintContext, report: Report) -> None:
     old_default_all = not ctx.at_least(2, 3, 9)
+    if not old_default_all and not any(_allows(node) for node in ctx.directives("AllowOverride")):
+        return  # nothing allows overrides anywhere: no need to resolve each site
     reported_default = False
     grouped = owned(ctx, "AllowOverride")
     for site in sites(ctx):

@@ -88,7 +88,21 @@ def effective_options(ctx: LintContext, site: Site, path: str, grouped=None):
     return options, last
 
 
+def _harmless(node) -> bool:
+    """Options that can neither drop FollowSymLinks nor add
+    SymLinksIfOwnerMatch, whatever they are merged onto."""
+    args = [arg.lower() for arg in node.args]
+    if "symlinksifownermatch" in args or "+symlinksifownermatch" in args:
+        return False
+    if args and all(arg.startswith("+") for arg in args):
+        return True
+    keeps = any(arg in ("followsymlinks", "+followsymlinks", "all", "+all") for arg in args)
+    return keeps and "-followsymlinks" not in args
+
+
 def check(ctx: LintContext, report: Report) -> None:
+    if ctx.at_least(2, 3, 11) and all(_harmless(node) for node in ctx.directives("Options")):
+        return  # the default has FollowSymLinks and nothing written takes it away
     grouped = owned(ctx, "Options")
     for site in sites(ctx):
         for path, _origin in site.served_paths():
