@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._mpm import HARD_SERVER_LIMIT, HARD_THREAD_LIMIT, THREADED, Setting, pool
+from ._mpm import HARD_SERVER_LIMIT, HARD_THREAD_LIMIT, Setting, pool
 
 DOC = Doc(
     summary="MaxRequestWorkers/ThreadsPerChild above what ServerLimit/ThreadLimit allow",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
-from advisor.lint.values import parse_int
 
 from ._mpm import setting
 

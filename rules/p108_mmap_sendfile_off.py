@@ -60,7 +60,7 @@ def check(ctx: LintContext, report: Report) -> None:
                 report(node, f"{name} Off for the whole {'server' if parent.is_root else 'virtual host'}: "
                              f"files are copied through user space; keep it On {_NFS_NOTE}.",
                        fix=on_fix)
-        if name == "EnableSendfile" and not written and ctx.at_least(2, 3, 9):
+        if name == "EnableSendfile" and not written and ctx.at_least(2, 3, 9) and ctx.complete:
             report(ctx.main_location(),
                    "EnableSendfile is Off: httpd's default since 2.3.9, not written anywhere; "
                    f"turn it On to send files without copying them {_NFS_NOTE}.",

@@ -33,6 +33,8 @@ DOC = Doc(
 def check(ctx: LintContext, report: Report) -> None:
     node = ctx.server_value("ServerTokens")
     if node is None:
+        if not ctx.complete:
+            return
         report(ctx.main_location(),
                "ServerTokens is Full: httpd's default, not written anywhere; every response "
                "names the httpd version, OS and modules.", fix="ServerTokens Prod")

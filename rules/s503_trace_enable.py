@@ -30,7 +30,7 @@ DOC = Doc(
 
 def check(ctx: LintContext, report: Report) -> None:
     server = ctx.server_value("TraceEnable")
-    if server is None:
+    if server is None and ctx.complete:
         report(ctx.main_location(), "TraceEnable is On: httpd's default, not written anywhere; "
                                     "TRACE requests are echoed back.", fix="TraceEnable Off")
     for node in ctx.directives("TraceEnable"):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lint_helpers import REPO, lint_json, run_cli
+from lint_helpers import REPO, lint_json
 
 CLI = [sys.executable, "-m", "advisor"]
 EVENT = "LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so\n"

@@ -259,3 +259,11 @@ def test_lint_is_linear_on_the_2000_vhost_bench_tree(tmp_path):
     # ~0.1 s on the reference machine; a quadratic rule takes tens of seconds.
     assert elapsed < 2.0, f"lint engine took {elapsed:.2f} s on 2,000 vhosts"
     assert all(f.code not in ("E401", "E402", "E406") for f in result.findings)
+
+
+def test_a_fragment_is_judged_only_on_what_it_writes(tmp_path):
+    vhost = "<VirtualHost *:80>\n    ServerName a.test\n    KeepAlive Off\n    RewriteEngine On\n</VirtualHost>\n"
+    found = {(f["code"], f["line"]) for f in findings_for(tmp_path, vhost)}
+    assert found == {("P102", 3)}  # no httpd defaults, no "module not loaded" guesses
+    whole = {f["code"] for f in findings_for(tmp_path, EVENT + vhost)}
+    assert {"P102", "E401", "S501", "S503", "R302"} <= whole

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import jsonschema
-import pytest
 
 from advisor.lint.rule import Finding
 from advisor.output import github, sarif, text

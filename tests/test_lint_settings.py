@@ -4,7 +4,6 @@ pyproject.toml, found upward from the working directory."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

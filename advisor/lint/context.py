@@ -173,7 +173,14 @@ class LintContext:
         """Whether the module list is worth trusting: the config (or the
         command line) loaded something beyond httpd's compiled-in modules.
         A lone vhost file linted on its own loads nothing."""
-        return self.facts.mpm is not None or len(self.config.module_order) > len(DEBIAN_BUILTINS)
+        return len(self.config.module_order) > len(DEBIAN_BUILTINS)
+
+    @property
+    def complete(self) -> bool:
+        """Whether this looks like a whole server config rather than a
+        fragment: only then is a value nobody wrote httpd's default for this
+        server (a vhost file's missing ServerTokens is set elsewhere)."""
+        return self.modules_known
 
     # ---- effective tree queries -----------------------------------------
 
