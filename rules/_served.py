@@ -171,7 +171,7 @@ def sites(ctx: LintContext) -> list[Site]:
     (inherited from the main server when it sets none), aliases, and the
     directory sections that apply to it. Linear in the config size: server
     sections are shared, a vhost adds only its own."""
-    cached = getattr(ctx, "_served_sites", None)
+    cached = ctx.shared.get("served_sites")
     if cached is not None:
         return cached
     server_root = ctx.server_value("DocumentRoot")
@@ -196,13 +196,13 @@ def sites(ctx: LintContext) -> list[Site]:
         result.append(Site(vhost, document_root, root_node,
                            main_aliases + _aliases(own_aliases) if own_aliases else main_aliases,
                            dirs, cache))
-    ctx._served_sites = result  # type: ignore[attr-defined]
+    ctx.shared["served_sites"] = result
     return result
 
 
 def owned(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
     """`_by_owner` computed once per run for each set of names."""
-    cache = ctx.__dict__.setdefault("_served_owned", {})
+    cache = ctx.shared.setdefault("served_owned", {})
     key = tuple(sorted(name.lower() for name in names))
     if key not in cache:
         cache[key] = _by_owner(ctx, *names)

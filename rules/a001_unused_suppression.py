@@ -30,7 +30,7 @@ DOC = Doc(
 
 
 def check(ctx: LintContext, report: Report) -> None:
-    state = getattr(ctx, "suppression_state", None)
+    state = ctx.suppression_state
     if state is None:
         return
     for entry in state.suppressions:

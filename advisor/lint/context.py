@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from heapq import merge
-from typing import Iterable
+from typing import Any, Iterable
 
 from advisor import catalog
 from advisor.model import Config, Directive, Include, Node, Section
@@ -149,6 +149,10 @@ class LintContext:
         self.effective = TreeIndex.build(config.effective)
         self.raw = TreeIndex.build(config.raw, with_order=False)
         self.catalog = catalog.directives(facts.version_key)
+        self.shared: dict[str, Any] = {}
+        """Computations several rules use (the served sites), made once per run."""
+        self.suppression_state: Any = None
+        """Set by the engine before the post rules (A001, A002) run."""
 
     # ---- facts -----------------------------------------------------------
 

@@ -156,7 +156,7 @@ def lint_config(
             continue
         kept.append(finding)
 
-    ctx.suppression_state = state  # type: ignore[attr-defined]
+    ctx.suppression_state = state
     post_findings: list[Finding] = []
     sink[0] = post_findings
     for rule in enabled:
