@@ -126,16 +126,18 @@ def _unknown(ctx: LintContext, report: Report, node, lname: str, version_key: st
              third_party: list[str]) -> None:
     is_section = hasattr(node, "children")
     display = f"<{node.name}>" if is_section else node.name
+    hint = suggestion(node.name, version_key)
     if third_party:
         owner = next((m for m in third_party
                       if lname.startswith(m[:-7].rstrip("0123456789").lower())), None)
-        source = (f"module {owner}" if owner else
-                  f"one of the third-party modules loaded ({', '.join(third_party)})")
-        report(node, f"{display} is not an httpd {version_key} directive; it may come from "
-                     f"{source}, which the catalog does not cover.", severity="info")
-        return
+        if owner or hint is None:
+            # Most likely the third-party module's own directive.
+            source = (f"module {owner}" if owner else
+                      f"one of the third-party modules loaded ({', '.join(third_party)})")
+            report(node, f"{display} is not an httpd {version_key} directive; it may come from "
+                         f"{source}, which the catalog does not cover.", severity="info")
+            return
     other = [key for key in ("2.4", "2.2") if key != version_key and lname in catalog.directives(key)]
-    hint = suggestion(node.name, version_key)
     if other:
         message = f"{display} does not exist in httpd {version_key} (it is a {other[0]} directive)."
     else:

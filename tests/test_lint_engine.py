@@ -267,3 +267,11 @@ def test_a_fragment_is_judged_only_on_what_it_writes(tmp_path):
     assert found == {("P102", 3)}  # no httpd defaults, no "module not loaded" guesses
     whole = {f["code"] for f in findings_for(tmp_path, EVENT + vhost)}
     assert {"P102", "E401", "S501", "S503", "R302"} <= whole
+
+
+def test_third_party_directives_are_info_but_typos_stay_errors(tmp_path):
+    body = EVENT + ("<IfModule wsgi_module>\n    WSGIDaemonProcess app\n    SecRuleEngine On\n"
+                    "    KeepAliveTimout 5\n</IfModule>\n")
+    found = {(f["line"], f["severity"]) for f in findings_for(tmp_path, body, "--select", "E401",
+                                                               "--module", "wsgi_module")}
+    assert found == {(3, "info"), (4, "info"), (5, "error")}
