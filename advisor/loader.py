@@ -81,6 +81,7 @@ class _State:
     plain: bool = True
     """The file being read splits on blanks like httpd (see splits_like_httpd)."""
     section_depth: int = 0
+    sources: dict[str, str] = field(default_factory=dict)
     macros: dict[str, "macros.Macro"] = field(default_factory=dict)
     physical_lines: dict[str, list[str]] = field(default_factory=dict)
     """Each file's text split in lines, kept so a macro body can be re-read
@@ -135,6 +136,7 @@ class _Reader:
                 raise ConfigError(f"include cycle: {chain}", where[0] if where else path,
                                   where[1] if where else None, "remove the Include that closes the loop")
         state.files.append(path)
+        state.sources[path] = text
         if "<macro" in text or "<Macro" in text or "<MACRO" in text:
             state.physical_lines[path] = text.split("\n")
         state.include_stack.append((path, identity))
@@ -406,6 +408,7 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
         server_root=state.server_root,
         raw=raw,
         files=state.files,
+        sources=state.sources,
         modules=modules.names,
         module_order=modules.ids,
         mpm=mpms[0] if mpms else None,

@@ -156,6 +156,9 @@ class Config:
     raw: Section
     files: list[str]
     """Every file read, in the order httpd reads them."""
+    sources: dict[str, str]
+    """Each file's text as read (comments included: suppression markers live
+    there), so nothing downstream needs to read a file again."""
     modules: set[str]
     """Loaded module identifiers (`rewrite_module`) and source names (`mod_rewrite.c`)."""
     module_order: list[str]

@@ -75,7 +75,8 @@ def collect_suppressions(config: Config, ctx: LintContext, known_codes: set[str]
     state = SuppressionState()
     texts: dict[str, str] = {}
     for path in dict.fromkeys(config.files):
-        text = _read_if_marked(path)
+        source = config.sources.get(path)
+        text = _read_if_marked(path) if source is None else (source if MARKER in source else None)
         if text is not None:
             texts[path] = text
     if not texts:
