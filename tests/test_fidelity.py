@@ -18,7 +18,7 @@ from advisor.envvars import read_envvars
 from advisor.httpd import dump_config, run_httpd
 from advisor.loader import load_config
 from advisor.options import LoadOptions
-from conftest import SAMPLES, require_httpd, sample_index
+from conftest import REPO, SAMPLES, require_httpd, sample_index
 
 SAMPLES_BY_NAME = {sample["name"]: sample for sample in sample_index()}
 
@@ -78,3 +78,34 @@ def test_files_read_equal_httpd(name, test_envvars):
     assert result.accepted, result.stderr
     ours = "".join(line + "\n" for line in include_lines(load_config(main, options)))
     assert ours == result.stdout
+
+
+RULE_FIXTURES = sorted((REPO / "corpus" / "rules").rglob("*.conf"))
+INVALID = {line.strip() for line in (REPO / "corpus" / "rules" / "INVALID.txt").read_text().splitlines()
+           if line.strip() and not line.startswith("#")}
+
+
+def test_rule_fixtures_exist():
+    assert len(RULE_FIXTURES) > 60
+
+
+@pytest.mark.httpd
+def test_dump_equals_httpd_for_every_rule_fixture_httpd_accepts(tmp_path):
+    """Every corpus config httpd accepts, the rule fixtures included: the
+    ones in INVALID.txt are rejected on purpose (their rule is about a config
+    that does not start) and are checked to be rejected."""
+    require_httpd()
+    version = _httpd_version()
+    compared = 0
+    for fixture in RULE_FIXTURES:
+        relative = str(fixture.relative_to(REPO))
+        result = dump_config(str(fixture), server_root=str(tmp_path))
+        if relative in INVALID:
+            assert not result.accepted, f"{relative} is listed as invalid but httpd accepts it"
+            continue
+        assert result.accepted, f"{relative}: {result.stderr}"
+        ours = dump_text(load_config(str(fixture), LoadOptions(server_root=str(tmp_path),
+                                                              apache_version=version)))
+        assert ours == result.stdout, relative
+        compared += 1
+    assert compared == len(RULE_FIXTURES) - len(INVALID)
