@@ -16,6 +16,9 @@ from typing import List, Optional
 
 import typer
 
+from advisor.cli_options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
+                                 ModuleOption, ModulesFromOption, ServerRootOption)
+
 from advisor.errors import AdvisorError, ConfigError, UsageError
 
 FRESH_SERVER_SECONDS = 24 * 3600
@@ -238,11 +241,12 @@ def register(app: typer.Typer) -> None:
         fit: Optional[List[str]] = typer.Option(None, "--fit", help="bench JSON or CSV (rate,response_time,throughput) to fit service time and K; repeat for several."),
         plot: Optional[str] = typer.Option(None, "--plot", help="Write response time and blocking vs rate to this PNG."),
         output_format: str = typer.Option("text", "--format", help="text or json."),
-        define: Optional[List[str]] = typer.Option(None, "--define", "-D", help="NAME[=VALUE], like httpd's -D."),
-        module: Optional[List[str]] = typer.Option(None, "--module", help="A module loaded by means the config does not show."),
-        modules_from: Optional[str] = typer.Option(None, "--modules-from", help="A file with the output of `apachectl -M`."),
-        apache_version: str = typer.Option("2.4", "--apache-version", help="httpd version for <IfVersion>."),
-        server_root: Optional[str] = typer.Option(None, "--server-root", "-d", help="httpd's ServerRoot (-d)."),
+        define: DefineOption = None,
+        module: ModuleOption = None,
+        modules_from: ModulesFromOption = None,
+        apache_version: ApacheVersionOption = None,
+        server_root: ServerRootOption = None,
+        allow_missing_includes: AllowMissingIncludesOption = False,
     ) -> None:
         """Size the worker pool from RAM and predict overload with the Apache queueing model."""
         run_capacity(**locals())
@@ -252,13 +256,13 @@ def run_capacity(
     config, rate, ram, reserve, reserve_process, os_reserve, worker_memory, thread_memory,
     connection_memory, docroot, doc_set, measure, mpm, service_time, max_workers, target_response, arrivals, burst,
     service_dist, service_samples, fit, plot, output_format, define, module, modules_from,
-    apache_version, server_root,
+    apache_version, server_root, allow_missing_includes=False,
 ) -> None:
     from advisor.capacity.fit import fit_service_time_and_k, read_measurements
     from advisor.capacity.queueing import Arrivals, Service, SimulationOptions, fit_lognormal_cv
     from advisor.capacity.report import CapacityRequest, build_report
     from advisor.capacity.sizing import MPM_DEFAULTS, effective_mpm_settings
-    from advisor.cmd_dump import load_options
+    from advisor.cli_options import load_options
     from advisor.loader import load_config
 
     # Check the flags before reading anything, so a typo fails fast.
@@ -290,7 +294,8 @@ def run_capacity(
         samples = read_service_samples(service_samples)
         service = Service("lognormal", fit_lognormal_cv(samples))
 
-    cfg = load_config(config, load_options(define, module, modules_from, apache_version, server_root))
+    cfg = load_config(config, load_options(define, module, modules_from, apache_version, server_root,
+                                              allow_missing_includes))
     notes: list[str] = []
     running = mpm or cfg.mpm
     if running is None:

@@ -10,6 +10,9 @@ from typing import Any, List, Optional
 
 import typer
 
+from advisor.cli_options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
+                                 ModuleOption, ModulesFromOption, ServerRootOption)
+
 from advisor.errors import UsageError
 
 MPMS = ("prefork", "worker", "event")
@@ -35,6 +38,7 @@ class LintOptions:
     modules: list[str] = field(default_factory=list)
     modules_from: str | None = None
     server_root: str | None = None
+    allow_missing_includes: bool = False
     config: str | None = None
     isolated: bool = False
     live: bool | None = None
@@ -126,7 +130,7 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
 def run_lint(options: LintOptions) -> LintRun:
     """Load every PATH, lint it, and say what the exit code should be."""
     from advisor import rules as registry
-    from advisor.cmd_dump import load_options
+    from advisor.cli_options import load_options
     from advisor.lint.engine import lint_config
     from advisor.lint.rule import PROFILES, SEVERITY_RANK, max_severity
     from advisor.lint.settings import (
@@ -162,7 +166,7 @@ def run_lint(options: LintOptions) -> LintRun:
     host = file_settings.host
     version = options.apache_version or str(host.get("apache-version", "2.4"))
     load = load_options(options.defines, options.modules, options.modules_from, version,
-                        options.server_root)
+                        options.server_root, options.allow_missing_includes)
 
     findings: list = []
     notes: list[str] = []
@@ -247,11 +251,12 @@ def register(app: typer.Typer) -> None:
         worker_memory: Optional[str] = typer.Option(None, "--worker-memory", help="Private memory of one httpd child process, e.g. 48M."),
         expected_clients: Optional[int] = typer.Option(None, "--expected-clients", help="Concurrent clients the server should hold."),
         mpm: Optional[str] = typer.Option(None, "--mpm", help="The MPM in use (prefork, worker, event) when the config does not load one."),
-        apache_version: Optional[str] = typer.Option(None, "--apache-version", help="Target httpd version (default 2.4)."),
-        define: Optional[List[str]] = typer.Option(None, "--define", "-D", help="NAME[=VALUE], like httpd's -D."),
-        module: Optional[List[str]] = typer.Option(None, "--module", help="A module loaded by means the config does not show."),
-        modules_from: Optional[str] = typer.Option(None, "--modules-from", help="A file with the output of `apachectl -M`."),
-        server_root: Optional[str] = typer.Option(None, "--server-root", "-d", help="httpd's ServerRoot (-d); default: derived from PATH."),
+        apache_version: ApacheVersionOption = None,
+        define: DefineOption = None,
+        module: ModuleOption = None,
+        modules_from: ModulesFromOption = None,
+        server_root: ServerRootOption = None,
+        allow_missing_includes: AllowMissingIncludesOption = False,
         config: Optional[str] = typer.Option(None, "--config", help="Settings file (default: nearest .apache-advisor.toml or pyproject.toml)."),
         isolated: bool = typer.Option(False, "--isolated", help="Ignore any settings file."),
         live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Measure RAM and worker memory on this host (default: when the config is under /etc)."),
@@ -266,7 +271,8 @@ def register(app: typer.Typer) -> None:
             fail_on=fail_on, ram=ram, worker_memory=worker_memory,
             expected_clients=expected_clients, mpm=mpm, apache_version=apache_version,
             defines=list(define or []), modules=list(module or []), modules_from=modules_from,
-            server_root=server_root, config=config, isolated=isolated, live=live,
+            server_root=server_root, allow_missing_includes=allow_missing_includes,
+            config=config, isolated=isolated, live=live,
             show_evidence=evidence,
         )
         run = run_lint(options)
