@@ -17,57 +17,63 @@ from advisor.catalog import spellings as catalog_spellings
 from advisor.model import Config, Directive, Include, Node, Section
 
 
-def _effective_children(section: Section) -> Iterator[Node]:
+_SKIPPED = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
+
+
+def _effective_children(section: Section, out: list[Node]) -> list[Node]:
     """A raw section's children as httpd keeps them: inactive nodes and
     read-time directives dropped, conditionals and Includes spliced open."""
     for child in section.children:
         if not child.active:
             continue
-        if isinstance(child, Include) or child.lname in CONDITIONAL_SECTIONS:
-            yield from _effective_children(child)  # type: ignore[arg-type]
-        elif child.lname not in READ_TIME_DIRECTIVES:
-            yield child
+        if type(child) is Directive:
+            if child.name.lower() not in _SKIPPED:
+                out.append(child)
+        elif isinstance(child, Include) or child.name.lower() in CONDITIONAL_SECTIONS:
+            _effective_children(child, out)  # type: ignore[arg-type]
+        elif child.name.lower() not in _SKIPPED:
+            out.append(child)
+    return out
 
 
 def dump_lines(raw_root: Section) -> list[str]:
-    """Walks the raw tree directly (no copy of the effective tree needed)."""
+    """The dump as text chunks (one or two lines each), walking the raw tree
+    directly: no copy of the effective tree is needed."""
     out: list[str] = []
     append = out.append
+    spelling = catalog_spellings()
+    spelled: dict[str, str] = {}
     current_file: str | None = None
 
     def walk(nodes: list[Node], level: int) -> None:
         nonlocal current_file
         indent = "  " * level
         for node in nodes:
-            name = spell(node.name)
+            written = node.name
+            name = spelled.get(written)
+            if name is None:
+                name = spelled[written] = spelling.get(written.lower(), written)
             # httpd names a macro expansion's lines after the expansion.
-            file, line = node.expansion if node.expansion else (node.file, node.end_line)
+            if node.expansion:
+                file, line = node.expansion
+            else:
+                file, line = node.file, node.end_line
             if file != current_file:
                 current_file = file
-                append(f"# In file: {current_file}")
-            append(f"{indent}#{line:4d}:")
-            if isinstance(node, Section):
-                kids = list(_effective_children(node))
-                append(f"{indent}<{name} {node.raw_args}")
-                if kids:
-                    walk(kids, level + 1)
-                    if file != current_file:
-                        current_file = file
-                        append(f"# In file: {current_file}")
-                    append(f"{indent}</{name}>")
-            else:
-                append(f"{indent}{name} {node.raw_args}")
+                append(f"# In file: {file}")
+            if type(node) is Directive:
+                append(f"{indent}#{line:4d}:\n{indent}{name} {node.raw_args}")
+                continue
+            append(f"{indent}#{line:4d}:\n{indent}<{name} {node.raw_args}")
+            kids = _effective_children(node, [])  # type: ignore[arg-type]
+            if kids:
+                walk(kids, level + 1)
+                if file != current_file:
+                    current_file = file
+                    append(f"# In file: {file}")
+                append(f"{indent}</{name}>")
 
-    spelling = catalog_spellings()
-    cache: dict[str, str] = {}
-
-    def spell(written: str) -> str:
-        found = cache.get(written)
-        if found is None:
-            found = cache[written] = spelling.get(written.lower(), written)
-        return found
-
-    walk(list(_effective_children(raw_root)), 0)
+    walk(_effective_children(raw_root, []), 0)
     return out
 
 

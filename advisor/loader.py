@@ -335,30 +335,42 @@ def effective_tree(raw: Section) -> Section:
     and Include lines replaced by what they let in."""
     root = Section(name="", args=[], raw_args="", file=raw.file, line=0, end_line=0,
                    is_root=True, raw=raw)
-    _copy_children(raw, root)
+    collecting = gc.isenabled()
+    gc.disable()  # as in load_config: every copy lives as long as the model
+    try:
+        _copy_children(raw, root)
+    finally:
+        if collecting:
+            gc.enable()
     return root
 
 
+_SKIPPED_IN_EFFECTIVE = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
+
+
 def _copy_children(source: Section, target: Section) -> None:
+    append = target.children.append
+    skipped = _SKIPPED_IN_EFFECTIVE
     for child in source.children:
         if not child.active:
             continue
-        lname = child.lname
-        if isinstance(child, Include) or lname in CONDITIONAL_SECTIONS:
+        if type(child) is Directive:
+            if child.name.lower() in skipped:
+                continue
+            copy: Node = Directive(child.name, child.args, child.raw_args, child.file, child.line,
+                                   child.end_line, True, target, child, child.expansion)
+        elif isinstance(child, Include) or child.name.lower() in CONDITIONAL_SECTIONS:
             _copy_children(child, target)  # type: ignore[arg-type]
             continue
-        if lname in READ_TIME_DIRECTIVES:
+        elif child.name.lower() in skipped:  # <Macro>: its body applies where it is used
             continue
-        if isinstance(child, Section):
-            copy = Section(name=child.name, args=child.args, raw_args=child.raw_args,
-                           file=child.file, line=child.line, end_line=child.end_line,
-                           parent=target, raw=child, close_line=child.close_line)
-            _copy_children(child, copy)
         else:
-            copy = Directive(name=child.name, args=child.args, raw_args=child.raw_args,
-                             file=child.file, line=child.line, end_line=child.end_line,
-                             parent=target, raw=child)
-        target.children.append(copy)
+            section = Section(child.name, child.args, child.raw_args, child.file, child.line,
+                              child.end_line, True, target, child, child.expansion,
+                              close_line=child.close_line)  # type: ignore[call-arg]
+            _copy_children(child, section)  # type: ignore[arg-type]
+            copy = section
+        append(copy)
 
 
 # ---- entry point ---------------------------------------------------------------
