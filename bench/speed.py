@@ -44,6 +44,15 @@ def timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[float, fl
     return statistics.median(walls), statistics.median(cpus)
 
 
+def _interpreter(command: list[str]) -> str:
+    """The Python that runs the apache-advisor command (its shebang)."""
+    if len(command) > 1:
+        return command[0]
+    with open(command[0], "rb") as handle:
+        first = handle.readline().decode().strip()
+    return first[2:].split()[0] if first.startswith("#!") else sys.executable
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=7)
@@ -76,6 +85,16 @@ def main() -> int:
             median, cpu = timed(command, args.runs, env)
             print(f"{label:26} wall {median * 1000:7.1f} ms ({median / reference:4.2f}x)   "
                   f"cpu {cpu * 1000:7.1f} ms ({cpu / reference_cpu:4.2f}x)")
+        # Where the time goes: the fixed cost of starting Python and importing
+        # the CLI (Typer) against the cost of reading this tree.
+        python = _interpreter(base)
+        print("breakdown (same interpreter):")
+        for label, code in (("python start-up", "pass"), ("+ import typer", "import typer"),
+                            ("+ import advisor.cli", "import advisor.cli"),
+                            ("+ load_config (the tree)", f"from advisor.loader import load_config; "
+                                                         f"load_config({str(main_file)!r})")):
+            median, _ = timed([python, "-c", code], args.runs, env)
+            print(f"  {label:26} wall {median * 1000:7.1f} ms")
     return 0
 
 
