@@ -93,7 +93,12 @@ def logical_lines(text: str, path: str, keep_blank: bool = False, first_line: in
         if tail and (tail[-1] == "\\" or tail == "\\\r") and (index < count or last_has_newline):
             start = index
             parts = [piece[: -1 if tail[-1] == "\\" else -2]]
-            while index < count:
+            while True:
+                if index >= count:
+                    # httpd counts the line it tried to read at the end of
+                    # the file: the directive ends one line further down.
+                    index += 1
+                    break
                 piece = physical[index]
                 index += 1
                 tail = piece[-2:]

@@ -94,6 +94,17 @@ class _State:
         return self.options.environ.get(name)
 
 
+def _inside_open_conditional(section: Section) -> bool:
+    """Whether the section is, or sits in, a read-time conditional of the
+    same file: httpd ends those at the end of the file without a word."""
+    node: Section | None = section
+    while node is not None and not node.is_root and node.file == section.file:
+        if node.lname in CONDITIONAL_SECTIONS:
+            return True
+        node = node.parent
+    return False
+
+
 class _Reader:
     def __init__(self, state: _State) -> None:
         self.state = state
@@ -225,6 +236,13 @@ class _Reader:
             if active and lname in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
                 macros.use_or_undefine(self, node, cursor)
         if closing is not None:
+            if active and _inside_open_conditional(closing):
+                # httpd 2.4 prints "Syntax OK" for this, yet its parse tree
+                # (see -D DUMP_CONFIG) then lacks the section, and sometimes
+                # everything read before it. Worth an error, not silence.
+                raise ConfigError(f"<{closing.name}> was not closed; httpd says Syntax OK but "
+                                  "silently drops configuration", file_path, closing.line,
+                                  f"add </{closing.name}>")
             if active:
                 raise ConfigError(f"<{closing.name}> was not closed", file_path, closing.line,
                                   f"add </{closing.name}>")
