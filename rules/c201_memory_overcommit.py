@@ -143,7 +143,7 @@ DOC = Doc(
     ),
     references=(
         "Kegel 1997, 'Fixing an overloaded web server' (RAM rule of thumb, thrashing)",
-        "Arlitt & Williamson 2005, sec. 5.1.5 (MaxClients and overload behaviour)",
+        "Arlitt & Williamson 2004, sec. 5.1.5 (MaxClients and overload behaviour)",
         "https://httpd.apache.org/docs/2.4/misc/perf-tuning.html#hardware",
     ),
 )

@@ -25,7 +25,7 @@ DOC = Doc(
         "Andersson et al. (2003, sec. II) model Apache as a server that holds at most K "
         "jobs and blocks the rest (they fitted K of 208-298 for MaxClients 75 and 150), so "
         "the blocking probability under bursts rises as K shrinks; Arlitt & Williamson "
-        "(2005, sec. 5.1.5) saw fewer listen-queue drops with 1,024 processes than with 150."
+        "(2004, sec. 5.1.5) saw fewer listen-queue drops with 1,024 processes than with 150."
     ),
     evidence=(
         "Kegel (1997): size MaxClients to the expected clients or what RAM allows, whichever "
@@ -40,7 +40,7 @@ DOC = Doc(
     references=(
         "Kegel 1997, 'Fixing an overloaded web server'",
         "Andersson, Cao, Kihl & Nyberg 2003, sec. II-IV (MMPP/G/1/K*PS, blocking)",
-        "Arlitt & Williamson 2005, sec. 5.1.5",
+        "Arlitt & Williamson 2004, sec. 5.1.5",
     ),
 )
 

@@ -19,13 +19,13 @@ DOC = Doc(
     why=(
         "The admin believes the server holds N clients; httpd runs with fewer and says so "
         "once in the error log at start-up. Under load the missing workers turn into "
-        "queued and refused connections: Arlitt & Williamson (2005, sec. 5.1.5) had to "
+        "queued and refused connections: Arlitt & Williamson (2004, sec. 5.1.5) had to "
         "raise Apache's compiled-in process ceiling (HARD_SERVER_LIMIT) to 1,024 before a "
         "MaxClients of 1,024 meant anything, and with the larger pool saw fewer "
         "listen-queue drops under overload. ServerLimit is today's run-time ceiling."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.5): MaxClients 1,024 needed the hard process "
+        "Arlitt & Williamson (2004, sec. 5.1.5): MaxClients 1,024 needed the hard process "
         "ceiling raised first, and then dropped fewer connections under overload than 150."
     ),
     bad="# event\nThreadsPerChild 25\nMaxRequestWorkers 1000\n# ServerLimit defaults to 16 -> 400 workers",
@@ -36,7 +36,7 @@ DOC = Doc(
         "ThreadsPerChild."
     ),
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.5",
+        "Arlitt & Williamson 2004, sec. 5.1.5",
         "https://httpd.apache.org/docs/2.4/mod/mpm_common.html#serverlimit",
         "https://httpd.apache.org/docs/2.4/mod/mpm_common.html#maxrequestworkers",
     ),

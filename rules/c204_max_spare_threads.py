@@ -19,11 +19,11 @@ DOC = Doc(
         "MaxSpareThreads. httpd prevents that by raising MaxSpareThreads; the config then "
         "says something httpd does not do. Forking and killing children under bursts is "
         "what the band exists to avoid: process creation costs far more than a small "
-        "request (Arlitt & Williamson 2005, sec. 5.1.3), and arrivals are bursty (Andersson "
+        "request (Arlitt & Williamson 2004, sec. 5.1.3), and arrivals are bursty (Andersson "
         "et al. 2003)."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.3): creating a process costs far more than "
+        "Arlitt & Williamson (2004, sec. 5.1.3): creating a process costs far more than "
         "serving a small request, so a pool that forks and reaps under bursts loses its "
         "pre-forking benefit."
     ),
@@ -31,7 +31,7 @@ DOC = Doc(
     good="ThreadsPerChild 25\nMinSpareThreads 75\nMaxSpareThreads 250",
     fix="Set MaxSpareThreads to at least MinSpareThreads + ThreadsPerChild (better: two children more).",
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.3",
+        "Arlitt & Williamson 2004, sec. 5.1.3",
         "Andersson, Cao, Kihl & Nyberg 2003 (bursty arrivals)",
         "https://httpd.apache.org/docs/2.4/mod/mpm_common.html#maxsparethreads",
     ),

@@ -39,11 +39,11 @@ DOC = Doc(
         "A common upgrade trap: the admin tunes the <IfModule mpm_prefork_module> block "
         "after the distribution switched to event, and the server keeps running with "
         "default limits. Pool size is what decides overload behaviour: Arlitt & Williamson "
-        "(2005, sec. 5.1.5) found MaxClients changes how the server fails under overload, "
+        "(2004, sec. 5.1.5) found MaxClients changes how the server fails under overload, "
         "and Kegel (1997) that the process count decides whether RAM suffices."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.5): the MaxClients setting decides how Apache "
+        "Arlitt & Williamson (2004, sec. 5.1.5): the MaxClients setting decides how Apache "
         "behaves under overload, so a setting that never applies leaves that to defaults."
     ),
     bad=(
@@ -56,7 +56,7 @@ DOC = Doc(
     ),
     fix="Move the values into a block for the MPM that is loaded (or unguarded), translating Servers to Threads.",
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.5",
+        "Arlitt & Williamson 2004, sec. 5.1.5",
         "https://httpd.apache.org/docs/2.4/mpm.html",
         "https://httpd.apache.org/docs/2.4/mod/mpm_common.html",
     ),

@@ -47,12 +47,12 @@ DOC = Doc(
         "setting the server does not have. That is how a tuning change 'does nothing': the "
         "admin edits the first occurrence while an include read later overrides it. The "
         "measured settings this tool checks (MaxRequestsPerChild halving the peak, Arlitt & "
-        "Williamson 2005, sec. 5.1.3) only help if the value that applies is the one you "
+        "Williamson 2004, sec. 5.1.3) only help if the value that applies is the one you "
         "read."
     ),
     evidence=(
         "httpd applies the last of several single-valued directives in one context; "
-        "Arlitt & Williamson (2005, sec. 5.1.3) show such a value can halve the peak, so the "
+        "Arlitt & Williamson (2004, sec. 5.1.3) show such a value can halve the peak, so the "
         "line that counts must be the one you see."
     ),
     bad="KeepAliveTimeout 5\n# ... 200 lines later, or in an included file:\nKeepAliveTimeout 15",
@@ -60,7 +60,7 @@ DOC = Doc(
     fix="Delete the dead line (the fix is an empty replacement) or merge the two into the one that should win.",
     references=(
         "https://httpd.apache.org/docs/2.4/configuring.html",
-        "Arlitt & Williamson 2005, sec. 5.1.3",
+        "Arlitt & Williamson 2004, sec. 5.1.3",
     ),
 )
 

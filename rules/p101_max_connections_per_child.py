@@ -18,14 +18,14 @@ DOC = Doc(
         "Every recycled child has to be replaced by a freshly forked one, and creating a "
         "process costs far more than serving a small request: with a limit the server "
         "stops being pre-forked and behaves like a forking server. Arlitt & Williamson "
-        "(2005, sec. 5.1.3) measured Apache's peak of 5,700 replies/s cut in half or worse "
+        "(2004, sec. 5.1.3) measured Apache's peak of 5,700 replies/s cut in half or worse "
         "at 1,000 requests per child and reduced by about 15 % at 10,000, the value the "
         "stock configuration suggested; unlimited (0) was best. In httpd 2.4 the limit "
         "counts connections, so with keep-alive each child serves more requests before it "
         "dies, but the cost per recycle is the same."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.3): 1,000 requests per child cut the 5,700 "
+        "Arlitt & Williamson (2004, sec. 5.1.3): 1,000 requests per child cut the 5,700 "
         "replies/s peak in half or worse; 10,000 cost about 15 %; 0 (unlimited) was best."
     ),
     bad="MaxConnectionsPerChild 1000",
@@ -35,7 +35,7 @@ DOC = Doc(
         "a module, and then make it as large as the leak allows (tens of thousands or more)."
     ),
     references=(
-        "Arlitt & Williamson 2005, 'Understanding Web server configuration issues', sec. 5.1.3",
+        "Arlitt & Williamson 2004, 'Understanding Web server configuration issues', sec. 5.1.3",
         "https://httpd.apache.org/docs/2.4/mod/mpm_common.html#maxconnectionsperchild",
     ),
 )

@@ -11,7 +11,7 @@ DOC = Doc(
     what="Flags `KeepAlive Off` at server scope or in a virtual host.",
     why=(
         "Without persistent connections each request costs a TCP handshake, a teardown and "
-        "a TIME_WAIT entry. Arlitt & Williamson (2005, sec. 5.1.6) raised Apache's peak from "
+        "a TIME_WAIT entry. Arlitt & Williamson (2004, sec. 5.1.6) raised Apache's peak from "
         "7,300 to 9,600 replies/s (+32 %) with just two requests per connection, to 11,200 "
         "with eight, and to 16,000 with eight pipelined requests, about +220 % over one "
         "request per connection. Almeida et al. (sec. 4.1) found that TCP TIME_WAIT timer "
@@ -19,7 +19,7 @@ DOC = Doc(
         "persistent connections remove."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.6): 2 requests per connection raised the peak "
+        "Arlitt & Williamson (2004, sec. 5.1.6): 2 requests per connection raised the peak "
         "from 7,300 to 9,600 replies/s (+32 %); 8 pipelined requests reached 16,000 (about +220 %)."
     ),
     bad="KeepAlive Off",
@@ -30,7 +30,7 @@ DOC = Doc(
         "which parks idle keep-alive connections without a worker."
     ),
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.6 (persistent connections and pipelining)",
+        "Arlitt & Williamson 2004, sec. 5.1.6 (persistent connections and pipelining)",
         "Almeida et al., WebMonitor study of Apache, sec. 4.1 (TIME_WAIT timer cost)",
         "https://httpd.apache.org/docs/2.4/mod/core.html#keepalive",
     ),

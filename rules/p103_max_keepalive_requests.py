@@ -14,20 +14,20 @@ DOC = Doc(
     ),
     why=(
         "The gain from persistent connections grows with the number of requests a "
-        "connection carries: Arlitt & Williamson (2005, sec. 5.1.6) measured 9,600, 10,400 "
+        "connection carries: Arlitt & Williamson (2004, sec. 5.1.6) measured 9,600, 10,400 "
         "and 11,200 replies/s at 2, 4 and 8 requests per connection against 7,300 with one. "
         "A small cap forces browsers that fetch dozens of assets from a page to reconnect, "
         "paying the handshake and TIME_WAIT costs again; a cap of 1 turns keep-alive off."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.6): 7,300 replies/s at 1 request per connection, "
+        "Arlitt & Williamson (2004, sec. 5.1.6): 7,300 replies/s at 1 request per connection, "
         "9,600 at 2, 10,400 at 4, 11,200 at 8."
     ),
     bad="MaxKeepAliveRequests 10",
     good="MaxKeepAliveRequests 100",
     fix="Use 100 (httpd's default) or more; 0 removes the cap.",
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.6",
+        "Arlitt & Williamson 2004, sec. 5.1.6",
         "https://httpd.apache.org/docs/2.4/mod/core.html#maxkeepaliverequests",
     ),
 )

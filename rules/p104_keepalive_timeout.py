@@ -19,7 +19,7 @@ DOC = Doc(
     ),
     why=(
         "With prefork and worker, a connection waiting for its next request keeps a whole "
-        "worker busy doing nothing until KeepAliveTimeout expires. Arlitt & Williamson (2005, "
+        "worker busy doing nothing until KeepAliveTimeout expires. Arlitt & Williamson (2004, "
         "sec. 5.1.6) saw that longer-lived connections tie server processes to connections "
         "and need more processes, and advised cleaning up idle connections more "
         "aggressively on a busy server; Kegel (1997) found every extra process costs RAM "
@@ -27,7 +27,7 @@ DOC = Doc(
         "thread, so it tolerates longer timeouts."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.6): longer-lived persistent connections tie up "
+        "Arlitt & Williamson (2004, sec. 5.1.6): longer-lived persistent connections tie up "
         "server processes, so more processes are needed for the same load."
     ),
     bad="# prefork\nKeepAliveTimeout 15",
@@ -37,7 +37,7 @@ DOC = Doc(
         "servers). Under event up to about 30 s is cheap."
     ),
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.6",
+        "Arlitt & Williamson 2004, sec. 5.1.6",
         "Kegel 1997, 'Fixing an overloaded web server' (RAM per process)",
         "https://httpd.apache.org/docs/2.4/mod/core.html#keepalivetimeout",
         "https://httpd.apache.org/docs/2.4/mod/event.html",

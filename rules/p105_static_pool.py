@@ -23,7 +23,7 @@ DOC = Doc(
         "creating and killing children (info)."
     ),
     why=(
-        "A common tuning tip is to pin the pool to a fixed size. Arlitt & Williamson (2005, "
+        "A common tuning tip is to pin the pool to a fixed size. Arlitt & Williamson (2004, "
         "sec. 5.1.5, Fig. 9) tested static pools of 128, 256, 512 and 1,024 processes "
         "against the dynamic default: every static pool had a lower peak, because the "
         "extra idle processes cost more to administer than the dynamic pool ever spent "
@@ -33,7 +33,7 @@ DOC = Doc(
         "burst state 5 % of the time)."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.5, Fig. 9): every static pool tested (128 to "
+        "Arlitt & Williamson (2004, sec. 5.1.5, Fig. 9): every static pool tested (128 to "
         "1,024 processes) had a lower peak than the dynamic default."
     ),
     bad="StartServers 256\nMinSpareServers 256\nMaxSpareServers 256\nMaxRequestWorkers 256",
@@ -43,8 +43,8 @@ DOC = Doc(
         "threaded 75/250 threads are the defaults) and StartServers small."
     ),
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.5 and Fig. 9 (static vs dynamic pool)",
-        "Arlitt & Williamson 2005, sec. 5.1.3 (cost of creating a process)",
+        "Arlitt & Williamson 2004, sec. 5.1.5 and Fig. 9 (static vs dynamic pool)",
+        "Arlitt & Williamson 2004, sec. 5.1.3 (cost of creating a process)",
         "Andersson, Cao, Kihl & Nyberg 2003, sec. II (bursty MMPP arrivals)",
         "https://httpd.apache.org/docs/2.4/mod/prefork.html",
     ),

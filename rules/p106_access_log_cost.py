@@ -14,7 +14,7 @@ DOC = Doc(
         "logs are usually worth their cost, but the cost is real and can be cut."
     ),
     why=(
-        "Arlitt & Williamson (2005, sec. 5.1.2) measured a 74-byte-per-request access log "
+        "Arlitt & Williamson (2004, sec. 5.1.2) measured a 74-byte-per-request access log "
         "lowering Apache's peak from 5,700 to 5,200 replies/s (about -10 %) on a fast disk, "
         "and expected more with richer formats or slower disks. Almeida et al. (sec. 4.2) "
         "found updating the log took about 23 ms per connection out of a fixed cost of about "
@@ -22,7 +22,7 @@ DOC = Doc(
         "contention on the log file's inode."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.2): a 74-byte access log cut the peak from 5,700 "
+        "Arlitt & Williamson (2004, sec. 5.1.2): a 74-byte access log cut the peak from 5,700 "
         "to 5,200 replies/s (about -10 %); Almeida et al. (sec. 4.2) measured ~23 ms of log "
         "update per connection."
     ),
@@ -38,7 +38,7 @@ DOC = Doc(
         "process does the writing."
     ),
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.2 (logging client requests)",
+        "Arlitt & Williamson 2004, sec. 5.1.2 (logging client requests)",
         "Almeida et al., sec. 4.2 (latency: logging time)",
         "https://httpd.apache.org/docs/2.4/mod/mod_log_config.html#bufferedlogs",
     ),

@@ -16,7 +16,7 @@ DOC = Doc(
     ),
     why=(
         "Serving a file from memory instead of read()/write() copies matters: Arlitt & "
-        "Williamson (2005, sec. 5.1.4) raised Apache's peak from 5,700 to 7,300 replies/s "
+        "Williamson (2004, sec. 5.1.4) raised Apache's peak from 5,700 to 7,300 replies/s "
         "(+28 %) by memory-mapping the served file. Hu, Nanda & Yang (1999) found Apache "
         "spent 35-50 % of its CPU in system calls, and recommended sending data straight "
         "from the file cache to the network, which is what sendfile does. The exception: on "
@@ -24,7 +24,7 @@ DOC = Doc(
         "files, so turn them off for those directories only."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.4): memory-mapping the served file raised the "
+        "Arlitt & Williamson (2004, sec. 5.1.4): memory-mapping the served file raised the "
         "peak from 5,700 to 7,300 replies/s (+28 %)."
     ),
     bad="EnableMMAP Off\nEnableSendfile Off",
@@ -37,7 +37,7 @@ DOC = Doc(
         "inside <Directory> sections that live on a network filesystem."
     ),
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.4 (memory-mapped files)",
+        "Arlitt & Williamson 2004, sec. 5.1.4 (memory-mapped files)",
         "Hu, Nanda & Yang 1999, IPCCC'99 (system-call share; file cache to network)",
         "https://httpd.apache.org/docs/2.4/mod/core.html#enablesendfile",
         "https://httpd.apache.org/docs/2.4/mod/core.html#enablemmap",

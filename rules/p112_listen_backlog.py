@@ -13,19 +13,19 @@ DOC = Doc(
     what="Notes a ListenBacklog below 128 (httpd's default is 511).",
     why=(
         "A short accept queue drops connections during bursts before httpd ever sees them. "
-        "The measured effect is small: Arlitt & Williamson (2005, sec. 5.1.7) found changing "
+        "The measured effect is small: Arlitt & Williamson (2004, sec. 5.1.7) found changing "
         "ListenBacklog had little impact when the CPU was the bottleneck, and section 5.1.5 "
         "showed listen-queue drops mattering only under overload. Hence info, not warning."
     ),
     evidence=(
-        "Arlitt & Williamson (2005, sec. 5.1.7): ListenBacklog had little effect while the "
+        "Arlitt & Williamson (2004, sec. 5.1.7): ListenBacklog had little effect while the "
         "CPU was the bottleneck; queue drops appeared only under overload (sec. 5.1.5)."
     ),
     bad="ListenBacklog 16",
     good="ListenBacklog 511",
     fix="Remove the line (default 511) or raise it; the kernel caps it at net.core.somaxconn.",
     references=(
-        "Arlitt & Williamson 2005, sec. 5.1.7 and 5.1.5",
+        "Arlitt & Williamson 2004, sec. 5.1.7 and 5.1.5",
         "https://httpd.apache.org/docs/2.4/mod/mpm_common.html#listenbacklog",
     ),
 )

@@ -23,7 +23,7 @@ DOC = Doc(
         "event-driven thttpd needed far less RAM than process-per-connection Apache (with "
         "64 MB it did no disk I/O where Apache still thrashed); the event MPM brings that "
         "design to httpd by parking idle keep-alive connections in a listener thread. "
-        "Arlitt & Williamson (2005, sec. 5.1.6) saw persistent connections tie up more "
+        "Arlitt & Williamson (2004, sec. 5.1.6) saw persistent connections tie up more "
         "processes, the cost event avoids."
     ),
     evidence=(
@@ -39,7 +39,7 @@ DOC = Doc(
     ),
     references=(
         "Kegel 1997, 'Fixing an overloaded web server' (thttpd vs Apache)",
-        "Arlitt & Williamson 2005, sec. 5.1.6",
+        "Arlitt & Williamson 2004, sec. 5.1.6",
         "https://httpd.apache.org/docs/2.4/mod/event.html",
     ),
 )

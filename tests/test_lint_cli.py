@@ -174,7 +174,7 @@ def test_text_output_groups_by_file_with_summary(tmp_path):
     assert out.index(str(main)) < out.index("P102") < out.index(str(tmp_path / "extra.conf")) < out.index("R301")
     assert re.search(r"^\s+7\s+warning\s+P102 ", out, re.M)
     assert re.search(r"^\s+1\s+warning\s+R301 ", out, re.M)
-    assert "why: Arlitt & Williamson (2005, sec. 5.1.6)" in out
+    assert "why: Arlitt & Williamson (2004, sec. 5.1.6)" in out
     assert "Found 3 problems (2 warnings, 1 info) in 2 files" in out
     assert "\x1b[" not in out  # not a terminal: no colour
     quiet = run("--isolated", "--no-evidence", str(main)).stdout
