@@ -46,6 +46,7 @@ def staging_up(
     listen_host: str = typer.Option("127.0.0.1", "--listen-host", help="Address to listen on (127.0.0.1, or one inside --netns)."),
     status_allow: Optional[list[str]] = typer.Option(None, "--status-allow", help="Extra address allowed to read mod_status."),
     extended_status: bool = typer.Option(False, "--extended-status", help="Turn ExtendedStatus on."),
+    cpu_quota: Optional[float] = typer.Option(None, "--cpu-quota", help="Let httpd use at most this % of one core (a cgroup; needs root), so that it saturates before httperf does."),
     output_format: str = typer.Option("text", "--format", help="text or json."),
 ) -> None:
     """Start the staging sandbox."""
@@ -61,15 +62,17 @@ def staging_up(
         allow = ["127.0.0.1", "::1"] + list(status_allow or [])
         state = Sandbox(workdir, binary=httpd_bin).up(
             source_config=config, mpm=mpm, port=port, host=listen_host, server_cpus=cpus, netns=netns,
-            status_allow=allow, extended_status=extended_status)
+            status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota)
     except AdvisorError as error:
         _fail(error)
         return
     if output_format == "json":
         print(json.dumps({"url": state.base_url, "pid": state.pid, "mpm": state.mpm, "work_dir": state.work_dir,
-                          "server_cpus": state.server_cpus, "managed": state.managed}))
+                          "server_cpus": state.server_cpus, "cpu_quota_pct": state.cpu_quota_pct,
+                          "managed": state.managed}))
     else:
-        print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}")
+        quota = f", at most {state.cpu_quota_pct:g} % of a core" if state.cpu_quota_pct else ""
+        print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}{quota}")
         print(f"work dir {state.work_dir}; managed include {state.managed}")
 
 
@@ -143,6 +146,7 @@ def bench(
     max_rate: float = typer.Option(20000.0, "--max-rate", help="Knee mode: highest rate to try."),
     tolerance: float = typer.Option(0.1, "--tolerance", help="Knee mode: stop when the bracket is this narrow (0.1 = 10 %)."),
     max_probes: int = typer.Option(12, "--max-probes", help="Knee mode: at most this many probes."),
+    retries: int = typer.Option(1, "--retries", help="Knee mode: run a failed probe again (this many times) when other programs took the server's or httperf's core during it."),
     duration: float = typer.Option(3.0, "--duration", help="Seconds of load per trial."),
     timeout: float = typer.Option(2.0, "--timeout", help="httperf's per-request timeout, seconds."),
     num_calls: int = typer.Option(1, "--num-calls", help="Requests per connection (persistent connections)."),
@@ -256,7 +260,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
             else:
                 report.start(opts["max_probes"], opts["duration"])
                 knee = knee_search(target, base, start_rate=opts["start_rate"], max_rate=opts["max_rate"],
-                                   tolerance=opts["tolerance"], max_probes=opts["max_probes"],
+                                   tolerance=opts["tolerance"], max_probes=opts["max_probes"], retries=opts["retries"],
                                    on_trial=report.trial, **kwargs)
                 trials = knee.probes
                 report.knee(knee)
@@ -367,6 +371,12 @@ class _Reporter:
             self.console.print(f"  {result.verdict.note}")
         for failure in result.slo_failures():
             self.console.print(f"  SLO: {failure}")
+        interference = result.interference
+        if interference["disturbed"]:
+            again = f" (attempt {result.attempt})" if result.attempt > 1 else ""
+            self.console.print(f"  [yellow]disturbed{again}: {'; '.join(interference['reasons'])}[/yellow]")
+        if not result.quiet:
+            self.console.print(f"  [yellow]the server was still busy with earlier work after {result.quiet_wait_s:.0f} s[/yellow]")
 
     def knee(self, knee) -> None:
         if self.json:

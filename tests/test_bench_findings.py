@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import statistics
 import subprocess
+import sys
 
 import pytest
 
@@ -24,25 +25,34 @@ ROUNDS = 2  # each arm runs this many times, alternating with the other arm
 # Enough prefork children from the start: a 2-second probe must not measure
 # the pool's spawn ramp (32 children/s at most) instead of the factor.
 PREFORK_POOL = ["StartServers 40", "MinSpareServers 40", "MaxSpareServers 80"]
+# Half a core for the keep-alive comparison: prefork closing every connection
+# is about as fast on its core as httperf is on its own, so without a quota
+# the KeepAlive Off peak would measure httperf (Arlitt & Williamson made
+# their clients faster than the server for the same reason).
+KEEPALIVE_QUOTA_PCT = 50
 
 
-def _knee(run: SandboxRun, directives: list[str], *, num_calls: int = 1, start: float = 250.0) -> dict:
+def _knee(run: SandboxRun, directives: list[str], *, num_calls: int = 1, start: float = 250.0,
+          max_rate: float = 16000) -> dict:
     target = SandboxTarget(run.sandbox)
     inputs = TrialInputs(workload="1k", uri="/1k.html", rate=start, duration_s=2.0, num_calls=num_calls,
                          timeout_s=2.0, server_cpus=[0], client_cpus=[1], directives=directives)
     with ManagedConfig(target) as managed:
         managed.apply(directives)
-        knee = knee_search(target, inputs, start_rate=start, max_rate=16000, min_rate=10, tolerance=0.2,
-                           max_probes=8, interval=0.4)
+        knee = knee_search(target, inputs, start_rate=start, max_rate=max_rate, min_rate=10, tolerance=0.2,
+                           max_probes=8, retries=1, interval=0.4)
     run.assert_stock_restored()
     return {"peak_rate": knee.peak_rate or 0.0, "reply_rate": knee.peak_reply_rate or 0.0,
-            "lower_bound": knee.lower_bound_only, "limit": knee.limiting.label if knee.limiting else None,
-            "probes": [(p.inputs.rate, round(p.httperf.reply_rate), p.verdict.label) for p in knee.probes]}
+            "lower_bound": knee.lower_bound_only, "stop": knee.stop_reason,
+            "limit": knee.limiting.label if knee.limiting else None,
+            "limit_evidence": knee.limiting.evidence if knee.limiting else None,
+            "probes": [(p.inputs.rate, round(p.httperf.reply_rate), p.verdict.label,
+                        "disturbed" if p.interference["disturbed"] else "") for p in knee.probes]}
 
 
-def _compare(run: SandboxRun, arm_a: dict, arm_b: dict) -> tuple[list[dict], list[dict]]:
+def _compare(run: SandboxRun, arm_a: dict, arm_b: dict, rounds: int = ROUNDS) -> tuple[list[dict], list[dict]]:
     results_a, results_b = [], []
-    for round_index in range(ROUNDS):
+    for round_index in range(rounds):
         order = [(arm_a, results_a), (arm_b, results_b)]
         if round_index % 2:
             order.reverse()
@@ -51,37 +61,59 @@ def _compare(run: SandboxRun, arm_a: dict, arm_b: dict) -> tuple[list[dict], lis
     return results_a, results_b
 
 
+def _brief(results: list[dict]) -> str:
+    return "\n".join(f"  peak {r['reply_rate']:.0f} replies/s at {r['peak_rate']:g}/s ({r['stop']}; limit {r['limit']}) "
+                     f"probes {r['probes']}" for r in results)
+
+
 def test_max_connections_per_child_10_has_a_clearly_lower_peak_than_0():
-    """Arlitt & Williamson 5.1.3: a small per-child limit turns prefork into a forking server."""
+    """Arlitt & Williamson 5.1.3: a small per-child limit turns prefork into a forking server.
+
+    The unlimited arm stops at 2,000/s (a lower bound by design): it only has
+    to stay far above the limited one, whose peak is bracketed by failing
+    probes the verdict puts down to process churn.
+    """
     require("apache2", "httperf")
     two_cores()
     with SandboxRun(mpm="prefork") as run:
-        unlimited, limited = _compare(run, {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 0"]},
-                                      {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 10"]})
+        unlimited, limited = _compare(run, {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 0"], "max_rate": 2000},
+                                      {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 10"], "max_rate": 2000})
     peak_0 = statistics.median(r["reply_rate"] for r in unlimited)
     peak_10 = statistics.median(r["reply_rate"] for r in limited)
-    print(f"\nMaxConnectionsPerChild 0: {unlimited}\nMaxConnectionsPerChild 10: {limited}")
-    print(f"median peak replies/s: 0 -> {peak_0:.0f}, 10 -> {peak_10:.0f}, ratio {peak_0 / max(1, peak_10):.1f}")
-    assert peak_0 > 0
+    print(f"\nMaxConnectionsPerChild 0:\n{_brief(unlimited)}\nMaxConnectionsPerChild 10:\n{_brief(limited)}")
+    print(f"median peak replies/s: 0 -> {peak_0:.0f} (at least), 10 -> {peak_10:.0f}, ratio {peak_0 / max(1, peak_10):.1f}")
+    assert peak_0 > 0 and peak_10 > 0
     # Even the best limited run stays under half of the worst unlimited one.
     assert max(r["reply_rate"] for r in limited) * 2 < min(r["reply_rate"] for r in unlimited)
+    # The limited peak is a measured one (a failing probe above it), and the
+    # failure is put down to churn: children retired and replaced.
+    for result in limited:
+        assert not result["lower_bound"] and result["limit"] == "process churn", result
+        assert result["limit_evidence"]["children_retired"] >= 10
 
 
 def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
     """Arlitt & Williamson 5.1.6: 8 requests per connection, 7,300 -> 11,200 replies/s."""
     require("apache2", "httperf")
     two_cores()
-    with SandboxRun(mpm="event") as run:
-        off, on = _compare(run, {"directives": ["KeepAlive Off"], "num_calls": 1, "start": 500.0},
-                           {"directives": ["KeepAlive On", "MaxKeepAliveRequests 100"], "num_calls": 8, "start": 125.0})
+    with SandboxRun(mpm="prefork", cpu_quota_pct=KEEPALIVE_QUOTA_PCT) as run:
+        # Three rounds: the absolute peaks move with what else the machine
+        # runs (3,500 to 6,000/s for Off here); the ratio within a run holds.
+        off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 1000.0},
+                           {"directives": PREFORK_POOL + ["KeepAlive On", "MaxKeepAliveRequests 100"], "num_calls": 8,
+                            "start": 250.0}, rounds=3)
     peak_off = statistics.median(r["reply_rate"] for r in off)
     peak_on = statistics.median(r["reply_rate"] for r in on)
-    print(f"\nKeepAlive Off: {off}\nKeepAlive On x8: {on}")
+    print(f"\nKeepAlive Off:\n{_brief(off)}\nKeepAlive On x8:\n{_brief(on)}")
     print(f"median peak replies/s: off -> {peak_off:.0f}, on x8 -> {peak_on:.0f}, ratio {peak_on / max(1, peak_off):.2f}")
     assert peak_off > 0
-    # Medians of alternating runs; a lower bound for "on" (the client ran out
-    # first) only understates it. Measured here: ratio 1.8 (Arlitt: 1.53).
-    assert peak_on > 1.25 * peak_off
+    # Off must be a measured peak, limited by the server: a lower bound set by
+    # the client would say nothing about which arm is faster.
+    for result in off:
+        assert not result["lower_bound"] and result["limit"] == "server CPU", result
+    # Medians of three alternating runs, apart by more than the knee search's
+    # 20 % resolution (measured here: 1.55 to 1.72; Arlitt: 1.53).
+    assert peak_on > 1.3 * peak_off
 
 
 def _verdict(run: SandboxRun, *args: str) -> dict:
@@ -146,6 +178,27 @@ def test_more_idle_sessions_than_httperf_can_hold_is_client_bound():
     assert trial["verdict"]["label"] == "client-bound"
     assert trial["valid"] is False
     assert any(c["check"] in ("FD_SETSIZE cap", "fd-unavail/addrunavail") for c in trial["client_limits"])
+
+
+def test_a_cpu_hog_on_the_server_core_marks_the_trial_disturbed():
+    """Another program on the server's core is measured, not mistaken for the server."""
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="event") as run:
+        # Bounded: the hog spins for 8 s at most, and is killed after the trial.
+        hog = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c",
+                                "import time\nend = time.time() + 8\nwhile time.time() < end: pass"])
+        try:
+            trial = _verdict(run, "--rate", "200", "--duration", "3")
+        finally:
+            hog.kill()
+            hog.wait()
+    interference = trial["interference"]
+    print(f"\nhog: {interference} verdict={trial['verdict']['label']}")
+    assert interference["disturbed"] is True
+    assert interference["server_foreign_cpu_pct_mean"] >= 40
+    assert any("server's cores" in reason for reason in interference["reasons"])
+    assert trial["verdict"]["label"] == "none"  # a full core, but not the server's work
 
 
 def test_shared_core_is_client_bound_whatever_the_rate():

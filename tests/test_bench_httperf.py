@@ -51,8 +51,14 @@ def test_knee_mode_ramp_mode_and_plots(tmp_path):
     assert [t["inputs"]["rate"] for t in trials] == [100, 200, 400]
     assert knee["peak_rate"] == 400 and knee["stop_reason"] == "max rate reached without failing"
     for trial in trials:
-        assert {"reply_rate", "request_rate", "connection_rate", "errors", "reply_time_ms", "metrics", "verdict"} <= set(trial)
+        assert {"reply_rate", "request_rate", "connection_rate", "errors", "reply_time_ms", "metrics", "verdict",
+                "interference", "quiet_wait_s"} <= set(trial)
         assert trial["verdict"]["label"] == "none" and trial["metrics"]
+        assert trial["valid"] and trial["meets_slo"] and trial["quiet"]
+        sample = trial["metrics"][-1]
+        assert {"cpu", "httpd_cpu_pct", "httpd_spawns", "httpd_exits", "accept_queue", "scoreboard",
+                "listen_overflows", "time_wait", "net_bps", "disk_util_pct"} <= set(sample)
+    assert [p["attempt"] for p in knee["probes"]] == [1, 1, 1]
     assert [t["inputs"]["rate"] for t in ramp] == [50, 100]
     pngs = sorted(p.name for p in (tmp_path / "knee").iterdir())
     assert pngs == ["rates.png", "trial-01-timeline.png", "trial-02-timeline.png", "trial-03-timeline.png"]

@@ -222,3 +222,65 @@ def test_bad_cpu_list_and_mode_are_usage_errors(tmp_path):
     require("httperf")
     line = one_error_line(cli("bench", "--workdir", str(tmp_path), "--mode", "sideways", check=False))
     assert "unknown --mode" in line
+
+
+def _require_cgroup_cpu() -> None:
+    from advisor.tuner import cgroup
+
+    if os.geteuid() == 0 and (cgroup._v2_root() or cgroup._v1_root()):
+        return
+    message = "--cpu-quota needs root and a cgroup cpu controller"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def test_cpu_quota_caps_the_server_and_goes_away_with_it():
+    require("apache2", "httperf")
+    _require_cgroup_cpu()
+    directory = work_dir()
+    info = json.loads(cli("staging", "up", "--workdir", str(directory), "--mpm", "prefork", "--cpu-quota", "20",
+                          "--format", "json").stdout)
+    try:
+        assert info["cpu_quota_pct"] == 20
+        group = Path(f"/proc/{info['pid']}/cgroup").read_text()
+        assert "apache-advisor-" in group
+        status = json.loads(cli("staging", "status", "--workdir", str(directory), "--format", "json").stdout)
+        assert status["cpu_quota_pct"] == 20
+        # A fifth of a core cannot serve 3,000 connections/s: saturated at the quota, not at the core.
+        result = cli("bench", "--workdir", str(directory), "--rate", "3000", "--duration", "2", "--format", "json")
+        trial = json.loads(result.stdout.splitlines()[0])
+        verdict = trial["verdict"]
+        assert verdict["label"] == "server CPU", verdict
+        assert verdict["evidence"]["cpu_quota_pct"] == 20 and verdict["evidence"]["quota_used_pct_mean"] >= 85
+        assert verdict["evidence"]["httpd_cpu_pct_mean"] <= 25  # the quota held
+        assert trial["inputs"]["server_cpu_quota_pct"] == 20
+        cgroup_dir = next(line.split(":", 2)[2] for line in group.splitlines() if "apache-advisor-" in line)
+    finally:
+        cli("staging", "down", "--workdir", str(directory))
+    assert not any(Path(root, cgroup_dir.lstrip("/")).exists()
+                   for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"))
+    line = one_error_line(cli("staging", "up", "--workdir", str(directory), "--cpu-quota", "1", check=False))
+    assert "--cpu-quota 1 is out of range" in line
+
+
+def test_down_after_the_parent_was_killed_stops_its_orphans():
+    import psutil
+
+    require("apache2")
+    directory = work_dir()
+    info = json.loads(cli("staging", "up", "--workdir", str(directory), "--mpm", "prefork", "--format", "json").stdout)
+    config = str(directory / "conf" / "httpd.conf")
+
+    def ours() -> list[int]:
+        return [p.pid for p in psutil.process_iter(["cmdline"]) if config in (p.info["cmdline"] or [])]
+
+    os.kill(info["pid"], signal.SIGKILL)
+    try:
+        assert wait_for(lambda: info["pid"] not in ours(), 5)
+        assert ours(), "prefork children outlive a killed parent"
+        assert "stopped" in cli("staging", "down", "--workdir", str(directory)).stdout
+        assert wait_for(lambda: not ours(), 5)
+    finally:
+        for pid in ours():
+            os.kill(pid, signal.SIGKILL)

@@ -176,7 +176,12 @@ class HttperfSpec:
 
     def argv(self) -> list[str]:
         binary = self.binary or find_httperf()
-        args = [binary, "--hog", f"--server={self.host}", f"--port={self.port}", f"--timeout={self.timeout_s:g}"]
+        # No --hog: with it httperf 0.9.0 binds local ports itself, and once
+        # every port is held in TIME_WAIT it spins on bind() forever, deaf to
+        # SIGINT. Without it the kernel picks the port and may reuse loopback
+        # TIME_WAIT ports (tcp_tw_reuse); its 28,000-port range is what --hog
+        # was for on systems whose range was 1024-5000.
+        args = [binary, f"--server={self.host}", f"--port={self.port}", f"--timeout={self.timeout_s:g}"]
         if self.rate > 0:
             args.append(f"--rate={self.rate:g}")
         if self.wsess:

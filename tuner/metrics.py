@@ -48,11 +48,12 @@ class Sample:
     listen_overflows: int = 0  # during this interval
     listen_drops: int = 0
     accept_queue: int | None = None  # connections waiting for accept() on the server port
-    accept_backlog: int | None = None  # that queue's limit
     time_wait: int = 0
     httpd_cpu_pct: float | None = None  # all httpd processes, 100 = one core
+    cpu_throttled_pct: float | None = None  # share of quota periods in which httpd was throttled
     httpd_processes: int = 0
-    httpd_spawns: int = 0  # new direct children seen this interval (a lower bound)
+    httpd_spawns: int = 0  # direct children of the httpd parent born this interval
+    httpd_exits: int = 0  # ... and gone this interval (retired or crashed workers)
     httperf_cpu_pct: float | None = None
     httperf_fds: int | None = None
     status_ok: bool = False
@@ -129,25 +130,65 @@ def read_net_dev(net_dir: str) -> dict[str, tuple[int, int]]:
     return counters
 
 
-def read_tcp_sockets(net_dir: str, port: int | None) -> tuple[int, int | None, int | None]:
-    """TIME_WAIT count, and the accept queue (length, limit) of the listener on `port`."""
-    time_wait = 0
-    queue = backlog = None
+def process_runtime(pid: int) -> float | None:
+    """CPU seconds a live process has used, to the nanosecond.
+
+    /proc/<pid>/stat counts whole clock ticks per process: forty prefork
+    children that each ran 3 ms in a sample all read 0. The scheduler's
+    own per-thread total (schedstat, first field) has no such truncation.
+    """
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
+                total += int(handle.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended between listing and reading
+    return total / 1e9
+
+
+def read_listener(net_dir: str, port: int | None) -> int | None:
+    """Connections waiting in the accept queue of the listener on `port`.
+
+    The kernel lists listening sockets before all others in /proc/net/tcp, so
+    reading stops at the first socket that is not listening: with tens of
+    thousands of TIME_WAIT sockets a full read costs ~60 ms per sample.
+    """
+    if port is None:
+        return None
+    queue = None
     for name in ("tcp", "tcp6"):
-        for line in _read(f"{net_dir}/{name}").splitlines()[1:]:
-            fields = line.split()
-            if len(fields) < 5:
-                continue
-            state = fields[3]
-            if state == "06":
-                time_wait += 1
-            elif state == "0A" and port is not None and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                tx, rx = fields[4].split(":")
-                # For a listener the kernel reports the accept queue in rx_queue
-                # and its limit (the effective backlog) in tx_queue.
-                queue = (queue or 0) + int(rx, 16)
-                backlog = max(backlog or 0, int(tx, 16))
-    return time_wait, queue, backlog
+        try:
+            handle = open(f"{net_dir}/{name}")
+        except OSError:
+            continue
+        with handle:
+            next(handle, None)  # header
+            for line in handle:
+                fields = line.split()
+                if len(fields) < 5:
+                    continue
+                if fields[3] != "0A":
+                    break
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    # "tx_queue:rx_queue"; for a listener rx_queue is the
+                    # number of connections waiting for accept().
+                    queue = (queue or 0) + int(fields[4].split(":")[1], 16)
+    return queue
+
+
+def read_time_wait(net_dir: str) -> int:
+    """TIME_WAIT sockets of the namespace, from sockstat (no socket walk)."""
+    for line in _read(f"{net_dir}/sockstat").splitlines():
+        if line.startswith("TCP:"):
+            parts = line.split()
+            if "tw" in parts:
+                return int(parts[parts.index("tw") + 1])
+    return 0
 
 
 def read_disk_ticks() -> dict[str, int]:
@@ -213,11 +254,62 @@ def qdisc_stats(pid: int | None, iface: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+class ChildWatcher(threading.Thread):
+    """Counts births and exits of the httpd parent's direct children.
+
+    A prefork child with MaxConnectionsPerChild 10 can live 20 ms: a
+    once-a-second look at the process list misses most of them, so this
+    thread reads /proc/<pid>/task/<pid>/children (about 20 us) every few
+    milliseconds and keeps cumulative counts the collector turns into rates.
+    CGI processes are grandchildren and do not count.
+    """
+
+    def __init__(self, pid: int, period: float = 0.004):
+        super().__init__(name="apache-advisor-children", daemon=True)
+        self.path = f"/proc/{pid}/task/{pid}/children"
+        self.period = period
+        self.births = 0
+        self.exits = 0
+        self.live: set[int] = set()
+        self._stop_event = threading.Event()
+        self._lock = threading.Lock()
+        self.live = self._read() or set()
+        self.last_change = time.monotonic()  # when a child was last born or gone
+
+    def _read(self) -> set[int] | None:
+        try:
+            with open(self.path) as handle:
+                return {int(p) for p in handle.read().split()}
+        except (OSError, ValueError):
+            return None
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.period):
+            current = self._read()
+            if current is None:
+                return  # the parent is gone
+            with self._lock:
+                if current != self.live:
+                    self.last_change = time.monotonic()
+                self.births += len(current - self.live)
+                self.exits += len(self.live - current)
+                self.live = current
+
+    def counts(self) -> tuple[int, int]:
+        with self._lock:
+            return self.births, self.exits
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        if self.is_alive():
+            self.join(timeout=2)
+
+
 class MetricsCollector(threading.Thread):
     """Samples every `interval` seconds until stop(); at most `max_samples`."""
 
     def __init__(self, *, interval: float = 1.0, server_pid: int | None = None, port: int | None = None,
-                 status_url: str | None = None, max_samples: int = 3600):
+                 status_url: str | None = None, max_samples: int = 3600, cpu_quota=None):
         super().__init__(name="apache-advisor-metrics", daemon=True)
         self.interval = interval
         self.server_pid = server_pid
@@ -225,12 +317,13 @@ class MetricsCollector(threading.Thread):
         self.status_url = status_url
         self.max_samples = max_samples
         self.client_pid: int | None = None
+        self.cpu_quota = cpu_quota  # advisor.tuner.cgroup.CpuQuota or None
         self.samples: list[Sample] = []
         self.capacity: dict[str, float] = {}
         self._stop_event = threading.Event()
         self._net_dir = f"/proc/{server_pid}/net" if server_pid else "/proc/self/net"
         self._session = None
-        self._children: set[int] = set()
+        self._watcher: ChildWatcher | None = None
         self._shaped: list[str] = []
         self._client_cpu: tuple[float, float] | None = None
 
@@ -259,15 +352,30 @@ class MetricsCollector(threading.Thread):
             return None
         return parse_status(response.text) if response.status_code == 200 else None
 
+    def pool_state(self) -> tuple[int, float] | None:
+        """(live children, monotonic time of the last birth or exit), if watched."""
+        if self._watcher is None:
+            return None
+        with self._watcher._lock:
+            return len(self._watcher.live), self._watcher.last_change
+
     def stop(self) -> list[Sample]:
         self._stop_event.set()
         if self.is_alive():
             self.join(timeout=10)
+        if self._watcher is not None:
+            self._watcher.stop()
+        if self._session is not None:
+            # On prefork an open keep-alive connection holds a worker: let it go.
+            self._session.close()
         return self.samples
 
     def run(self) -> None:
         if self._session is None:
             self.prime()
+        if self.server_pid and self._watcher is None:
+            self._watcher = ChildWatcher(self.server_pid)
+            self._watcher.start()
         start = time.monotonic()
         previous = self._snapshot()
         while not self._stop_event.wait(self.interval) and len(self.samples) < self.max_samples:
@@ -277,39 +385,42 @@ class MetricsCollector(threading.Thread):
 
     def _snapshot(self) -> dict[str, object]:
         cores, extra = read_cpu_ticks()
-        time_wait, queue, backlog = read_tcp_sockets(self._net_dir, self.port)
+        queue = read_listener(self._net_dir, self.port)
+        time_wait = read_time_wait(self._net_dir)
         snap: dict[str, object] = {
             "time": time.monotonic(), "cores": cores, "extra": extra,
             "vm": read_kv("/proc/vmstat"), "mem": read_kv("/proc/meminfo"),
             "disk": read_disk_ticks(), "net": read_net_dev(self._net_dir),
-            "tcpext": read_tcp_ext(self._net_dir), "tw": time_wait, "queue": queue, "backlog": backlog,
-            "httpd": self._httpd_cpu(), "qdisc": {i: qdisc_stats(self.server_pid, i) for i in self._shaped},
+            "tcpext": read_tcp_ext(self._net_dir), "tw": time_wait, "queue": queue,
+            "httpd": self._httpd_cpu(), "children": self._watcher.counts() if self._watcher else None,
+            "throttling": self.cpu_quota.throttling() if self.cpu_quota else None,
+            "qdisc": {i: qdisc_stats(self.server_pid, i) for i in self._shaped},
         }
         return snap
 
-    def _httpd_cpu(self) -> tuple[float, int, int] | None:
-        """Total CPU seconds of the httpd tree (dead children included), process count, spawns."""
+    def _httpd_cpu(self) -> tuple[float, int] | None:
+        """Total CPU seconds of the httpd tree (dead children included) and its process count."""
         import psutil
 
         if not self.server_pid:
             return None
         try:
             parent = psutil.Process(self.server_pid)
-            # The parent's children_* times hold every child it has reaped, so
-            # short-lived workers are not lost between samples.
-            total = sum(parent.cpu_times()[:4])
-            children = parent.children(recursive=True)
-            direct = {c.pid for c in parent.children(recursive=False)}
+            processes = [parent, *parent.children(recursive=True)]
         except psutil.Error:
             return None
-        for child in children:
+        total = 0.0
+        for process in processes:
             try:
-                total += sum(child.cpu_times()[:4])
+                # children_* hold every child this process has reaped, so
+                # short-lived workers and CGI processes are not lost.
+                times = process.cpu_times()
+                total += times.children_user + times.children_system
+                own = process_runtime(process.pid)
+                total += own if own is not None else times.user + times.system
             except psutil.Error:
                 continue
-        spawns = len(direct - self._children) if self._children else 0
-        self._children = direct
-        return total, len(children) + 1, spawns
+        return total, len(processes)
 
     def _sample(self, a: dict, b: dict, t: float) -> Sample:
         dt = max(1e-3, b["time"] - a["time"])
@@ -345,10 +456,17 @@ class MetricsCollector(threading.Thread):
                 sample.qdisc_drops_per_s[iface] = round((stats[0] - before[0]) / dt, 1)
         sample.listen_overflows = b["tcpext"].get("ListenOverflows", 0) - a["tcpext"].get("ListenOverflows", 0)
         sample.listen_drops = b["tcpext"].get("ListenDrops", 0) - a["tcpext"].get("ListenDrops", 0)
-        sample.accept_queue, sample.accept_backlog, sample.time_wait = b["queue"], b["backlog"], b["tw"]
+        sample.accept_queue, sample.time_wait = b["queue"], b["tw"]
         if a["httpd"] and b["httpd"]:
             sample.httpd_cpu_pct = round(100.0 * max(0.0, b["httpd"][0] - a["httpd"][0]) / dt, 1)
-            sample.httpd_processes, sample.httpd_spawns = b["httpd"][1], b["httpd"][2]
+            sample.httpd_processes = b["httpd"][1]
+        if a["throttling"] and b["throttling"]:
+            periods = b["throttling"][0] - a["throttling"][0]
+            throttled = b["throttling"][1] - a["throttling"][1]
+            sample.cpu_throttled_pct = round(100.0 * throttled / periods, 1) if periods > 0 else 0.0
+        if a["children"] and b["children"]:
+            sample.httpd_spawns = b["children"][0] - a["children"][0]
+            sample.httpd_exits = b["children"][1] - a["children"][1]
         sample.httperf_cpu_pct, sample.httperf_fds = self._client()
         status = self._status(timeout=max(0.2, self.interval * 0.6))
         if status is not None:
@@ -364,11 +482,14 @@ class MetricsCollector(threading.Thread):
             return None, None
         try:
             process = psutil.Process(self.client_pid)
+            if process.name() == "taskset":
+                return None, None  # not yet exec'd into httperf
             usage = process.cpu_times()
             fds = process.num_fds()
         except psutil.Error:
             return None, None
-        now, total = time.monotonic(), usage.user + usage.system
+        runtime = process_runtime(self.client_pid)
+        now, total = time.monotonic(), runtime if runtime is not None else usage.user + usage.system
         pct = None
         if self._client_cpu is not None:
             pct = round(100.0 * (total - self._client_cpu[1]) / max(1e-3, now - self._client_cpu[0]), 1)

@@ -10,8 +10,9 @@ Everything lives in one work directory:
     staging.json       what `staging status` and `bench` need to find it
 
 The server is started under `taskset` so that every child inherits the
-server's cores, and optionally inside a network namespace (`ip netns exec`)
-that a test created, to put a rate-limited link between client and server.
+server's cores, optionally inside a network namespace (`ip netns exec`)
+that a test created, to put a rate-limited link between client and server,
+and optionally in a cgroup with a CPU quota (advisor.tuner.cgroup).
 """
 
 from __future__ import annotations
@@ -148,6 +149,9 @@ class SandboxState:
     source_config: str | None = None
     site_directives: list[str] = field(default_factory=list)
     started_at: float = 0.0
+    cpu_quota_pct: float | None = None  # % of one core the server may use (cgroup)
+    cgroup: str | None = None
+    cgroup_version: int | None = None
 
     @property
     def base_url(self) -> str:
@@ -232,6 +236,7 @@ class Sandbox:
         netns: str | None = None,
         status_allow: list[str] | None = None,
         extended_status: bool = False,
+        cpu_quota_pct: float | None = None,
         timeout: float = 15.0,
     ) -> SandboxState:
         if self.running_pid():
@@ -284,22 +289,50 @@ class Sandbox:
         self.managed_path.write_text(STOCK_MANAGED)
         self.validate()
         command = self.command_prefix(server_cpus, netns) + [binary, "-f", str(self.config_path), "-k", "start"]
-        started = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-        if started.returncode != 0:
-            raise AdvisorError(f"httpd did not start: {_last_line(started.stderr or started.stdout)}",
-                               file=str(self.config_path), hint=f"see {self.error_log}")
-        pid = self._wait_for_pid(timeout)
+        quota = None
+        if cpu_quota_pct is not None:
+            from advisor.tuner import cgroup
+
+            quota = cgroup.create(self.cgroup_name(), cpu_quota_pct)
+            command = quota.wrap(command)
+        try:
+            started = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+            if started.returncode != 0:
+                raise AdvisorError(f"httpd did not start: {_last_line(started.stderr or started.stdout)}",
+                                   file=str(self.config_path), hint=f"see {self.error_log}")
+            pid = self._wait_for_pid(timeout)
+        except BaseException:
+            if quota is not None:
+                quota.remove(timeout=1.0)
+            raise
         state = SandboxState(
             work_dir=str(self.work_dir), binary=binary, config=str(self.config_path),
             managed=str(self.managed_path), host=host, port=port, mpm=mpm, pid=pid,
             server_cpus=server_cpus, netns=netns, source_config=source_config,
             site_directives=site, started_at=time.time(),
+            cpu_quota_pct=cpu_quota_pct, cgroup=quota.path if quota else None,
+            cgroup_version=quota.version if quota else None,
         )
         self._save_state(state)
         from advisor.tuner.target import wait_healthy
 
         wait_healthy(state.base_url + "/index.html", timeout=timeout)
         return state
+
+    def cgroup_name(self) -> str:
+        import hashlib
+
+        digest = hashlib.sha1(str(self.work_dir.resolve()).encode()).hexdigest()[:12]
+        return f"apache-advisor-{digest}"
+
+    def cpu_quota(self):
+        """The sandbox's CPU quota (advisor.tuner.cgroup.CpuQuota) or None."""
+        state = self.load_state()
+        if state is None or not state.cgroup or state.cpu_quota_pct is None:
+            return None
+        from advisor.tuner.cgroup import CpuQuota
+
+        return CpuQuota(state.cgroup, state.cgroup_version or 1, state.cpu_quota_pct)
 
     @staticmethod
     def command_prefix(server_cpus: list[int] | None, netns: str | None) -> list[str]:
@@ -340,10 +373,14 @@ class Sandbox:
         """Stop the sandbox; True if a server was running."""
         state = self.load_state()
         pid = self.running_pid()
+        quota = self.cpu_quota()
         if pid is None:
+            orphans = self._stop_orphans()
             if state is not None:
                 self.state_path.unlink(missing_ok=True)
-            return False
+            if quota is not None:
+                quota.remove(timeout=1.0)
+            return orphans
         binary = state.binary if state else find_httpd(self._binary)
         subprocess.run([binary, "-f", str(self.config_path), "-k", "stop"],
                        capture_output=True, text=True, timeout=timeout)
@@ -352,8 +389,33 @@ class Sandbox:
             time.sleep(0.05)
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)  # our own server that ignored the stop
+        self._stop_orphans()
+        if quota is not None:
+            quota.remove()
         self.state_path.unlink(missing_ok=True)
         return True
+
+    def _stop_orphans(self, timeout: float = 5.0) -> bool:
+        """Stop workers whose parent died (kill -9): only processes started
+        with this sandbox's own config file on their command line."""
+        import psutil
+
+        ours = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            if str(self.config_path) in (proc.info["cmdline"] or []):
+                ours.append(proc)
+        for proc in ours:
+            try:
+                proc.terminate()
+            except psutil.Error:
+                pass
+        _gone, alive = psutil.wait_procs(ours, timeout=timeout)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        return bool(ours)
 
     def status(self) -> dict[str, object]:
         state = self.load_state()
@@ -361,7 +423,7 @@ class Sandbox:
         info: dict[str, object] = {"work_dir": str(self.work_dir), "running": pid is not None, "pid": pid}
         if state is None:
             return info
-        info.update(url=state.base_url, mpm=state.mpm, server_cpus=state.server_cpus,
+        info.update(url=state.base_url, mpm=state.mpm, server_cpus=state.server_cpus, cpu_quota_pct=state.cpu_quota_pct,
                     config=state.config, managed=state.managed, netns=state.netns,
                     source_config=state.source_config)
         if pid is not None:

@@ -148,6 +148,10 @@ class StagingTarget(ABC):
     def health_url(self) -> str:
         return self.base_url + "/"
 
+    def cpu_quota(self):
+        """A CPU quota the server runs under (advisor.tuner.cgroup.CpuQuota), if any."""
+        return None
+
     def check_alive(self) -> None:
         wait_healthy(self.health_url(), timeout=3.0)
 
@@ -218,10 +222,14 @@ class SandboxTarget(StagingTarget):
     def server_pid(self) -> int | None:
         return self.sandbox.running_pid()
 
+    def cpu_quota(self):
+        return self.sandbox.cpu_quota()
+
     def describe(self) -> dict[str, object]:
         info = super().describe()
         info.update(work_dir=str(self.sandbox.work_dir), mpm=self.state.mpm,
-                    server_cpus=self.state.server_cpus, netns=self.state.netns)
+                    server_cpus=self.state.server_cpus, netns=self.state.netns,
+                    cpu_quota_pct=self.state.cpu_quota_pct)
         return info
 
 
@@ -463,22 +471,38 @@ class ManagedConfig:
 
     def _reload(self) -> None:
         before = self.target.generation()
+        old_children = self._children()
         self.target.reload()
         self.target.wait_reloaded(before)
-        self._settle()
+        self._settle(old_children)
 
-    def _settle(self, timeout: float = 5.0) -> None:
-        """Let the old generation's workers (G) finish before a trial measures.
+    def _children(self) -> set[int]:
+        import psutil
 
-        Right after a graceful restart prefork still holds slots for the old
-        children; a probe started then measures the restart, not the config.
+        pid = self.target.server_pid()
+        try:
+            return {c.pid for c in psutil.Process(pid).children()} if pid else set()
+        except psutil.Error:
+            return set()
+
+    def _settle(self, old_children: set[int], timeout: float = 8.0, steady_s: float = 1.2) -> None:
+        """Let the restart finish before a trial measures.
+
+        Right after a graceful restart the old generation's children still
+        finish their connections, and the new generation is not all there
+        yet: prefork starts StartServers children only after a one-second
+        pause. A probe started then measures the restart, not the config. We
+        wait for the old processes to exit and for the number of children to
+        hold still across one of the parent's one-second maintenance cycles.
+        (The scoreboard is no guide: slots beyond a lowered limit keep their
+        `G` mark with no process behind them.)
         """
-        if not self.target.status_url:
-            return
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            snap = fetch_status(self.target.status_url, timeout=1.0)
-            if snap is None or snap.scoreboard.get("G", 0) == 0:
-                break
+        while old_children & self._children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        count, since = len(self._children()), time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - since < steady_s:
             time.sleep(0.1)
-        time.sleep(0.5)
+            now = len(self._children())
+            if now != count:
+                count, since = now, time.monotonic()

@@ -17,13 +17,24 @@ from typing import Callable
 
 from advisor.errors import UsageError
 from advisor.tuner import httperf
-from advisor.tuner.metrics import MetricsCollector, Sample
-from advisor.tuner.target import StagingTarget
-from advisor.tuner.verdict import ClientLimit, Verdict, decide
+from advisor.tuner.metrics import MetricsCollector, Sample, read_listener
+from advisor.tuner.target import StagingTarget, fetch_status
+from advisor.tuner.verdict import ClientLimit, Verdict, decide, foreign_cpu
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
 # target: we allow 2 % slack for timer granularity.
 ACHIEVED_RATE_SHARE = 0.98
+# Longest wait for the server to finish the previous trial's work.
+QUIET_TIMEOUT_S = 20.0
+# httpd's parent adjusts its pool once a second: a process count unchanged
+# for longer than that is the pool at rest.
+POOL_STEADY_S = 1.2
+# A trial was disturbed by other programs when they took this much of the
+# server's cores (mean over the trial, or in any one sample), or when httperf,
+# which busy-polls at ~100 % of its core, got less than HTTPERF_STARVED_PCT.
+FOREIGN_MEAN_PCT = 15.0
+FOREIGN_PEAK_PCT = 35.0
+HTTPERF_STARVED_PCT = 80.0
 
 
 @dataclass
@@ -39,6 +50,7 @@ class TrialInputs:
     wsess: tuple[int, int, float] | None = None  # sessions, calls, think seconds
     server_cpus: list[int] | None = None
     client_cpus: list[int] | None = None
+    server_cpu_quota_pct: float | None = None  # set from the target: a cgroup CPU quota
     directives: list[str] = field(default_factory=list)
     slo_errors_pct: float = 1.0
     slo_reply_ms: float = 100.0
@@ -64,10 +76,42 @@ class TrialResult:
     listen_drops: int
     started: float
     wall_s: float
+    quiet_wait_s: float = 0.0  # how long the server took to drain the previous trial
+    quiet: bool = True  # False: it had not drained when this trial started
+    attempt: int = 1  # >1: a repeat of a disturbed probe (knee search)
+
+    @property
+    def interference(self) -> dict[str, object]:
+        """How much other programs took from the server's and the client's cores."""
+        cores = self.inputs.server_cpus
+        foreign = [f for f in (foreign_cpu(s, cores) for s in self.samples) if f is not None]
+        # The first reading of httperf's CPU spans its start-up; the last may
+        # span its exit.
+        client = [s.httperf_cpu_pct for s in self.samples[1:-1] if s.httperf_cpu_pct is not None]
+        info: dict[str, object] = {
+            "server_foreign_cpu_pct_mean": round(statistics.fmean(foreign), 1) if foreign else None,
+            "server_foreign_cpu_pct_max": round(max(foreign), 1) if foreign else None,
+            "httperf_cpu_pct_min": round(min(client), 1) if client else None,
+        }
+        reasons = []
+        # Under a CPU quota the server needs only part of its core: others
+        # disturb it only when they eat into that part.
+        headroom = 100.0 - min(100.0, self.inputs.server_cpu_quota_pct or 100.0)
+        if foreign and statistics.fmean(foreign) >= FOREIGN_MEAN_PCT + headroom:
+            reasons.append(f"other programs used {statistics.fmean(foreign):.0f} % of the server's cores on average")
+        elif foreign and max(foreign) >= FOREIGN_PEAK_PCT + headroom:
+            reasons.append(f"other programs used {max(foreign):.0f} % of the server's cores in one sample")
+        if client and min(client) < HTTPERF_STARVED_PCT:
+            reasons.append(f"httperf got only {min(client):.0f} % of its core")
+        info["disturbed"] = bool(reasons)
+        info["reasons"] = reasons
+        return info
 
     @property
     def valid(self) -> bool:
-        return self.verdict.label != "client-bound" and not self.client_limits
+        """False when the client was the bottleneck. Client limits that began
+        after the server saturated are its consequence and stay listed."""
+        return self.verdict.label != "client-bound"
 
     @property
     def errors(self) -> int:
@@ -115,6 +159,10 @@ class TrialResult:
             "httperf": h.to_dict(),
             "metrics": [s.to_dict() for s in self.samples],
             "verdict": self.verdict.to_dict(),
+            "interference": self.interference,
+            "quiet_wait_s": round(self.quiet_wait_s, 2),
+            "quiet": self.quiet,
+            "attempt": self.attempt,
             "started": self.started,
             "wall_s": round(self.wall_s, 2),
         }
@@ -168,6 +216,56 @@ def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: l
     return limits
 
 
+# Per server pid: (children, when that count was last seen to change), left
+# by the previous trial's child watcher, so a pool already at rest is not
+# watched for another maintenance cycle.
+_POOL_SEEN: dict[int, tuple[int, float]] = {}
+
+
+def _child_count(pid: int | None) -> int | None:
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return len(handle.read().split())
+    except OSError:
+        return None
+
+
+def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float = QUIET_TIMEOUT_S,
+               steady_s: float = POOL_STEADY_S) -> tuple[float, bool]:
+    """Wait until the server has finished the previous trial's work.
+
+    An overloaded trial leaves connections in the accept queue that httperf
+    already gave up on; the server still accepts and answers each one, so a
+    trial started at once would queue behind them and measure its
+    predecessor. It can also leave the worker pool short (prefork with
+    MaxConnectionsPerChild retires children faster than the parent, which
+    spawns once a second, replaces them). Quiet means: nothing waiting for
+    accept(), no worker busy but the one serving the status request, and the
+    number of server processes unchanged for one maintenance cycle.
+    """
+    t0 = time.monotonic()
+    net_dir = f"/proc/{pid}/net" if pid else "/proc/self/net"
+    children, since = _child_count(pid), t0
+    known = _POOL_SEEN.get(pid) if pid else None
+    if known is not None and known[0] == children:
+        since = known[1]  # unchanged since the previous trial's watcher last saw it move
+    while time.monotonic() - t0 < timeout:
+        queue = read_listener(net_dir, port)
+        busy_ok = True
+        if target.status_url:
+            snap = fetch_status(target.status_url, timeout=1.0)
+            busy_ok = snap is not None and snap.busy <= 1
+        now = _child_count(pid)
+        if now != children:
+            children, since = now, time.monotonic()
+        if not queue and busy_ok and time.monotonic() - since >= steady_s:
+            return time.monotonic() - t0, True
+        time.sleep(0.1)
+    return time.monotonic() - t0, False
+
+
 def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1.0,
               on_tick: Callable[[float, float], None] | None = None,
               registry: list | None = None) -> TrialResult:
@@ -179,8 +277,24 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
     server_cpus = server_affinity(pid) if pid else inputs.server_cpus
     if server_cpus and len(server_cpus) == (os.cpu_count() or 1):
         server_cpus = None if inputs.server_cpus is None else server_cpus
+    quiet_wait, quiet = wait_quiet(target, pid, parts.port or 80)
+    # This thread and the collector it starts run beside httperf, never on the
+    # server's cores (threads inherit the affinity of the thread that makes them).
+    own_affinity = os.sched_getaffinity(0)
+    if inputs.client_cpus:
+        os.sched_setaffinity(0, inputs.client_cpus)
+    try:
+        return _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry, quiet_wait, quiet)
+    finally:
+        os.sched_setaffinity(0, own_affinity)
+
+
+def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry,
+                quiet_wait: float, quiet: bool) -> TrialResult:
+    quota = target.cpu_quota()
+    inputs.server_cpu_quota_pct = quota.pct if quota else None
     collector = MetricsCollector(interval=interval, server_pid=pid, port=parts.port or 80,
-                                 status_url=target.status_url, max_samples=int(600 / interval))
+                                 status_url=target.status_url, max_samples=int(600 / interval), cpu_quota=quota)
     collector.prime()
     spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80, uri=inputs.uri,
                                rate=inputs.rate, num_conns=inputs.num_conns, num_calls=inputs.num_calls,
@@ -221,6 +335,9 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
             process.kill()
             process.wait()
         samples = collector.stop()
+        pool = collector.pool_state()
+        if pid and pool is not None:
+            _POOL_SEEN[pid] = pool
         if registry is not None and process in registry:
             registry.remove(process)
     overflows = sum(s.listen_overflows for s in samples)
@@ -232,11 +349,12 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
                                    "planned": inputs.num_conns}, kind="untimed"))
     extra = {"target_request_rate": inputs.target_request_rate, "reply_rate": round(result.reply_rate, 1),
              "reply_time_ms": round(result.reply_time_ms, 2)}
-    verdict = decide(samples, server_cpus=server_cpus, interval=interval, client_limits=limits, extra=extra)
+    verdict = decide(samples, server_cpus=server_cpus, interval=interval, client_limits=limits, extra=extra,
+                     cpu_quota_pct=inputs.server_cpu_quota_pct)
     inputs.server_cpus = server_cpus
     return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
                        listen_overflows=overflows, listen_drops=drops, started=started,
-                       wall_s=time.monotonic() - t0)
+                       wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet)
 
 
 def with_rate(inputs: TrialInputs, rate: float) -> TrialInputs:
@@ -282,11 +400,12 @@ class KneeResult:
                 "limiting_verdict": self.limiting.to_dict() if self.limiting else None,
                 "probes": [{"rate": p.inputs.rate, "reply_rate": round(p.httperf.reply_rate, 1),
                             "meets_slo": p.meets_slo, "valid": p.valid, "label": p.verdict.label,
-                            "slo_failures": p.slo_failures()} for p in self.probes]}
+                            "slo_failures": p.slo_failures(), "attempt": p.attempt,
+                            "disturbed": p.interference["disturbed"]} for p in self.probes]}
 
 
 def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, max_rate: float,
-                min_rate: float = 1.0, tolerance: float = 0.1, max_probes: int = 14,
+                min_rate: float = 1.0, tolerance: float = 0.1, max_probes: int = 14, retries: int = 1,
                 on_trial: Callable[[TrialResult], None] | None = None, **kwargs) -> KneeResult:
     """Peak sustainable rate under the SLO: double until a probe fails, then bisect.
 
@@ -294,21 +413,32 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
     ramp needs peak/step of them. A client-bound probe ends the search: the
     rates above it cannot be measured with this load generator, so the peak
     is reported as a lower bound.
+
+    Other programs on a shared machine can only take capacity away, never
+    add it: a probe that failed while they took the server's or httperf's
+    core is run again (at most `retries` times), and the rate passes if any
+    attempt passes. Repeats count against `max_probes`.
     """
     if start_rate <= 0 or max_rate < start_rate:
         raise UsageError("the knee search needs 0 < --start-rate <= --max-rate")
+    if retries < 0:
+        raise UsageError("--retries must be 0 or more")
     probes: list[TrialResult] = []
     good: TrialResult | None = None
     bad: TrialResult | None = None
     rate = start_rate
     reason = "probe budget spent"
-    for _ in range(max_probes):
-        result = run_trial(target, with_rate(base, rate), **kwargs)
-        probes.append(result)
-        if on_trial:
-            on_trial(result)
+    while len(probes) < max_probes:
+        for attempt in range(1, retries + 2):
+            result = run_trial(target, with_rate(base, rate), **kwargs)
+            result.attempt = attempt
+            probes.append(result)
+            if on_trial:
+                on_trial(result)
+            if result.meets_slo or not result.interference["disturbed"] or len(probes) >= max_probes:
+                break
         if result.meets_slo:
-            good = result
+            good = result if good is None or rate > good.inputs.rate else good
         elif result.verdict.label == "client-bound":
             if good is None or result.inputs.rate > good.inputs.rate:
                 return KneeResult(good.inputs.rate if good else None, good.httperf.reply_rate if good else None,

@@ -23,21 +23,27 @@ LABELS = (
 # Thresholds: a resource counts as saturated in a second when it crosses these.
 CPU_BUSY_PCT = 90.0
 OWN_CPU_PCT = 60.0
+# Under a CPU quota (staging up --cpu-quota) the core is never full: the
+# server is saturated when it uses this share of its quota.
+QUOTA_USED_SHARE = 0.85
 NETWORK_UTIL_PCT = 85.0
 DISK_UTIL_PCT = 90.0
 SWAP_PAGES_PER_S = 10.0
 MEM_AVAILABLE_PCT = 5.0
 KEEPALIVE_SHARE = 0.5
 LOGGING_SHARE = 0.3
-SPAWNS_PER_S = 10.0
+# Process churn: children retired (and replaced) at this rate over the trial.
+CHURN_EXITS_PER_S = 5.0
+CHURN_MIN_EXITS = 10
 # A resource is a candidate only if it was saturated in this share of samples.
 MIN_SATURATED_SHARE = 0.3
 
 # When two resources saturate in the same second, the one that causes the
-# other wins: forking costs CPU, a full link makes CPU spin, and with the CPU
-# at 100 % more workers would not help.
+# other wins: forking costs CPU, a full link makes CPU spin, with the CPU at
+# 100 % more workers would not help, and a slow reply keeps a persistent
+# connection's worker waiting in K for the client's next request.
 TIE_ORDER = ("network", "disk", "memory/swap", "logging", "process churn",
-             "keep-alive holding workers", "server CPU", "worker pool exhausted")
+             "server CPU", "keep-alive holding workers", "worker pool exhausted")
 
 
 @dataclass
@@ -73,9 +79,20 @@ def _mean(values: list[float]) -> float | None:
 
 
 def server_busy(sample: Sample, cores: list[int] | None) -> float:
+    """How busy the server's cores were, in %.
+
+    /proc/stat charges a core's time one clock tick at a time, and misses
+    work done in bursts shorter than a tick on an otherwise idle, tickless
+    core: under a bursty load it can read half of what httpd's own exact
+    run time (schedstat) shows. A server core is at least as busy as httpd
+    and interrupts kept it, so that is the floor.
+    """
     keys = [str(c) for c in cores] if cores else list(sample.cpu)
     values = [sample.cpu[k].busy for k in keys if k in sample.cpu]
-    return statistics.fmean(values) if values else 0.0
+    ticks = statistics.fmean(values) if values else 0.0
+    if not cores or sample.httpd_cpu_pct is None:
+        return ticks
+    return max(ticks, server_own_share(sample, cores))
 
 
 def server_own_share(s: Sample, cores: list[int] | None) -> float:
@@ -85,7 +102,52 @@ def server_own_share(s: Sample, cores: list[int] | None) -> float:
     keys = [str(c) for c in cores] if cores else list(s.cpu)
     n = max(1, len(keys))
     irq = statistics.fmean([s.cpu[k].softirq + s.cpu[k].irq for k in keys if k in s.cpu] or [0.0])
-    return s.httpd_cpu_pct / n + irq
+    # httpd's own time and softirq overlap a little (softirq run in its
+    # context): a share of a core stops at 100 %.
+    return min(100.0, s.httpd_cpu_pct / n + irq)
+
+
+def churn_summary(samples: list[Sample], interval: float) -> dict[str, object]:
+    """Children of the httpd parent born and retired over the whole trial.
+
+    Cumulative, because the parent reaps and replaces children in bursts
+    (prefork: once a second), so one sample says little on its own.
+    """
+    births = sum(s.httpd_spawns for s in samples)
+    exits = sum(s.httpd_exits for s in samples)
+    span = max(interval, samples[-1].t if samples else interval)
+    return {"children_spawned": births, "children_retired": exits,
+            "spawned_per_s": round(births / span, 1), "retired_per_s": round(exits / span, 1),
+            "httpd_processes_max": max((s.httpd_processes for s in samples), default=0)}
+
+
+def is_churning(summary: dict[str, object]) -> bool:
+    """Children retired at CHURN_EXITS_PER_S or more.
+
+    Births are not required to keep pace: the parent's spawn rate ramps up
+    (prefork: 1, 2, 4 ... 32 a second), which is why churn starves the pool.
+    A pool trimmed to MaxSpareServers loses at most one child a second, far
+    below the threshold.
+    """
+    exits = int(summary["children_retired"])  # type: ignore[arg-type]
+    return exits >= CHURN_MIN_EXITS and float(summary["retired_per_s"]) >= CHURN_EXITS_PER_S  # type: ignore[arg-type]
+
+
+def foreign_cpu(s: Sample, cores: list[int] | None) -> float | None:
+    """Busy time on the server's cores that neither httpd nor interrupts used, in %.
+
+    That is other programs on the machine taking the server's core: they
+    lower the capacity a trial sees without being part of the configuration.
+    """
+    if s.httpd_cpu_pct is None or not s.cpu:
+        return None
+    keys = [str(c) for c in cores] if cores else list(s.cpu)
+    present = [k for k in keys if k in s.cpu]
+    if not present:
+        return None
+    busy = statistics.fmean([s.cpu[k].busy for k in present])
+    irq = statistics.fmean([s.cpu[k].softirq + s.cpu[k].irq for k in present])
+    return max(0.0, busy - irq - s.httpd_cpu_pct / len(present))
 
 
 def _queueing(s: Sample) -> bool:
@@ -97,13 +159,20 @@ def _busy_excluding_self(s: Sample) -> int:
     return max(0, (s.busy_workers or 0) - 1)
 
 
-def saturation_tests(server_cpus: list[int] | None, interval: float):
-    """Per-resource predicates over one sample."""
+def saturation_tests(server_cpus: list[int] | None, interval: float, churning: bool = False,
+                     cpu_quota_pct: float | None = None):
+    """Per-resource predicates over one sample.
+
+    `churning` is the trial-level finding that children were retired and
+    replaced at a high rate (see churn_summary).
+    """
 
     def cpu(s: Sample) -> bool:
         # The cores must be full *and* mostly with the server's own work: on a
         # shared machine another process can fill the core, and then the
         # server is starved, not saturated.
+        if cpu_quota_pct and s.httpd_cpu_pct is not None and s.httpd_cpu_pct >= QUOTA_USED_SHARE * cpu_quota_pct:
+            return True
         return server_busy(s, server_cpus) >= CPU_BUSY_PCT and server_own_share(s, server_cpus) >= OWN_CPU_PCT
 
     def network(s: Sample) -> bool:
@@ -128,9 +197,11 @@ def saturation_tests(server_cpus: list[int] | None, interval: float):
                     and s.scoreboard.get("L", 0) >= LOGGING_SHARE * busy)
 
     def churn(s: Sample) -> bool:
-        spawning = s.httpd_spawns / interval >= SPAWNS_PER_S or (
-            s.status_ok and s.scoreboard.get("S", 0) >= 0.25 * max(1, _busy_excluding_self(s)))
-        return spawning and (_queueing(s) or cpu(s))
+        # Children retired and replaced while work queues or the CPU is full:
+        # the pool keeps losing the workers it needs. A retirement shows in
+        # the counters only when the parent reaps it, after the queue has
+        # formed, so the seconds of queueing count from the start.
+        return churning and (_queueing(s) or cpu(s))
 
     def workers(s: Sample) -> bool:
         no_idle = (s.status_ok and (s.idle_workers or 0) == 0) or not s.status_ok
@@ -151,7 +222,8 @@ def _onset(flags: list[bool]) -> int | None:
     return None
 
 
-def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | None, flags: list[bool]) -> dict[str, object]:
+def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | None, flags: list[bool],
+                 interval: float = 1.0, cpu_quota_pct: float | None = None) -> dict[str, object]:
     hit = [s for s, f in zip(samples, flags) if f] or samples
     ev: dict[str, object] = {"saturated_samples": f"{sum(flags)}/{len(flags)}"}
     if label == "server CPU":
@@ -164,6 +236,10 @@ def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | Non
         ev["httpd_cpu_pct_mean"] = _mean([s.httpd_cpu_pct for s in hit if s.httpd_cpu_pct is not None])
         ev["server_own_share_pct_mean"] = _mean([server_own_share(s, server_cpus) for s in hit])
         ev["run_queue_max"] = max(s.procs_running for s in hit)
+        if cpu_quota_pct:
+            ev["cpu_quota_pct"] = cpu_quota_pct
+            ev["quota_used_pct_mean"] = _mean([100.0 * (s.httpd_cpu_pct or 0.0) / cpu_quota_pct for s in hit])
+            ev["cpu_throttled_pct_mean"] = _mean([s.cpu_throttled_pct for s in hit if s.cpu_throttled_pct is not None])
     elif label == "network":
         ev["link_util_pct_max"] = {i: max(s.net_util_pct.get(i, 0.0) for s in samples)
                                    for s0 in samples[:1] for i in s0.net_util_pct} or None
@@ -192,20 +268,21 @@ def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | Non
             ev["scoreboard_mean"] = {k: round(v / len(ok), 1) for k, v in sorted(mix.items()) if k != "."}
         ev["status_unreachable_samples"] = sum(1 for s in hit if not s.status_ok)
         ev["accept_queue_max"] = max((s.accept_queue or 0) for s in samples)
-        ev["accept_backlog"] = max((s.accept_backlog or 0) for s in samples) or None
         ev["listen_overflows"] = sum(s.listen_overflows for s in samples)
         ev["listen_drops"] = sum(s.listen_drops for s in samples)
         ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
         if label == "process churn":
-            ev["httpd_spawns_per_s_mean"] = _mean([s.httpd_spawns for s in hit])
-            ev["forks_per_s_mean"] = _mean([s.forks_per_s for s in hit])
+            ev.update(churn_summary(samples, interval))
+            ev["system_forks_per_s_mean"] = _mean([s.forks_per_s for s in samples])
     return ev
 
 
 def decide(samples: list[Sample], *, server_cpus: list[int] | None, interval: float,
-           client_limits: list[ClientLimit], extra: dict[str, object] | None = None) -> Verdict:
+           client_limits: list[ClientLimit], extra: dict[str, object] | None = None,
+           cpu_quota_pct: float | None = None) -> Verdict:
     """The bottleneck of one trial, with the numbers that show it."""
-    tests = saturation_tests(server_cpus, interval)
+    tests = saturation_tests(server_cpus, interval, churning=bool(samples) and is_churning(churn_summary(samples, interval)),
+                             cpu_quota_pct=cpu_quota_pct)
     flags = {label: [test(s) for s in samples] for label, test in tests.items()}
     need = max(1, math.ceil(MIN_SATURATED_SHARE * len(samples)))
     onsets = {label: _onset(f) for label, f in flags.items() if sum(f) >= need}
@@ -242,7 +319,7 @@ def decide(samples: list[Sample], *, server_cpus: list[int] | None, interval: fl
                     "listen_overflows": sum(s.listen_overflows for s in samples)}
         evidence.update(extra or {})
         return Verdict("none", evidence, note="no resource saturated: the server is under capacity at this load")
-    evidence = evidence_for(server_label, samples, server_cpus, flags[server_label])
+    evidence = evidence_for(server_label, samples, server_cpus, flags[server_label], interval, cpu_quota_pct)
     evidence.update(extra or {})
     consequences = [{"label": label, "onset_s": t_of(onsets[label])} for label in ranked[1:]]
     note = ""
