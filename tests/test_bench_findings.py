@@ -145,8 +145,8 @@ def test_two_workers_and_a_slow_endpoint_exhaust_the_worker_pool():
     require("apache2", "httperf")
     two_cores()
     with SandboxRun(mpm="prefork") as run:
-        trial = _verdict(run, "--workload", "slow", "--sleep-ms", "500", "--rate", "10", "--duration", "3",
-                         "--timeout", "20", "--set", "MaxRequestWorkers 2", "--set", "ServerLimit 2",
+        trial = _verdict(run, "--workload", "slow", "--sleep-ms", "300", "--rate", "10", "--duration", "2",
+                         "--timeout", "10", "--set", "MaxRequestWorkers 2", "--set", "ServerLimit 2",
                          "--set", "StartServers 2", "--set", "MinSpareServers 1", "--set", "MaxSpareServers 2")
     _show("worker pool", trial)
     assert trial["verdict"]["label"] == "worker pool exhausted"
@@ -165,6 +165,35 @@ def test_idle_keepalive_sessions_on_prefork_hold_the_workers():
     assert trial["verdict"]["label"] == "keep-alive holding workers"
     mix = trial["verdict"]["evidence"]["scoreboard_mean"]
     assert mix.get("K", 0) > mix.get("W", 0)
+
+
+SLOW_LOGGER = """#!/usr/bin/perl
+# A piped access log that writes 10 lines a second at most.
+while (my $line = <STDIN>) { select(undef, undef, undef, 0.1); }
+"""
+
+
+def test_a_slow_piped_access_log_is_logging():
+    """Workers block writing 8 KB log lines into a full pipe: the scoreboard fills with L."""
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="prefork") as run:
+        logger = run.dir / "slowlog.pl"
+        logger.write_text(SLOW_LOGGER)
+        logger.chmod(0o755)
+        padding = "x" * 8000
+        trial = _verdict(run, "--rate", "40", "--duration", "1", "--timeout", "10",
+                         "--set", "LoadModule setenvif_module /usr/lib/apache2/modules/mod_setenvif.so",
+                         "--set", 'SetEnvIf Request_URI "^/server-status" nolog',  # the collector's reads
+                         "--set", f'LogFormat "%h %t %r %>s {padding}" padded',
+                         "--set", f'CustomLog "|{logger}" padded env=!nolog',
+                         "--set", "MaxRequestWorkers 10", "--set", "StartServers 10",
+                         "--set", "MinSpareServers 10", "--set", "MaxSpareServers 10")
+    _show("logging", trial)
+    assert trial["verdict"]["label"] == "logging"
+    mix = trial["verdict"]["evidence"]["scoreboard_mean"]
+    assert mix.get("L", 0) >= 0.5 * trial["verdict"]["evidence"]["busy_workers_mean"] > 0
+    assert trial["verdict"]["evidence"]["server_cpu_busy_pct_mean"] < 50
 
 
 def test_more_idle_sessions_than_httperf_can_hold_is_client_bound():

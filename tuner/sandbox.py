@@ -489,10 +489,14 @@ def _read_tuning_plain(path: str) -> tuple[str | None, list[str]]:
 
 def config_test_error(output: str, default_file: str) -> ConfigError:
     """Turn httpd's -t complaint into one file:line error."""
-    match = re.search(r"Syntax error on line (\d+) of ([^:]+):\s*\n?(.*)", output)
-    if match:
-        return ConfigError(match.group(3).strip() or "syntax error", file=match.group(2),
-                           line=int(match.group(1)), hint="httpd refused the configuration; fix or remove that line")
+    # An error inside an included file is reported once per level of
+    # inclusion, outermost first: the last one names the line to fix.
+    matches = list(re.finditer(r"Syntax error on line (\d+) of ([^:\n]+):[ \t]*\n?", output))
+    if matches:
+        last = matches[-1]
+        rest = output[last.end():].strip().splitlines()
+        return ConfigError(rest[0].strip() if rest else "syntax error", file=last.group(2),
+                           line=int(last.group(1)), hint="httpd refused the configuration; fix or remove that line")
     return ConfigError(f"httpd refused the configuration: {_last_line(output)}", file=default_file,
                        hint="run the config test by hand to see all of it")
 
