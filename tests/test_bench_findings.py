@@ -17,7 +17,7 @@ import pytest
 
 from advisor.tuner.target import ManagedConfig, SandboxTarget
 from advisor.tuner.trial import TrialInputs, knee_search
-from test_bench_support import SandboxRun, require, two_cores
+from test_bench_support import SandboxRun, require, require_cgroup_cpu, two_cores
 
 pytestmark = [pytest.mark.load, pytest.mark.httpd]
 
@@ -96,6 +96,7 @@ def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
     """Arlitt & Williamson 5.1.6: 8 requests per connection, 7,300 -> 11,200 replies/s."""
     require("apache2", "httperf")
     two_cores()
+    require_cgroup_cpu()
     with SandboxRun(mpm="prefork", cpu_quota_pct=KEEPALIVE_QUOTA_PCT) as run:
         # Three rounds: the absolute peaks move with what else the machine
         # runs (3,500 to 6,000/s for Off here); the ratio within a run holds.

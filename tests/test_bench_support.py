@@ -50,6 +50,18 @@ def two_cores() -> None:
         pytest.skip(message)
 
 
+def require_cgroup_cpu() -> None:
+    """--cpu-quota needs root and a cgroup cpu controller (CI runs as root)."""
+    from advisor.tuner import cgroup
+
+    if os.geteuid() == 0 and (cgroup._v2_root() or cgroup._v1_root()):
+        return
+    message = "--cpu-quota needs root and a cgroup cpu controller (v1 or v2)"
+    if IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 def work_dir() -> Path:
     """A sandbox directory the httpd workers (www-data) may enter."""
     path = Path(tempfile.mkdtemp(prefix="aa-test-", dir="/tmp"))

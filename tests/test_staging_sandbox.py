@@ -19,8 +19,8 @@ import pytest
 import requests
 
 from advisor.tuner.workload import ALMEIDA_WORKLOAD_A, ONE_KB, ONE_MB
-from test_bench_support import (CLI_TIMEOUT, SandboxRun, cli, keepalive_header, one_error_line, require,
-                                wait_for, work_dir)
+from test_bench_support import (SandboxRun, cli, keepalive_header, one_error_line, require,
+                                require_cgroup_cpu, wait_for, work_dir)
 
 pytestmark = pytest.mark.httpd
 
@@ -224,20 +224,9 @@ def test_bad_cpu_list_and_mode_are_usage_errors(tmp_path):
     assert "unknown --mode" in line
 
 
-def _require_cgroup_cpu() -> None:
-    from advisor.tuner import cgroup
-
-    if os.geteuid() == 0 and (cgroup._v2_root() or cgroup._v1_root()):
-        return
-    message = "--cpu-quota needs root and a cgroup cpu controller"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 def test_cpu_quota_caps_the_server_and_goes_away_with_it():
     require("apache2", "httperf")
-    _require_cgroup_cpu()
+    require_cgroup_cpu()
     directory = work_dir()
     info = json.loads(cli("staging", "up", "--workdir", str(directory), "--mpm", "prefork", "--cpu-quota", "20",
                           "--format", "json").stdout)

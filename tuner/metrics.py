@@ -14,7 +14,6 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from advisor.tuner.target import SCOREBOARD_KEYS, StatusSnapshot, parse_status
 
