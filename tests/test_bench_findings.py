@@ -17,7 +17,7 @@ import pytest
 
 from advisor.tuner.target import ManagedConfig, SandboxTarget
 from advisor.tuner.trial import TrialInputs, knee_search
-from test_bench_support import SandboxRun, require, require_cgroup_cpu, two_cores
+from test_bench_support import IN_CI, SandboxRun, require, require_cgroup_cpu, two_cores
 
 pytestmark = [pytest.mark.load, pytest.mark.httpd]
 
@@ -109,9 +109,11 @@ def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
     print(f"median peak replies/s: off -> {peak_off:.0f}, on x8 -> {peak_on:.0f}, ratio {peak_on / max(1, peak_off):.2f}")
     assert peak_off > 0
     # Off must be a measured peak, limited by the server: a lower bound set by
-    # the client would say nothing about which arm is faster.
+    # the client would say nothing about which arm is faster. (Its label is
+    # "server CPU" when the machine is calm; a probe disturbed by other
+    # programs can read "worker pool exhausted".)
     for result in off:
-        assert not result["lower_bound"] and result["limit"] == "server CPU", result
+        assert not result["lower_bound"] and result["limit"] not in (None, "client-bound"), result
     # Medians of three alternating runs, apart by more than the knee search's
     # 20 % resolution (measured here: 1.55 to 1.72; Arlitt: 1.53).
     assert peak_on > 1.3 * peak_off
@@ -152,7 +154,8 @@ def test_two_workers_and_a_slow_endpoint_exhaust_the_worker_pool():
     _show("worker pool", trial)
     assert trial["verdict"]["label"] == "worker pool exhausted"
     assert trial["verdict"]["evidence"]["accept_queue_max"] > 0
-    assert trial["verdict"]["evidence"]["server_cpu_busy_pct_mean"] < 90
+    # httpd itself idles (the core may not: the machine is shared).
+    assert trial["verdict"]["evidence"]["httpd_cpu_pct_mean"] < 50
 
 
 def test_idle_keepalive_sessions_on_prefork_hold_the_workers():
@@ -194,7 +197,7 @@ def test_a_slow_piped_access_log_is_logging():
     assert trial["verdict"]["label"] == "logging"
     mix = trial["verdict"]["evidence"]["scoreboard_mean"]
     assert mix.get("L", 0) >= 0.5 * trial["verdict"]["evidence"]["busy_workers_mean"] > 0
-    assert trial["verdict"]["evidence"]["server_cpu_busy_pct_mean"] < 50
+    assert trial["verdict"]["evidence"]["httpd_cpu_pct_mean"] < 50
 
 
 def test_more_idle_sessions_than_httperf_can_hold_is_client_bound():
@@ -253,7 +256,7 @@ def _sh(*argv: str) -> None:
 def shaped_netns():
     require("ip", "tc", "nsenter")
     if os.geteuid() != 0:
-        pytest.fail("the network test needs root for ip netns") if os.environ.get("CI") == "true" else pytest.skip("needs root")
+        pytest.fail("the network test needs root for ip netns") if IN_CI else pytest.skip("needs root")
     _sh("ip", "netns", "add", NETNS)
     try:
         _sh("ip", "link", "add", VETH_HOST, "type", "veth", "peer", "name", VETH_NS)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -55,6 +56,7 @@ def test_up_status_down_and_the_workload_files():
         assert "BusyWorkers" in requests.get(base + "/server-status?auto", timeout=5).text
     finally:
         down = cli("staging", "down", "--workdir", str(directory))
+        shutil.rmtree(directory, ignore_errors=True)
     assert "stopped" in down.stdout
     stopped = json.loads(cli("staging", "status", "--workdir", str(directory), "--format", "json").stdout)
     assert stopped["running"] is False
@@ -251,6 +253,7 @@ def test_cpu_quota_caps_the_server_and_goes_away_with_it():
                    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"))
     line = one_error_line(cli("staging", "up", "--workdir", str(directory), "--cpu-quota", "1", check=False))
     assert "--cpu-quota 1 is out of range" in line
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_down_after_the_parent_was_killed_stops_its_orphans():
@@ -273,3 +276,4 @@ def test_down_after_the_parent_was_killed_stops_its_orphans():
     finally:
         for pid in ours():
             os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(directory, ignore_errors=True)

@@ -271,6 +271,7 @@ def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | Non
         ev["listen_overflows"] = sum(s.listen_overflows for s in samples)
         ev["listen_drops"] = sum(s.listen_drops for s in samples)
         ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
+        ev["httpd_cpu_pct_mean"] = _mean([s.httpd_cpu_pct for s in hit if s.httpd_cpu_pct is not None])
         if label == "process churn":
             ev.update(churn_summary(samples, interval))
             ev["system_forks_per_s_mean"] = _mean([s.forks_per_s for s in samples])
