@@ -50,7 +50,8 @@ def test_knee_mode_ramp_mode_and_plots(tmp_path):
     trials = [d for d in docs if d["kind"] == "trial"]
     knee = [d for d in docs if d["kind"] == "knee"][0]
     # 100 -> 200 -> 400 doubling; a 1 KB file at 400/s is far under capacity.
-    assert [t["inputs"]["rate"] for t in trials] == [100, 200, 400]
+    assert [t["inputs"]["rate"] for t in trials] == [100, 200, 400], [
+        (t["inputs"]["rate"], t["slo_failures"], t["errors"], t["interference"]) for t in trials]
     assert knee["peak_rate"] == 400 and knee["stop_reason"] == "max rate reached without failing"
     for trial in trials:
         assert {"reply_rate", "request_rate", "connection_rate", "errors", "reply_time_ms", "metrics", "verdict",

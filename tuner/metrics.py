@@ -44,8 +44,12 @@ class Sample:
     net_util_pct: dict[str, float] = field(default_factory=dict)  # iface -> max(rx, tx) / capacity
     qdisc_backlog: dict[str, int] = field(default_factory=dict)  # iface -> bytes queued
     qdisc_drops_per_s: dict[str, float] = field(default_factory=dict)
-    listen_overflows: int = 0  # during this interval
+    listen_overflows: int = 0  # during this interval, put down to the server's listener
     listen_drops: int = 0
+    # The kernel counts overflows for the whole network namespace. Those of a
+    # second in which the server's own accept queue stood empty belong to some
+    # other listener on this host, and are kept apart (see trial.py).
+    other_listen_overflows: int = 0
     accept_queue: int | None = None  # connections waiting for accept() on the server port
     time_wait: int = 0
     httpd_cpu_pct: float | None = None  # all httpd processes, 100 = one core

@@ -344,6 +344,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
             _POOL_SEEN[pid] = pool
         if registry is not None and process in registry:
             registry.remove(process)
+    attribute_listen_overflows(samples)
     overflows = sum(s.listen_overflows for s in samples)
     drops = sum(s.listen_drops for s in samples)
     limits = client_limits(inputs, result, samples, server_cpus)
@@ -359,6 +360,25 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
                        listen_overflows=overflows, listen_drops=drops, started=started,
                        wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet)
+
+
+def attribute_listen_overflows(samples: list[Sample]) -> None:
+    """Keep only the listen-queue overflows that can be the server's own.
+
+    ListenOverflows and ListenDrops count every listener in the network
+    namespace, and on a shared host other programs' servers overflow too.
+    Ours overflows only when its accept queue is full, so overflows in an
+    interval that began and ended with its queue empty are someone else's:
+    they move to `other_listen_overflows` and count neither as errors nor
+    as queueing.
+    """
+    previous_queue = 0
+    for sample in samples:
+        queue = sample.accept_queue or 0
+        if queue == 0 and previous_queue == 0:
+            sample.other_listen_overflows = max(sample.listen_overflows, sample.listen_drops)
+            sample.listen_overflows = sample.listen_drops = 0
+        previous_queue = queue
 
 
 def with_rate(inputs: TrialInputs, rate: float) -> TrialInputs:
