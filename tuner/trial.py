@@ -35,6 +35,10 @@ POOL_STEADY_S = 1.2
 FOREIGN_MEAN_PCT = 15.0
 FOREIGN_PEAK_PCT = 35.0
 HTTPERF_STARVED_PCT = 80.0
+# Failures that CPU taken by other programs can cause, and so are worth a
+# second attempt. Churn, keep-alive, logging, network, disk and memory name a
+# cause of their own.
+RETRY_LABELS = ("server CPU", "worker pool exhausted", "client-bound", "none")
 
 
 @dataclass
@@ -440,8 +444,9 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
 
     Other programs on a shared machine can only take capacity away, never
     add it: a probe that failed while they took the server's or httperf's
-    core is run again (at most `retries` times), and the rate passes if any
-    attempt passes. Repeats count against `max_probes`.
+    core, with a verdict their CPU use can explain (RETRY_LABELS), is run
+    again (at most `retries` times), and the rate passes if any attempt
+    passes. Repeats count against `max_probes`.
     """
     if start_rate <= 0 or max_rate < start_rate:
         raise UsageError("the knee search needs 0 < --start-rate <= --max-rate")
@@ -459,7 +464,8 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
             probes.append(result)
             if on_trial:
                 on_trial(result)
-            if result.meets_slo or not result.interference["disturbed"] or len(probes) >= max_probes:
+            if (result.meets_slo or not result.interference["disturbed"] or len(probes) >= max_probes
+                    or result.verdict.label not in RETRY_LABELS):
                 break
         if result.meets_slo:
             good = result if good is None or rate > good.inputs.rate else good
