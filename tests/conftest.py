@@ -66,3 +66,15 @@ def test_envvars(tmp_path_factory) -> Path:
         "export APACHE_RUN_GROUP=www-data\n"
     )
     return path
+
+
+def assert_one_line_error(result, *fragments: str) -> None:
+    """The bad-input contract: exit 2, nothing on stdout, no traceback, one
+    line on stderr that holds every fragment (file:line, what is wrong)."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]

@@ -4,12 +4,13 @@ nothing on stdout. Each case runs the installed command as a user would."""
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import assert_one_line_error
 
 CLI = [sys.executable, "-m", "advisor"]
 
@@ -17,16 +18,6 @@ CLI = [sys.executable, "-m", "advisor"]
 def run_dump(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(CLI + ["dump", *args], capture_output=True, text=True, cwd=cwd,
                           stdin=subprocess.DEVNULL, errors="surrogateescape")
-
-
-def assert_clean_error(result: subprocess.CompletedProcess, where: str, what: str) -> None:
-    assert result.returncode == 2, result
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    assert re.search(re.escape(where), lines[0]), lines[0]
-    assert what in lines[0], lines[0]
 
 
 def write(path: Path, text: str | bytes) -> Path:
@@ -40,26 +31,26 @@ def write(path: Path, text: str | bytes) -> Path:
 
 def test_missing_main_file(tmp_path):
     result = run_dump(str(tmp_path / "nope.conf"))
-    assert_clean_error(result, f"{tmp_path}/nope.conf", "no such file")
+    assert_one_line_error(result, f"{tmp_path}/nope.conf", "no such file")
 
 
 def test_missing_include_points_at_including_line(tmp_path):
     main = write(tmp_path / "httpd.conf", "ServerName a\n\nInclude missing.conf\n")
     result = run_dump(str(main))
-    assert_clean_error(result, f"{main}:3:", "missing.conf")
+    assert_one_line_error(result, f"{main}:3:", "missing.conf")
 
 
 def test_directory_without_main_file(tmp_path):
     (tmp_path / "empty").mkdir()
     result = run_dump(str(tmp_path / "empty"))
-    assert_clean_error(result, str(tmp_path / "empty"), "no apache2.conf")
+    assert_one_line_error(result, str(tmp_path / "empty"), "no apache2.conf")
 
 
 def test_directory_where_a_file_was_expected(tmp_path):
     (tmp_path / "modlist").mkdir()
     main = write(tmp_path / "httpd.conf", "ServerName a\n")
     result = run_dump(str(main), "--modules-from", str(tmp_path / "modlist"))
-    assert_clean_error(result, str(tmp_path / "modlist"), "cannot read module list")
+    assert_one_line_error(result, str(tmp_path / "modlist"), "cannot read module list")
 
 
 def _dump_as_nobody(main: Path) -> subprocess.CompletedProcess:
@@ -128,7 +119,7 @@ def test_unreadable_file(tmp_path):
         result = _dump_as_nobody(main)
     else:
         result = run_dump(str(main))
-    assert_clean_error(result, f"{main}:2:", "Permission denied")
+    assert_one_line_error(result, f"{main}:2:", "Permission denied")
 
 
 def test_bytes_that_are_not_utf8_pass_through(tmp_path):
@@ -141,33 +132,33 @@ def test_bytes_that_are_not_utf8_pass_through(tmp_path):
 
 def test_nul_byte(tmp_path):
     main = write(tmp_path / "httpd.conf", b"ServerName a\nTimeout 5\x00 junk\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:2:", "NUL byte")
+    assert_one_line_error(run_dump(str(main)), f"{main}:2:", "NUL byte")
 
 
 def test_unclosed_section(tmp_path):
     main = write(tmp_path / "httpd.conf", "ServerName a\n<Directory /x>\n  Require all granted\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:2:", "<Directory> was not closed")
+    assert_one_line_error(run_dump(str(main)), f"{main}:2:", "<Directory> was not closed")
 
 
 def test_unclosed_section_in_false_branch(tmp_path):
     main = write(tmp_path / "httpd.conf", "<IfModule nope_module>\n<Directory /x>\n</IfModule>\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:3:", "expected </Directory>")
+    assert_one_line_error(run_dump(str(main)), f"{main}:3:", "expected </Directory>")
 
 
 def test_stray_closing_tag(tmp_path):
     main = write(tmp_path / "httpd.conf", "ServerName a\n</VirtualHost>\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:2:", "without matching <VirtualHost>")
+    assert_one_line_error(run_dump(str(main)), f"{main}:2:", "without matching <VirtualHost>")
 
 
 def test_mismatched_closing_tag(tmp_path):
     main = write(tmp_path / "httpd.conf", "<Directory /x>\nTimeout 5\n</Location>\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:3:", "expected </Directory> but saw </Location>")
+    assert_one_line_error(run_dump(str(main)), f"{main}:3:", "expected </Directory> but saw </Location>")
 
 
 def test_section_cannot_close_in_another_file(tmp_path):
     write(tmp_path / "close.conf", "</Directory>\n")
     main = write(tmp_path / "httpd.conf", "<Directory /x>\nInclude close.conf\n</Directory>\n")
-    assert_clean_error(run_dump(str(main)), f"{tmp_path}/close.conf:1:", "without matching")
+    assert_one_line_error(run_dump(str(main)), f"{tmp_path}/close.conf:1:", "without matching")
 
 
 def test_include_cycle(tmp_path):
@@ -175,7 +166,7 @@ def test_include_cycle(tmp_path):
     write(tmp_path / "b.conf", "Timeout 5\nInclude a.conf\n")
     main = write(tmp_path / "httpd.conf", "Include a.conf\n")
     result = run_dump(str(main))
-    assert_clean_error(result, f"{tmp_path}/b.conf:2:", "include cycle")
+    assert_one_line_error(result, f"{tmp_path}/b.conf:2:", "include cycle")
     assert "a.conf -> " in result.stderr and "b.conf -> " in result.stderr
 
 
@@ -185,13 +176,13 @@ def test_include_depth_over_limit(tmp_path):
         write(tmp_path / f"level{level}.conf", f"Include level{level + 1}.conf\n")
     write(tmp_path / "level140.conf", "Timeout 5\n")
     main = write(tmp_path / "httpd.conf", "Include level0.conf\n")
-    assert_clean_error(run_dump(str(main)), ".conf:1:", "include depth over 128")
+    assert_one_line_error(run_dump(str(main)), ".conf:1:", "include depth over 128")
 
 
 def test_glob_that_matches_nothing(tmp_path):
     (tmp_path / "conf.d").mkdir()
     main = write(tmp_path / "httpd.conf", "ServerName a\nInclude conf.d/*.conf\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:2:", "no matches for the wildcard '*.conf'")
+    assert_one_line_error(run_dump(str(main)), f"{main}:2:", "no matches for the wildcard '*.conf'")
 
 
 def test_optional_glob_that_matches_nothing_is_fine(tmp_path):
@@ -208,12 +199,12 @@ def test_line_longer_than_httpd_accepts(tmp_path):
         for _ in range(57):  # 17.1 million characters, past httpd's 16 MiB
             handle.write(chunk)
         handle.write("\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:2:", "line too long")
+    assert_one_line_error(run_dump(str(main)), f"{main}:2:", "line too long")
 
 
 def test_section_without_closing_bracket(tmp_path):
     main = write(tmp_path / "httpd.conf", "<Directory /x\nTimeout 5\n</Directory>\n")
-    assert_clean_error(run_dump(str(main)), f"{main}:1:", "missing closing '>'")
+    assert_one_line_error(run_dump(str(main)), f"{main}:1:", "missing closing '>'")
 
 
 def test_bad_define_option(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES
+from conftest import SAMPLES, assert_one_line_error
 
 DEBIAN = str(SAMPLES / "debian" / "apache2.conf")
 CLI = [sys.executable, "-m", "advisor"]
@@ -202,16 +202,6 @@ def test_json_has_only_plain_values():
 
 def run_real(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(CLI + ["capacity", *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2, result
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def test_unreadable_config(tmp_path):

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import assert_one_line_error
+
 from lint_helpers import REPO, lint_json
 
 CLI = [sys.executable, "-m", "advisor"]
@@ -34,16 +36,6 @@ def config(tmp_path: Path, body: str, name: str = "httpd.conf") -> Path:
     return path
 
 
-def assert_usage_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert result.stdout == ""
-    assert "Traceback" not in result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
-
-
 def test_clean_config_exits_zero(tmp_path):
     result = run("--isolated", str(config(tmp_path, CLEAN)))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -61,12 +53,12 @@ def test_warning_fails_by_default_and_fail_on_moves_the_bar(tmp_path):
 
 
 def test_missing_file_is_one_line_exit_2(tmp_path):
-    assert_usage_error(run("--isolated", str(tmp_path / "nope.conf")), "nope.conf", "no such file")
+    assert_one_line_error(run("--isolated", str(tmp_path / "nope.conf")), "nope.conf", "no such file")
 
 
 def test_broken_config_is_one_line_with_file_and_line(tmp_path):
     path = config(tmp_path, CLEAN + "<VirtualHost *:80>\nServerName a\n")
-    assert_usage_error(run("--isolated", str(path)), f"{path}:", "not closed")
+    assert_one_line_error(run("--isolated", str(path)), f"{path}:", "not closed")
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -81,13 +73,13 @@ def test_broken_config_is_one_line_with_file_and_line(tmp_path):
 ])
 def test_bad_options_are_usage_errors(tmp_path, args, fragment):
     path = config(tmp_path, CLEAN)
-    assert_usage_error(run("--isolated", *args, str(path)), fragment)
+    assert_one_line_error(run("--isolated", *args, str(path)), fragment)
 
 
 def test_output_file_is_written_whole_and_stdout_stays_empty(tmp_path):
     path = config(tmp_path, CLEAN + "KeepAlive Off\n")
     report = tmp_path / "out" / "report.json"
-    assert_usage_error(run("--isolated", "-f", "json", "-o", str(report), str(path)), "does not exist")
+    assert_one_line_error(run("--isolated", "-f", "json", "-o", str(report), str(path)), "does not exist")
     assert not report.exists()
     report.parent.mkdir()
     result = run("--isolated", "-f", "json", "-o", str(report), str(path))
