@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
@@ -43,6 +44,8 @@ class LintOptions:
     isolated: bool = False
     live: bool | None = None
     show_evidence: bool = True
+    cache: bool = True
+    cache_dir: str | None = None
 
 
 @dataclass
@@ -50,8 +53,6 @@ class LintRun:
     findings: list
     notes: list[str]
     files: list[str]
-    rules: list
-    fail_on: str
     exit_code: int
 
 
@@ -127,30 +128,75 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
     return facts
 
 
+def _cache_options(options: LintOptions) -> dict[str, Any]:
+    """The options a lint result depends on (not how it is shown or where)."""
+    shown_only = {"format", "output", "show_evidence", "config", "cache", "cache_dir"}
+    return {name: value for name, value in vars(options).items() if name not in shown_only}
+
+
+def _open_cache(options: LintOptions):
+    if not options.cache or os.environ.get("APACHE_ADVISOR_NO_CACHE"):
+        return None
+    from advisor.lint.cache import LintCache, default_directory
+
+    directory = options.cache_dir or default_directory()
+    return LintCache(directory) if directory else None
+
+
 def run_lint(options: LintOptions) -> LintRun:
     """Load every PATH, lint it, and say what the exit code should be."""
-    from advisor import rules as registry
-    from advisor.cli_options import load_options
-    from advisor.lint.engine import lint_config
-    from advisor.lint.rule import PROFILES, SEVERITY_RANK, max_severity
-    from advisor.lint.settings import (
-        FAIL_ON, FileSettings, check_choice, find_config_file, load_file_settings, select_rules,
-    )
-    from advisor.loader import load_config
+    from advisor.lint.settings import find_config_file
 
     if not options.paths:
         raise UsageError("lint needs at least one PATH", hint="the main config file, e.g. /etc/apache2/apache2.conf")
     if options.format not in ("text", "json", "sarif", "github"):
         raise UsageError(f"--format must be text, json, sarif or github, got {options.format!r}")
 
-    file_settings = FileSettings()
+    config_path = None
     if not options.isolated:
         config_path = options.config or find_config_file()
         if options.config and not os.path.isfile(options.config):
             raise UsageError(f"config file {options.config} does not exist")
-        if config_path:
-            file_settings = load_file_settings(config_path)
 
+    cache = _open_cache(options)
+    key = None
+    if cache is not None:
+        from advisor.lint.cache import entry_key
+
+        try:
+            key = entry_key(_cache_options(options), config_path)
+        except OSError:
+            cache = None  # the settings file will fail below with a clear line
+    if cache is not None and key is not None:
+        hit = cache.lookup(key)
+        if hit is not None:
+            from advisor.lint.rule import Finding
+
+            return LintRun([Finding(*fields) for fields in hit.findings], hit.notes, hit.files,
+                           hit.exit_code)
+    started_ns = time.time_ns()
+    run, recorder, measured_host = _lint_afresh(options, config_path, record=cache is not None)
+    if cache is not None and key is not None and recorder is not None and not measured_host:
+        from advisor.lint.cache import CachedResult
+
+        cache.store(key, recorder, CachedResult(
+            [[f.code, f.severity, f.message, f.file, f.line, f.evidence, f.fix] for f in run.findings],
+            run.notes, run.files, run.exit_code), started_ns)
+    return run
+
+
+def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
+    from dataclasses import replace
+
+    from advisor import rules as registry
+    from advisor.cli_options import load_options
+    from advisor.inputs import InputRecorder
+    from advisor.lint.engine import lint_config
+    from advisor.lint.rule import PROFILES, SEVERITY_RANK, max_severity
+    from advisor.lint.settings import FAIL_ON, FileSettings, check_choice, load_file_settings, select_rules
+    from advisor.loader import load_config
+
+    file_settings = load_file_settings(config_path) if config_path else FileSettings()
     profile = check_choice(options.profile or file_settings.profile or "all", PROFILES, "--profile")
     fail_on = check_choice(options.fail_on or file_settings.fail_on or "warning", FAIL_ON, "--fail-on")
     all_rules = registry.all_rules()
@@ -167,13 +213,18 @@ def run_lint(options: LintOptions) -> LintRun:
     version = options.apache_version or str(host.get("apache-version", "2.4"))
     load = load_options(options.defines, options.modules, options.modules_from, version,
                         options.server_root, options.allow_missing_includes)
+    recorder = InputRecorder() if record else None
+    load = replace(load, recorder=recorder)
 
     findings: list = []
     notes: list[str] = []
     files: list[str] = []
+    measured_host = False
     for path in options.paths:
         config = load_config(path, load)
         facts = _facts(config, options, host, enabled_codes, notes)
+        measured_host = measured_host or facts.ram_source == "this host" or (
+            facts.worker_memory_source or "").startswith("measured")
         result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings)
         findings.extend(result.findings)
         notes.extend(note for note in result.notes if note not in notes)
@@ -187,8 +238,8 @@ def run_lint(options: LintOptions) -> LintRun:
     worst = max_severity(findings)
     failed = (fail_on != "never" and worst is not None
               and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on])
-    return LintRun(findings, notes, list(dict.fromkeys(files)), list(enabled), fail_on,
-                   1 if failed else 0)
+    run = LintRun(findings, notes, list(dict.fromkeys(files)), 1 if failed else 0)
+    return run, recorder, measured_host
 
 
 def write_atomically(path: str, text: str) -> None:
@@ -261,6 +312,8 @@ def register(app: typer.Typer) -> None:
         isolated: bool = typer.Option(False, "--isolated", help="Ignore any settings file."),
         live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Measure RAM and worker memory on this host (default: when the config is under /etc)."),
         evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Show each finding's evidence line in text output."),
+        cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse the last result when no file, directory or variable it read has changed (also APACHE_ADVISOR_NO_CACHE=1)."),
+        cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Where results are kept (default $APACHE_ADVISOR_CACHE_DIR, else ~/.cache/apache-advisor)."),
     ) -> None:
         """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
         from advisor.lint.settings import split_tokens
@@ -273,7 +326,7 @@ def register(app: typer.Typer) -> None:
             defines=list(define or []), modules=list(module or []), modules_from=modules_from,
             server_root=server_root, allow_missing_includes=allow_missing_includes,
             config=config, isolated=isolated, live=live,
-            show_evidence=evidence,
+            show_evidence=evidence, cache=cache, cache_dir=cache_dir,
         )
         run = run_lint(options)
         report = render(run, options, colour=None)

@@ -49,6 +49,8 @@ def evaluate_condition(kind: str, inner: str, node: Section, state: "_State") ->
     elif kind == "iffile":
         word = split_words(subject)[0] if subject.strip() else subject
         path = word if os.path.isabs(word) else os.path.join(state.server_root, word)
+        if state.options.recorder is not None:
+            state.options.recorder.looked_at(path)
         result = os.path.exists(path)
     elif kind == "ifdirective":
         result = directive_exists(subject, state)

@@ -11,14 +11,20 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.inputs import InputRecorder
 
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 _REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def read_envvars(path: str, base: dict[str, str]) -> dict[str, str]:
+def read_envvars(path: str, base: dict[str, str], recorder: InputRecorder | None = None) -> dict[str, str]:
     """Assignments of an envvars file, expanded against `base` and each other."""
     values: dict[str, str] = {}
+    if recorder is not None:
+        recorder.looked_at(path)  # before reading: a later change shows
     try:
         with open(path, encoding="utf-8", errors="surrogateescape") as handle:
             lines = handle.read().splitlines()
@@ -27,7 +33,11 @@ def read_envvars(path: str, base: dict[str, str]) -> dict[str, str]:
 
     def lookup(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)
-        return values.get(name, base.get(name, ""))
+        if name in values:
+            return values[name]
+        if recorder is not None:
+            recorder.variable(name)
+        return base.get(name, "")
 
     for line in lines:
         match = _ASSIGNMENT.match(line)
@@ -46,9 +56,11 @@ def read_envvars(path: str, base: dict[str, str]) -> dict[str, str]:
     return values
 
 
-def envvars_beside(main_file: str) -> str | None:
+def envvars_beside(main_file: str, recorder: InputRecorder | None = None) -> str | None:
     """Debian keeps envvars next to apache2.conf."""
     if os.path.basename(main_file) != "apache2.conf":
         return None
     candidate = os.path.join(os.path.dirname(main_file), "envvars")
+    if recorder is not None:
+        recorder.looked_at(candidate)
     return candidate if os.path.isfile(candidate) else None

@@ -12,6 +12,10 @@ from __future__ import annotations
 import os
 import re
 from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from advisor.inputs import InputRecorder
 
 # httpd's AP_MAX_INCLUDE_DIR_DEPTH.
 MAX_DIRECTORY_DEPTH = 128
@@ -48,17 +52,22 @@ def server_root_relative(path: str, server_root: str) -> str:
     return os.path.normpath(os.path.join(server_root, path))
 
 
-def expand(argument: str, server_root: str, optional: bool) -> list[str]:
-    """Files an Include argument names, in the order httpd reads them."""
+def expand(argument: str, server_root: str, optional: bool,
+           recorder: InputRecorder | None = None) -> list[str]:
+    """Files an Include argument names, in the order httpd reads them.
+
+    The recorder, when given, hears of every path tested and directory listed."""
     full = server_root_relative(argument, server_root)
     if not has_wildcard(full):
-        return _plain(full, optional, 0)
+        return _plain(full, optional, 0, recorder)
     parts = full.split("/")
     # parts[0] is "" for an absolute path: the walk starts at the root.
-    return _walk("/", parts[1:], optional)
+    return _walk("/", parts[1:], optional, recorder)
 
 
-def _plain(path: str, optional: bool, depth: int) -> list[str]:
+def _plain(path: str, optional: bool, depth: int, recorder: InputRecorder | None) -> list[str]:
+    if recorder is not None:
+        recorder.looked_at(path)
     if os.path.isdir(path):
         depth += 1
         if depth > MAX_DIRECTORY_DEPTH:
@@ -71,7 +80,7 @@ def _plain(path: str, optional: bool, depth: int) -> list[str]:
             raise IncludeError(f"cannot open config directory {path}: {exc.strerror}") from None
         found: list[str] = []
         for full in sorted(_join(path, name) for name in names):
-            found.extend(_plain(full, optional, depth))
+            found.extend(_plain(full, optional, depth, recorder))
         return found
     if not os.path.exists(path):
         if optional:
@@ -81,18 +90,21 @@ def _plain(path: str, optional: bool, depth: int) -> list[str]:
     return [path]
 
 
-def _walk(directory: str, components: list[str], optional: bool) -> list[str]:
+def _walk(directory: str, components: list[str], optional: bool,
+          recorder: InputRecorder | None) -> list[str]:
     # Skip empty components from doubled slashes, as the path merge does.
     while components and components[0] == "":
         components = components[1:]
     if not components:
-        return _plain(directory, optional, 0)
+        return _plain(directory, optional, 0, recorder)
     head, rest = components[0], components[1:]
     if not has_wildcard(head):
         path = _join(directory, head)
         if rest:
-            return _walk(path, rest, optional)
-        return _plain(path, optional, 0)
+            return _walk(path, rest, optional, recorder)
+        return _plain(path, optional, 0, recorder)
+    if recorder is not None:
+        recorder.looked_at(directory)  # its times change when entries come or go
     try:
         entries = list(os.scandir(directory))
     except FileNotFoundError:
@@ -119,9 +131,9 @@ def _walk(directory: str, components: list[str], optional: bool) -> list[str]:
     found: list[str] = []
     for path, is_directory in sorted(candidates):
         if rest:
-            found.extend(_walk(path, rest, optional))
+            found.extend(_walk(path, rest, optional, recorder))
         elif is_directory:
-            found.extend(_plain(path, optional, 0))
+            found.extend(_plain(path, optional, 0, recorder))
         else:
             # The entry was just listed: no need to stat it again.
             found.append(path)

@@ -23,6 +23,7 @@ from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, RUNTIME_
 from advisor.conditions import evaluate_condition, parse_version
 from advisor.envvars import envvars_beside, read_envvars
 from advisor.errors import ConfigError
+from advisor.inputs import InputRecorder
 from advisor.lexer import (LogicalLine, MacroLine, decode, logical_lines, next_word, resolve_env,
                            splits_like_httpd, split_words)
 from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
@@ -44,11 +45,15 @@ if sys.getrecursionlimit() < 5000:
 MAIN_FILE_CANDIDATES = ("apache2.conf", "httpd.conf", "conf/httpd.conf")
 
 
-def find_main_file(path: str) -> str:
+def find_main_file(path: str, recorder: InputRecorder | None = None) -> str:
     """A file as given, or the main file inside a configuration directory."""
+    if recorder is not None:
+        recorder.looked_at(path)
     if os.path.isdir(path):
         for candidate in MAIN_FILE_CANDIDATES:
             full = os.path.join(path, candidate)
+            if recorder is not None:
+                recorder.looked_at(full)
             if os.path.isfile(full):
                 return full
         raise ConfigError(
@@ -91,6 +96,8 @@ class _State:
     def lookup_variable(self, name: str) -> str | None:
         if name in self.defines and self.defines[name] is not None:
             return self.defines[name]
+        if self.options.recorder is not None:
+            self.options.recorder.variable(name)
         return self.options.environ.get(name)
 
 
@@ -128,6 +135,8 @@ class _Reader:
             raise ConfigError(f"cannot read {path}: {exc.strerror}", file, line) from None
         try:
             info = os.fstat(descriptor)
+            if self.state.options.recorder is not None:
+                self.state.options.recorder.opened(path, info)
             if stat.S_ISDIR(info.st_mode):
                 raise ConfigError(f"{path} is a directory, not a configuration file", file, line,
                                   "name a file, or Include the directory")
@@ -344,7 +353,7 @@ class _Reader:
         if len(args) != 1:
             raise ConfigError(f"{node.name} takes one argument", node.file, node.end_line)
         try:
-            paths = includes.expand(args[0], state.server_root, optional)
+            paths = includes.expand(args[0], state.server_root, optional, state.options.recorder)
         except includes.IncludeError as exc:
             if not state.options.allow_missing_includes:
                 raise ConfigError(str(exc), node.file, node.end_line, exc.hint) from None
@@ -408,7 +417,8 @@ def _copy_children(source: Section, target: Section) -> None:
 def load_config(path: str, options: LoadOptions | None = None) -> Config:
     """Read a configuration tree as httpd would and return both views of it."""
     options = options or LoadOptions()
-    main_file = find_main_file(path)
+    recorder = options.recorder
+    main_file = find_main_file(path, recorder)
     server_root = options.server_root or default_server_root(main_file)
     if not os.path.isabs(main_file):
         main_file = os.path.normpath(os.path.join(os.getcwd(), main_file))
@@ -417,12 +427,14 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
         module_id = module_id_from_name(name)
         modules.add(module_id)
     if options.modules_from:
+        if recorder is not None:
+            recorder.looked_at(options.modules_from)
         for module_id in parse_module_listing(options.modules_from):
             modules.add(module_id)
     environ = dict(options.environ)
-    envvars = options.envvars or (envvars_beside(main_file) if options.use_envvars else None)
+    envvars = options.envvars or (envvars_beside(main_file, recorder) if options.use_envvars else None)
     if envvars:
-        environ.update(read_envvars(envvars, environ))
+        environ.update(read_envvars(envvars, environ, recorder))
     options = replace(options, environ=environ)
     state = _State(
         options=options,

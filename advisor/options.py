@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from advisor.inputs import InputRecorder
 
 
 @dataclass
@@ -31,3 +34,6 @@ class LoadOptions:
     refuse to start)."""
     max_include_depth: int = 128
     """httpd's AP_MAX_INCLUDE_DEPTH."""
+    recorder: "InputRecorder | None" = None
+    """Told of every file, directory and variable the reading depended on
+    (for the lint result cache)."""

@@ -13,6 +13,12 @@ from pathlib import Path
 
 import pytest
 
+# The lint result cache stays off in tests unless a test turns it on: a test
+# that patches the engine must see the engine run, not an earlier result.
+# tests/test_lint_cache.py checks the cache itself.
+os.environ["APACHE_ADVISOR_NO_CACHE"] = "1"
+os.environ.pop("APACHE_ADVISOR_CACHE_DIR", None)
+
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
 SAMPLES = CORPUS / "samples"

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import jsonschema
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from advisor.lint.rule import Finding
 from advisor.output import github, sarif, text
@@ -133,3 +135,25 @@ def test_text_marks_deletions_and_counts(monkeypatch):
     out = stream.getvalue()
     assert "fix: (delete this line)" in out
     assert "Found 3 problems (1 error, 1 warning, 1 info) in 2 files" in out
+
+
+_ANY_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40) | st.text(
+    st.sampled_from("ab \t\n\r\x07\x08\x0b\x0c\x1b é漢😀\u200b"), max_size=30)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(items=st.lists(st.tuples(st.sampled_from(["P101", "E401", "S504"]),
+                                st.sampled_from(["error", "warning", "info"]),
+                                _ANY_TEXT, _ANY_TEXT, st.integers(1, 10**6), _ANY_TEXT,
+                                st.none() | _ANY_TEXT), max_size=4),
+       notes=st.lists(_ANY_TEXT, max_size=2), evidence=st.booleans())
+def test_plain_text_is_what_rich_prints_without_a_terminal(monkeypatch, items, notes, evidence):
+    """Off a terminal the report is written without rich; byte for byte what
+    rich would have printed there, whatever the messages hold."""
+    findings = [Finding(*item) for item in items]
+    plain = io.StringIO()
+    text.render(findings, plain, notes=notes, files_checked=3, show_evidence=evidence, colour=False)
+    monkeypatch.setenv("FORCE_COLOR", "")  # rich decides: not a terminal
+    through_rich = io.StringIO()
+    text.render(findings, through_rich, notes=notes, files_checked=3, show_evidence=evidence, colour=None)
+    assert plain.getvalue() == through_rich.getvalue()

@@ -1,0 +1,189 @@
+"""A lint result cache that proves itself current before it is used.
+
+Linting an unchanged tree again (a pre-commit hook, an admin re-checking
+before a reload, a CI job with a restored cache) should not cost a full read.
+An entry is keyed on everything that is not the configuration tree itself:
+the tool's own code, the Python running it, the working directory, the
+command-line options and the settings file's bytes. It records every input
+the reading depended on (files read, directories listed, paths tested,
+environment variables looked up; see advisor.inputs) and is used only when
+`stat` shows all of them as they were. Any difference, or any doubt, means a
+full lint.
+
+Timestamps have a granularity (one or two seconds on some filesystems): a
+file changed within the same tick as the reading could keep its recorded
+times. So a result whose inputs changed less than `RACY_WINDOW_NS` before the
+run started is not saved at all (git's "racily clean" problem, solved the
+simple way); the next run saves it.
+
+Entries are JSON (nothing in them is executed), written atomically, one file
+per key, in `$APACHE_ADVISOR_CACHE_DIR`, else `$XDG_CACHE_HOME/apache-advisor`,
+else `~/.cache/apache-advisor`. A cache that cannot be read or written is
+skipped without a word: it only ever saves time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.inputs import InputRecorder, changed
+
+CACHE_FORMAT = 1
+RACY_WINDOW_NS = 2_000_000_000
+MAX_ENTRIES = 64
+"""Old entries beyond this many are removed when a new one is written."""
+
+_ENTRY_PREFIX = "lint-"
+
+
+def default_directory() -> str | None:
+    explicit = os.environ.get("APACHE_ADVISOR_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home == "~":
+            return None
+        base = os.path.join(home, ".cache")
+    return os.path.join(base, "apache-advisor")
+
+
+def _code_fingerprint() -> list[Any]:
+    """Name, size and modification time of every file of the installed
+    package: a changed rule (even without a version bump, as in an editable
+    install) makes every old entry unusable."""
+    import advisor
+
+    root = os.path.dirname(os.path.abspath(advisor.__file__))
+    found: list[Any] = [advisor.__version__]
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name != "__pycache__":
+                    pending.append(entry.path)
+            elif entry.name.endswith((".py", ".json")):
+                info = entry.stat()
+                found.append((entry.path, info.st_size, info.st_mtime_ns))
+    return found
+
+
+def entry_key(options: dict[str, Any], settings_path: str | None) -> str:
+    """The key of everything a lint result depends on besides the tree."""
+    settings_bytes = b""
+    if settings_path:
+        with open(settings_path, "rb") as handle:
+            settings_bytes = handle.read()
+    material = json.dumps({
+        "format": CACHE_FORMAT,
+        "python": sys.version,
+        "code": _code_fingerprint(),
+        "cwd": os.getcwd(),
+        "options": options,
+        "settings": [settings_path, hashlib.sha256(settings_bytes).hexdigest()],
+    }, sort_keys=True, default=str)
+    return hashlib.sha256(material.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@dataclass
+class CachedResult:
+    findings: list[list[Any]]
+    """Each finding as [code, severity, message, file, line, evidence, fix]."""
+    notes: list[str]
+    files: list[str]
+    exit_code: int
+
+
+class LintCache:
+    def __init__(self, directory: str) -> None:
+        self.directory = directory
+
+    def _path(self, key: str) -> str:
+        return os.path.join(self.directory, f"{_ENTRY_PREFIX}{key}.json")
+
+    def lookup(self, key: str) -> CachedResult | None:
+        """The saved result when every input it depended on is unchanged."""
+        try:
+            with open(self._path(key), "rb") as handle:
+                entry = json.loads(handle.read())
+            if entry.get("key") != key:
+                return None
+            paths = {path: tuple(found) if found is not None else None
+                     for path, found in entry["paths"].items()}
+            if changed(paths, entry["variables"]) is not None:
+                return None
+            return CachedResult(entry["findings"], entry["notes"], entry["files"], int(entry["exit_code"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return None  # missing, unreadable or damaged: lint afresh
+
+    def store(self, key: str, recorder: InputRecorder, result: CachedResult, started_ns: int) -> bool:
+        """Save a result unless its inputs are too fresh to vouch for; True
+        when saved."""
+        if recorder.unreliable or recorder.newest_time_ns() >= started_ns - RACY_WINDOW_NS:
+            return False
+        entry = {
+            "key": key,
+            "paths": recorder.paths,
+            "variables": recorder.variables,
+            "findings": result.findings,
+            "notes": result.notes,
+            "files": result.files,
+            "exit_code": result.exit_code,
+        }
+        data = json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogateescape")
+        try:
+            os.makedirs(self.directory, mode=0o700, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
+            try:
+                with os.fdopen(handle, "wb") as stream:
+                    stream.write(data)
+                os.replace(temporary, self._path(key))
+            except BaseException:
+                try:
+                    os.unlink(temporary)
+                except OSError:
+                    pass
+                raise
+            self._prune()
+        except OSError:
+            return False
+        return True
+
+    def _prune(self) -> None:
+        entries = []
+        for entry in os.scandir(self.directory):
+            if entry.name.startswith(_ENTRY_PREFIX):
+                try:
+                    entries.append((entry.stat().st_mtime_ns, entry.path))
+                except OSError:
+                    continue
+        entries.sort(reverse=True)
+        for _, path in entries[MAX_ENTRIES:]:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def clear(self) -> int:
+        """Remove every entry; how many were removed."""
+        removed = 0
+        try:
+            for entry in os.scandir(self.directory):
+                if entry.name.startswith((_ENTRY_PREFIX, ".tmp-")):
+                    os.unlink(entry.path)
+                    removed += 1
+        except FileNotFoundError:
+            return 0
+        return removed

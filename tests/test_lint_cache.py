@@ -1,0 +1,271 @@
+"""The lint result cache: reused only when every input is provably unchanged.
+
+Each test that needs a saved result works on its own tree, written once for
+the module and left alone for longer than the cache's racy window (a result
+whose inputs changed within that window is never saved). The checks go
+through the real CLI; a reuse is told apart from a fresh lint by counting
+calls of the function that does the fresh lint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from advisor import cmd_lint
+from advisor.lint import cache as lint_cache
+from lint_helpers import REPO, all_fixtures, run_cli
+
+TREE_NAMES = ("hit", "same-size", "new-file", "removed", "iffile", "variable", "envvars",
+              "settings", "options", "damaged", "code", "replaced", "measured")
+
+
+def _write_tree(root: Path) -> None:
+    (root / "sites").mkdir(parents=True)
+    (root / "apache2.conf").write_text(
+        "ServerRoot " + str(root) + "\n"
+        "LoadModule mpm_event_module modules/mod_mpm_event.so\n"
+        "ServerName cache.test\n"
+        "KeepAlive Off\n"
+        "Timeout ${LINT_CACHE_TIMEOUT}\n"
+        "<IfFile " + str(root / "flag") + ">\n"
+        "    HostnameLookups On\n"
+        "</IfFile>\n"
+        "Include sites/*.conf\n")
+    (root / "sites" / "a.conf").write_text("<VirtualHost *:80>\n    ServerName a.test\n</VirtualHost>\n")
+    (root / "sites" / "b.conf").write_text("<VirtualHost *:80>\n    ServerName b.test\n</VirtualHost>\n")
+    (root / "envvars").write_text("export LINT_CACHE_LOG=/var/log\n")
+    if root.name == "removed":
+        (root / "sites" / "z.conf").write_text("<VirtualHost *:80>\n    ExtendedStatus On\n</VirtualHost>\n")
+
+
+@pytest.fixture(scope="module")
+def trees(tmp_path_factory) -> dict[str, Path]:
+    base = tmp_path_factory.mktemp("cache-trees")
+    made = {}
+    for name in TREE_NAMES:
+        _write_tree(base / name)
+        made[name] = base / name
+    time.sleep(lint_cache.RACY_WINDOW_NS / 1e9 + 0.2)
+    return made
+
+
+@pytest.fixture
+def cached(monkeypatch, tmp_path):
+    """The cache on, in a directory of this test's own; returns a counter of
+    fresh lints."""
+    monkeypatch.delenv("APACHE_ADVISOR_NO_CACHE", raising=False)
+    monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LINT_CACHE_TIMEOUT", "30")
+    calls = {"fresh": 0}
+    original = cmd_lint._lint_afresh
+
+    def counting(*args, **kwargs):
+        calls["fresh"] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cmd_lint, "_lint_afresh", counting)
+    return calls
+
+
+def lint(path: Path, *extra: str, fmt: str = "json") -> str:
+    result = run_cli("lint", "--no-live", "--fail-on", "never", "-f", fmt, *extra, str(path))
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def codes(output: str) -> list[str]:
+    return sorted(item["code"] for item in json.loads(output))
+
+
+def test_an_unchanged_tree_is_not_read_again(trees, cached):
+    first = lint(trees["hit"], "--isolated")
+    assert cached["fresh"] == 1
+    for fmt in ("json", "text", "sarif", "github"):
+        assert lint(trees["hit"], "--isolated", fmt=fmt) == lint(trees["hit"], "--isolated", "--no-cache", fmt=fmt)
+    assert lint(trees["hit"], "--isolated") == first
+    # 1 + 4 --no-cache runs; the five cached runs read nothing.
+    assert cached["fresh"] == 5
+
+
+def test_same_size_edit_with_the_old_time_put_back_is_seen(trees, cached):
+    conf = trees["same-size"] / "apache2.conf"
+    assert "P102" in codes(lint(conf, "--isolated"))
+    before = conf.stat()
+    time.sleep(0.05)  # past the filesystem's clock tick
+    conf.write_text(conf.read_text().replace("KeepAlive Off", "KeepAlive On "))
+    os.utime(conf, ns=(before.st_atime_ns, before.st_mtime_ns))  # as `cp -p` or `touch -r` would
+    assert conf.stat().st_size == before.st_size
+    assert "P102" not in codes(lint(conf, "--isolated"))
+    assert cached["fresh"] == 2
+
+
+def test_a_file_added_to_an_include_wildcard_is_seen(trees, cached):
+    tree = trees["new-file"]
+    lint(tree, "--isolated")
+    (tree / "sites" / "c.conf").write_text("<VirtualHost *:80>\n    ServerName c.test\n    ExtendedStatus On\n"
+                                           "</VirtualHost>\n")
+    assert "E402" in codes(lint(tree, "--isolated"))
+    assert cached["fresh"] == 2
+
+
+def test_a_removed_file_is_seen(trees, cached):
+    tree = trees["removed"]
+    assert "E402" in codes(lint(tree, "--isolated"))
+    (tree / "sites" / "z.conf").unlink()
+    assert "E402" not in codes(lint(tree, "--isolated"))
+    assert cached["fresh"] == 2
+
+
+def test_a_path_iffile_tests_is_watched(trees, cached):
+    tree = trees["iffile"]
+    assert "P107" not in codes(lint(tree, "--isolated"))
+    (tree / "flag").write_text("")
+    assert "P107" in codes(lint(tree, "--isolated"))
+    assert cached["fresh"] == 2
+
+
+def test_environment_variables_the_config_uses_are_watched(trees, cached, monkeypatch):
+    tree = trees["variable"]
+    assert "R301" not in codes(lint(tree, "--isolated"))
+    monkeypatch.setenv("LINT_CACHE_TIMEOUT", "600")
+    assert "R301" in codes(lint(tree, "--isolated"))
+    monkeypatch.setenv("SOME_UNRELATED_VARIABLE", "changes nothing")
+    lint(tree, "--isolated")
+    assert cached["fresh"] == 2
+
+
+def test_the_envvars_file_is_watched(trees, cached):
+    tree = trees["envvars"]
+    lint(tree, "--isolated")
+    lint(tree, "--isolated")
+    assert cached["fresh"] == 1
+    time.sleep(0.05)
+    (tree / "envvars").write_text("export LINT_CACHE_TIMEOUT=900\n")
+    assert "R301" in codes(lint(tree, "--isolated"))
+    assert cached["fresh"] == 2
+
+
+def test_settings_and_options_are_part_of_the_key(trees, cached, monkeypatch, tmp_path):
+    tree = trees["settings"]
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert "P102" in codes(lint(tree))
+    (work / ".apache-advisor.toml").write_text('ignore = ["P102"]\n')
+    assert "P102" not in codes(lint(tree))
+    assert "P102" in codes(lint(tree, "--isolated"))
+    assert codes(lint(tree, "--isolated", "--select", "P102")) == ["P102"]
+    assert cached["fresh"] == 4
+
+
+def test_a_damaged_entry_is_ignored_and_replaced(trees, cached, tmp_path):
+    tree = trees["damaged"]
+    good = lint(tree, "--isolated")
+    entries = list((tmp_path / "cache").glob("lint-*.json"))
+    assert len(entries) == 1
+    for damage in (b"", b"{not json", b'{"key": 1}', json.dumps({"key": entries[0].stem[5:], "paths": 3}).encode()):
+        entries[0].write_bytes(damage)
+        assert lint(tree, "--isolated") == good
+    assert cached["fresh"] == 5
+    assert lint(tree, "--isolated") == good
+    assert cached["fresh"] == 5  # the last fresh lint saved a good entry again
+
+
+def test_an_unusable_cache_directory_costs_nothing_but_time(trees, cached, monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(blocker / "cache"))
+    first = lint(trees["options"], "--isolated")
+    assert lint(trees["options"], "--isolated") == first
+    assert cached["fresh"] == 2
+
+
+def test_a_different_version_of_the_tool_does_not_reuse(trees, cached, monkeypatch):
+    import advisor
+
+    lint(trees["code"], "--isolated")
+    monkeypatch.setattr(advisor, "__version__", advisor.__version__ + ".dev1")
+    lint(trees["code"], "--isolated")
+    assert cached["fresh"] == 2
+
+
+def test_a_replaced_file_with_equal_content_is_read_again(trees, cached):
+    conf = trees["replaced"] / "sites" / "a.conf"
+    lint(trees["replaced"], "--isolated")
+    text = conf.read_text()
+    replacement = conf.with_suffix(".new")
+    replacement.write_text(text)
+    os.utime(replacement, ns=(conf.stat().st_atime_ns, conf.stat().st_mtime_ns))
+    os.replace(replacement, conf)  # an editor's save: a new inode under the old name
+    lint(trees["replaced"], "--isolated")
+    assert cached["fresh"] == 2
+
+
+def test_host_measurements_are_never_saved(trees, cached, monkeypatch):
+    from advisor.lint import host
+
+    monkeypatch.setattr(host, "measure_ram", lambda: 8 << 30)
+    monkeypatch.setattr(host, "measure_worker_memory", lambda main_file: (40 << 20, 3))
+    for _ in range(2):
+        result = run_cli("lint", "--live", "--isolated", "--fail-on", "never", str(trees["measured"]))
+        assert result.exit_code == 0 and "measured on this host" in result.output
+    assert cached["fresh"] == 2
+
+
+def test_fresh_files_are_not_saved(cached, tmp_path):
+    _write_tree(tmp_path / "fresh")
+    lint(tmp_path / "fresh", "--isolated")
+    lint(tmp_path / "fresh", "--isolated")
+    assert cached["fresh"] == 2
+    assert not list((tmp_path / "cache").glob("lint-*.json"))
+
+
+@pytest.mark.parametrize("switch", ["flag", "environment"])
+def test_the_cache_can_be_turned_off(trees, cached, monkeypatch, tmp_path, switch):
+    extra = ["--no-cache"] if switch == "flag" else []
+    if switch == "environment":
+        monkeypatch.setenv("APACHE_ADVISOR_NO_CACHE", "1")
+    for _ in range(2):
+        lint(trees["hit"], "--isolated", *extra)
+    assert cached["fresh"] == 2
+    assert not (tmp_path / "cache").exists()
+
+
+def test_old_entries_are_pruned(monkeypatch, tmp_path):
+    monkeypatch.setattr(lint_cache, "MAX_ENTRIES", 3)
+    store = lint_cache.LintCache(str(tmp_path / "cache"))
+    tree = tmp_path / "tree.conf"
+    tree.write_text("ServerName x\n")
+    recorder = lint_cache.InputRecorder()
+    recorder.looked_at(str(tree))
+    later = time.time_ns() + 10 * lint_cache.RACY_WINDOW_NS
+    for number in range(5):
+        assert store.store(f"{number:064d}", recorder, lint_cache.CachedResult([], [], [], 0), later)
+    assert len(list((tmp_path / "cache").glob("lint-*.json"))) == 3
+
+
+def test_cached_results_equal_fresh_ones_on_the_whole_corpus(monkeypatch, tmp_path):
+    """Every sample and rule fixture, linted fresh and then from the cache:
+    the same bytes. The racy window is set to zero here only because a fresh
+    checkout's files are seconds old; the window has its own test above."""
+    monkeypatch.delenv("APACHE_ADVISOR_NO_CACHE", raising=False)
+    monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(lint_cache, "RACY_WINDOW_NS", -10**18)
+    targets = [(sample, []) for sample in sorted((REPO / "corpus" / "samples").iterdir()) if sample.is_dir()]
+    targets += [(fixture.path, fixture.args) for fixture in all_fixtures()]
+    reused = 0
+    for path, args in targets:
+        command = ["lint", "--no-live", "--isolated", "--fail-on", "never", "-f", "json", *args, str(path)]
+        fresh = run_cli(*command, "--no-cache")
+        first = run_cli(*command)
+        second = run_cli(*command)
+        assert (fresh.exit_code, fresh.output) == (first.exit_code, first.output) == \
+            (second.exit_code, second.output), path
+        reused += fresh.exit_code == 0
+    assert reused > 90
+    assert len(list((tmp_path / "cache").glob("lint-*.json"))) == min(reused, lint_cache.MAX_ENTRIES)
