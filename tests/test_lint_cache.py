@@ -269,3 +269,13 @@ def test_cached_results_equal_fresh_ones_on_the_whole_corpus(monkeypatch, tmp_pa
         reused += fresh.exit_code == 0
     assert reused > 90
     assert len(list((tmp_path / "cache").glob("lint-*.json"))) == min(reused, lint_cache.MAX_ENTRIES)
+
+
+def test_entries_of_another_user_are_not_trusted(trees, cached, monkeypatch):
+    lint(trees["hit"], "--isolated")
+    lint(trees["hit"], "--isolated")
+    assert cached["fresh"] == 1
+    real_uid = os.geteuid()
+    monkeypatch.setattr(lint_cache.os, "geteuid", lambda: real_uid + 1)
+    lint(trees["hit"], "--isolated")
+    assert cached["fresh"] == 2

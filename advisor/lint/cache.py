@@ -117,6 +117,9 @@ class LintCache:
         """The saved result when every input it depended on is unchanged."""
         try:
             with open(self._path(key), "rb") as handle:
+                # An entry someone else wrote could hide findings: only ours count.
+                if os.fstat(handle.fileno()).st_uid != os.geteuid():
+                    return None
                 entry = json.loads(handle.read())
             if entry.get("key") != key:
                 return None
