@@ -135,8 +135,10 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
     """Non-regex <Directory> sections grouped by owner: id(root) for the main
     server, id(vhost) for a virtual host. One pass over the sections."""
     grouped: dict[int, DirIndex] = {}
-    order = ctx.effective.order
-    for section in ctx.effective.sections.get("directory", []):
+    # The index lists sections in file order, so a section's position in its
+    # list sorts like its position in the whole tree, without building the
+    # tree-wide order map.
+    for position, section in enumerate(ctx.effective.sections.get("directory", [])):
         owner = section.parent
         if owner is None or not section.args or section.args[0] == "~":
             continue
@@ -145,7 +147,7 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
         path = normalize_dir(section.args[0])
         grouped.setdefault(id(owner), DirIndex()).add(
             DirSection(path=path, depth=_depth(path), section=section,
-                       in_vhost=not owner.is_root, order=order[section],
+                       in_vhost=not owner.is_root, order=position,
                        wildcard=any(c in path for c in "*?[")))
     return grouped
 

@@ -100,21 +100,24 @@ def check(ctx: LintContext, report: Report) -> None:
     modules_known = ctx.modules_known
     groups = list(ctx.raw.directives.items()) + list(ctx.raw.sections.items())
     for lname, group in groups:
-        nodes = [node for node in group if node.active]
-        if not nodes:
-            continue
+        # Most names are known and allowed: settle that before looking at
+        # the (possibly thousands of) nodes.
         info = table.get(lname)
         if info is not None:
             if not modules_known or info.status == "MPM" or lname in MPM_SPECIFIC \
                     or lname in DEPRECATED_ACCESS or _loaded(ctx, info):
                 continue
+        elif lname in removed:
+            continue
+        nodes = [node for node in group if node.active]
+        if not nodes:
+            continue
+        if info is not None:
             modules = " or ".join(info.modules or (info.module,))
             for node in nodes:
                 report(node, f"{info.name} belongs to {modules}, which is not loaded: httpd "
                              "refuses it as an invalid command. Load the module or wrap the "
                              "lines in <IfModule>.")
-            continue
-        if lname in removed:
             continue
         if third_party is None:
             third_party = _third_party(ctx)

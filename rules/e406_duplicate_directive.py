@@ -90,6 +90,9 @@ def check(ctx: LintContext, report: Report) -> None:
         by_key.setdefault(canonical_key(lname), []).append(lname)
     for names in by_key.values():
         nodes = ctx.directives(*names)
+        parents = [node.parent for node in nodes]
+        if len(set(parents)) == len(parents):
+            continue  # once per context (the usual case, one per vhost): nothing repeated
         last: dict[int, object] = {}
         for node in nodes:
             parent = node.parent

@@ -88,10 +88,10 @@ def effective_options(ctx: LintContext, site: Site, path: str, grouped=None):
     return options, last
 
 
-def _harmless(node) -> bool:
-    """Options that can neither drop FollowSymLinks nor add
+def _harmless(written: tuple[str, ...]) -> bool:
+    """Options arguments that can neither drop FollowSymLinks nor add
     SymLinksIfOwnerMatch, whatever they are merged onto."""
-    args = [arg.lower() for arg in node.args]
+    args = [arg.lower() for arg in written]
     if "symlinksifownermatch" in args or "+symlinksifownermatch" in args:
         return False
     if args and all(arg.startswith("+") for arg in args):
@@ -101,7 +101,10 @@ def _harmless(node) -> bool:
 
 
 def check(ctx: LintContext, report: Report) -> None:
-    if ctx.at_least(2, 3, 11) and all(_harmless(node) for node in ctx.directives("Options")):
+    # Judge each distinct argument list once: thousands of virtual hosts
+    # usually repeat a handful of Options lines.
+    if ctx.at_least(2, 3, 11) and all(_harmless(args) for args in
+                                      {tuple(node.args) for node in ctx.directives("Options")}):
         return  # the default has FollowSymLinks and nothing written takes it away
     grouped = owned(ctx, "Options")
     for site in sites(ctx):

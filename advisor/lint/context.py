@@ -8,10 +8,9 @@ rules run.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 from heapq import merge
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from advisor import catalog
 from advisor.model import Config, Directive, Include, Node, Section
@@ -48,61 +47,77 @@ class HostFacts:
 class TreeIndex:
     """Nodes of one tree by lower-case name, each list in file order."""
 
+    root: Section = field(repr=False)
     directives: dict[str, list[Directive]] = field(default_factory=dict)
     sections: dict[str, list[Section]] = field(default_factory=dict)
-    _order: dict[Node, int] | None = None
     ordered: bool = True
-    all_directives: list[Directive] = field(default_factory=list)
-    all_sections: list[Section] = field(default_factory=list)
     top: dict[str, list[Directive]] = field(default_factory=dict)
     """Directives directly under the root (the main server in the effective tree)."""
-
-    all_nodes: list[Node] = field(default_factory=list)
-    """Every node in file order, Include lines too (the raw tree's extent map)."""
+    _all_nodes: list[Node] | None = None
+    _order: dict[Node, int] | None = None
 
     @classmethod
     def build(cls, root: Section, with_order: bool = True) -> "TreeIndex":
         """One pass over the tree. This loop runs once per node of a
-        30,000-line config and is most of the engine's own cost, hence the
-        local names and the explicit stack instead of recursive generators."""
-        index = cls()
+        30,000-line config, twice per lint (effective and raw tree), and is
+        most of the engine's own cost. Hence: a `for` over each child list
+        (an explicit stack of iterators, not recursion, so nesting depth
+        costs nothing), one `lower()` per distinct spelling instead of per
+        node, and nothing kept that no rule reads (the flat node list is
+        made on demand by `all_nodes`)."""
+        index = cls(root)
         for child in root.children:
             if type(child) is Directive:
                 index.top.setdefault(child.name.lower(), []).append(child)
-        directives: defaultdict[str, list[Directive]] = defaultdict(list)
-        sections: defaultdict[str, list[Section]] = defaultdict(list)
-        add_directive = index.all_directives.append
-        add_section = index.all_sections.append
-        nodes = index.all_nodes
-        add_node = nodes.append
+        directives: dict[str, list[Directive]] = {}
+        sections: dict[str, list[Section]] = {}
+        # Spelling as written -> its list in `directives` / `sections`: the
+        # same few hundred spellings repeat over every virtual host.
+        directive_lists: dict[str, list[Directive]] = {}
+        section_lists: dict[str, list[Section]] = {}
         directive_type = Directive
         include_type = Include
-        stack: list[tuple[list[Node], int]] = []
-        children, at = root.children, 0
+        stack: list[Iterator[Node]] = []
+        children: Iterator[Node] = iter(root.children)
         while True:
-            if at >= len(children):
+            for node in children:
+                if type(node) is directive_type:
+                    found = directive_lists.get(node.name)
+                    if found is None:
+                        found = directives.setdefault(node.name.lower(), [])
+                        directive_lists[node.name] = found
+                    found.append(node)  # type: ignore[arg-type]
+                    continue
+                if type(node) is not include_type:
+                    held = section_lists.get(node.name)
+                    if held is None:
+                        held = sections.setdefault(node.name.lower(), [])
+                        section_lists[node.name] = held
+                    held.append(node)  # type: ignore[arg-type]
+                if node.children:  # type: ignore[attr-defined]
+                    # Descend; this level's iterator resumes after the section.
+                    stack.append(children)
+                    children = iter(node.children)  # type: ignore[attr-defined]
+                    break
+            else:
                 if not stack:
                     break
-                children, at = stack.pop()
-                continue
-            node = children[at]
-            at += 1
-            add_node(node)
-            kind = type(node)
-            if kind is directive_type:
-                directives[node.name.lower()].append(node)  # type: ignore[arg-type]
-                add_directive(node)  # type: ignore[arg-type]
-                continue
-            if kind is not include_type:
-                sections[node.name.lower()].append(node)  # type: ignore[arg-type]
-                add_section(node)  # type: ignore[arg-type]
-            if node.children:  # type: ignore[attr-defined]
-                stack.append((children, at))
-                children, at = node.children, 0  # type: ignore[attr-defined]
-        index.directives = dict(directives)
-        index.sections = dict(sections)
+                children = stack.pop()
+        index.directives = directives
+        index.sections = sections
         index.ordered = with_order
         return index
+
+    @property
+    def all_nodes(self) -> list[Node]:
+        """Every node in file order, Include lines too (the raw tree's extent
+        map). Made on first use: only merging lists of several names and
+        files with suppression comments need it."""
+        if self._all_nodes is None:
+            nodes: list[Node] = []
+            _flatten(self.root.children, nodes.append)
+            self._all_nodes = nodes
+        return self._all_nodes
 
     @property
     def order(self) -> dict[Node, int]:
@@ -123,6 +138,15 @@ class TreeIndex:
             return [node for found in lists for node in found]
         order = self.order
         return list(merge(*lists, key=order.__getitem__))
+
+
+def _flatten(children: list[Node], add: Callable[[Node], None]) -> None:
+    """Pass every node below to `add`, depth first in file order. Plain
+    recursion: nesting is bounded (64 sections, 128 includes)."""
+    for node in children:
+        add(node)
+        if type(node) is not Directive and node.children:  # type: ignore[attr-defined]
+            _flatten(node.children, add)  # type: ignore[attr-defined]
 
 
 def is_server_scope(node: Node) -> bool:
