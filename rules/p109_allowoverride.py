@@ -45,13 +45,15 @@ DOC = Doc(
 )
 
 
-def _allows(node) -> bool:
-    return not (len(node.args) == 1 and node.args[0].lower() == "none")
+def _allows(args: list[str] | tuple[str, ...]) -> bool:
+    return not (len(args) == 1 and args[0].lower() == "none")
 
 
 def check(ctx: LintContext, report: Report) -> None:
     old_default_all = not ctx.at_least(2, 3, 9)
-    if not old_default_all and not any(_allows(node) for node in ctx.directives("AllowOverride")):
+    # Judge each distinct argument list once: a big tree repeats "None" per vhost.
+    if not old_default_all and not any(_allows(args) for args in
+                                       {tuple(node.args) for node in ctx.directives("AllowOverride")}):
         return  # nothing allows overrides anywhere: no need to resolve each site
     reported_default = False
     grouped = owned(ctx, "AllowOverride")
@@ -62,7 +64,7 @@ def check(ctx: LintContext, report: Report) -> None:
         for path, label in targets:
             node, _section = deciding(grouped, site, path)
             if node is not None:
-                if _allows(node):
+                if _allows(node.args):
                     report(node, f"AllowOverride {' '.join(node.args)} applies to {label}: httpd "
                                  "looks for .htaccess in every directory level of every request "
                                  "there.", fix="AllowOverride None")

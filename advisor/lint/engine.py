@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
+from advisor.lint import MARKER
 from advisor.lint.context import HostFacts, LintContext
 from advisor.lint.rule import Finding, Location, Rule
 from advisor.lint.settings import FileSettings, path_ignored
-from advisor.lint.suppress import MARKER, FileSuppressions, Suppression, SuppressionProblem, parse_file
 from advisor.model import Config, Node, Section
+
+if TYPE_CHECKING:
+    # The parser itself is imported only for a tree that has suppression
+    # comments (see collect_suppressions).
+    from advisor.lint.suppress import FileSuppressions, Suppression, SuppressionProblem
 
 
 _MARKER_BYTES = MARKER.encode()
@@ -81,6 +86,8 @@ def collect_suppressions(config: Config, ctx: LintContext, known_codes: set[str]
             texts[path] = text
     if not texts:
         return state
+    from advisor.lint.suppress import parse_file
+
     ends: dict[str, dict[int, int]] = {path: {} for path in texts}
     for node in ctx.raw.all_nodes:
         per_file = ends.get(node.file)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-MARKER = "apache-advisor"
+from advisor.lint import MARKER
+
 _COMMENT = re.compile(
     r"^\s*#\s*apache-advisor\s*:\s*(?P<kind>[A-Za-z-]+)\s*=\s*(?P<codes>.*?)\s*(?:--\s*(?P<reason>.*?))?\s*$"
 )
