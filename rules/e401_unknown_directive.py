@@ -95,7 +95,9 @@ def check(ctx: LintContext, report: Report) -> None:
     # that are wrong: a 30,000-line tree has a few hundred distinct names.
     table = ctx.catalog
     version_key = ctx.facts.version_key
-    removed = removed_directives(version_key)
+    # Made only when some name is not in the catalog: it reads the catalogs
+    # of older httpd versions, a few milliseconds a known-only tree never needs.
+    removed: dict[str, tuple[str, str]] | None = None
     third_party: list[str] | None = None
     modules_known = ctx.modules_known
     groups = list(ctx.raw.directives.items()) + list(ctx.raw.sections.items())
@@ -107,8 +109,11 @@ def check(ctx: LintContext, report: Report) -> None:
             if not modules_known or info.status == "MPM" or lname in MPM_SPECIFIC \
                     or lname in DEPRECATED_ACCESS or _loaded(ctx, info):
                 continue
-        elif lname in removed:
-            continue
+        else:
+            if removed is None:
+                removed = removed_directives(version_key)
+            if lname in removed:
+                continue
         nodes = [node for node in group if node.active]
         if not nodes:
             continue

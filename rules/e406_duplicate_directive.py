@@ -65,24 +65,28 @@ DOC = Doc(
 )
 
 
-@lru_cache(maxsize=4)
-def single_valued(version_key: str) -> frozenset[str]:
-    names = set(CURATED)
-    for key, info in catalog.directives(version_key).items():
-        if info.block or key in NEVER:
-            continue
-        parts = info.syntax.split(None, 1)
-        if len(parts) != 2 or " " in parts[1].strip() or "..." in parts[1]:
-            continue
-        argument = parts[1].strip()
-        if argument.lower() in _TYPED or _ALTERNATIVES.match(argument):
-            names.add(key)
-    return frozenset(names - NEVER)
+@lru_cache(maxsize=4096)
+def is_single_valued(key: str, version_key: str) -> bool:
+    """Whether a directive (lower-case name) takes one value that a later line
+    replaces. Asked per name written rather than for the whole catalog: a
+    config uses a few dozen of its hundreds of directives."""
+    if key in NEVER:
+        return False
+    if key in CURATED:
+        return True
+    info = catalog.directives(version_key).get(key)
+    if info is None or info.block:
+        return False
+    parts = info.syntax.split(None, 1)
+    if len(parts) != 2 or " " in parts[1].strip() or "..." in parts[1]:
+        return False
+    argument = parts[1].strip()
+    return argument.lower() in _TYPED or _ALTERNATIVES.match(argument) is not None
 
 
 def check(ctx: LintContext, report: Report) -> None:
-    wanted = single_valued(ctx.facts.version_key)
-    present = wanted & ctx.effective.directives.keys()
+    version_key = ctx.facts.version_key
+    present = {lname for lname in ctx.effective.directives if is_single_valued(lname, version_key)}
     # One pass per canonical name; only aliases (MaxClients/MaxRequestWorkers)
     # need their lists merged in file order.
     by_key: dict[str, list[str]] = {}
