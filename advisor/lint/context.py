@@ -81,19 +81,23 @@ class TreeIndex:
         children: Iterator[Node] = iter(root.children)
         while True:
             for node in children:
+                # try/except rather than .get(): a hit, nearly every node,
+                # then costs a subscript instead of a method call.
                 if type(node) is directive_type:
-                    found = directive_lists.get(node.name)
-                    if found is None:
+                    try:
+                        directive_lists[node.name].append(node)  # type: ignore[arg-type]
+                    except KeyError:
                         found = directives.setdefault(node.name.lower(), [])
                         directive_lists[node.name] = found
-                    found.append(node)  # type: ignore[arg-type]
+                        found.append(node)  # type: ignore[arg-type]
                     continue
                 if type(node) is not include_type:
-                    held = section_lists.get(node.name)
-                    if held is None:
+                    try:
+                        section_lists[node.name].append(node)  # type: ignore[arg-type]
+                    except KeyError:
                         held = sections.setdefault(node.name.lower(), [])
                         section_lists[node.name] = held
-                    held.append(node)  # type: ignore[arg-type]
+                        held.append(node)  # type: ignore[arg-type]
                 if node.children:  # type: ignore[attr-defined]
                     # Descend; this level's iterator resumes after the section.
                     stack.append(children)
