@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import tempfile
@@ -328,8 +329,17 @@ def register(app: typer.Typer) -> None:
             config=config, isolated=isolated, live=live,
             show_evidence=evidence, cache=cache, cache_dir=cache_dir,
         )
-        run = run_lint(options)
-        report = render(run, options, colour=None)
+        # The model (tens of thousands of nodes) lives until the command ends
+        # and holds no garbage: the cycle collector would only rescan it
+        # (~11 ms on a 2,000-file tree).
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            run = run_lint(options)
+            report = render(run, options, colour=None)
+        finally:
+            if collecting:
+                gc.enable()
         if report is not None:
             if output:
                 write_atomically(output, report)
