@@ -7,6 +7,7 @@ job's start-up: a command module imports what it needs inside its functions.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -76,6 +77,11 @@ def fail(error: AdvisorError) -> None:
     raise typer.Exit(code=2)
 
 
+# Commands that hold a whole configuration model until they end and start
+# nothing that needs cleaning up at exit (no servers, no temporary files).
+_QUICK_EXIT_COMMANDS = frozenset({"lint", "dump"})
+
+
 def main() -> None:
     try:
         app()
@@ -85,3 +91,26 @@ def main() -> None:
     except KeyboardInterrupt:
         sys.stderr.write("apache-advisor: interrupted\n")
         sys.exit(130)
+    except SystemExit as leaving:
+        if _first_command(sys.argv) in _QUICK_EXIT_COMMANDS:
+            _exit_now(leaving.code)
+        raise
+
+
+def _exit_now(code: object) -> None:
+    """Leave without the interpreter's teardown, which frees a large model
+    object by object (~13 ms on a 2,000-file tree) for a process that is
+    ending anyway. Output is flushed first; exit codes are as sys.exit's."""
+    if code is None:
+        status = 0
+    elif isinstance(code, int):
+        status = code
+    else:
+        sys.stderr.write(f"{code}\n")
+        status = 1
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed pipe (`| head`): nothing more can be said there
+    os._exit(status)
