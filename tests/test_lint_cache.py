@@ -279,3 +279,13 @@ def test_entries_of_another_user_are_not_trusted(trees, cached, monkeypatch):
     monkeypatch.setattr(lint_cache.os, "geteuid", lambda: real_uid + 1)
     lint(trees["hit"], "--isolated")
     assert cached["fresh"] == 2
+
+
+def test_every_rule_module_is_part_of_the_code_fingerprint():
+    """Wherever the rules are installed (beside advisor/ in an editable
+    install), editing one must make old entries unusable."""
+    import advisor.rules.p101_max_connections_per_child as p101
+
+    fingerprinted = {item[0] for item in lint_cache._code_fingerprint()[1:]}
+    assert os.path.abspath(p101.__file__) in fingerprinted
+    assert os.path.abspath(cmd_lint.__file__) in fingerprinted

@@ -59,11 +59,20 @@ def _code_fingerprint() -> list[Any]:
     """Name, size and modification time of every file of the installed
     package: a changed rule (even without a version bump, as in an editable
     install) makes every old entry unusable."""
+    import importlib.util
+
     import advisor
 
-    root = os.path.dirname(os.path.abspath(advisor.__file__))
+    roots = [os.path.dirname(os.path.abspath(advisor.__file__))]
+    # In an editable install the rules live outside advisor/ (rules/ is
+    # mapped to advisor.rules); find_spec locates them without importing.
+    spec = importlib.util.find_spec("advisor.rules")
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        location = os.path.abspath(location)
+        if not any(location == root or location.startswith(root + os.sep) for root in roots):
+            roots.append(location)
     found: list[Any] = [advisor.__version__]
-    pending = [root]
+    pending = roots
     while pending:
         directory = pending.pop()
         try:
