@@ -77,6 +77,8 @@ def _host_value(cli_value: Any, host: dict[str, Any], key: str) -> tuple[Any, st
 
 def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: set[str],
            notes: list[str]):
+    """The host facts for the rules, and whether this host was probed for
+    them (then the result depends on the host's state, found or not)."""
     from advisor.lint.context import HostFacts
     from advisor.lint.values import format_bytes, parse_size
 
@@ -111,7 +113,8 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
         from advisor.lint.host import is_system_config
 
         live = is_system_config(config.main_file)
-    if wants_memory and live and (facts.ram is None or facts.worker_memory is None):
+    probed = wants_memory and live and (facts.ram is None or facts.worker_memory is None)
+    if probed:
         from advisor.lint import host as host_probe
 
         if facts.ram is None:
@@ -126,7 +129,7 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
                 facts.worker_memory_source = f"measured from {count} running httpd children"
                 notes.append(f"per-worker memory {format_bytes(size)} "
                              f"(private memory of {count} running httpd children)")
-    return facts
+    return facts, probed
 
 
 def _cache_options(options: LintOptions) -> dict[str, Any]:
@@ -135,13 +138,19 @@ def _cache_options(options: LintOptions) -> dict[str, Any]:
     return {name: value for name, value in vars(options).items() if name not in shown_only}
 
 
-def _open_cache(options: LintOptions):
+def _open_cache(options: LintOptions, config_path: str | None):
+    """The result cache and this run's key in it, or None when not caching."""
     if not options.cache or os.environ.get("APACHE_ADVISOR_NO_CACHE"):
         return None
-    from advisor.lint.cache import LintCache, default_directory
+    from advisor.lint.cache import LintCache, default_directory, entry_key
 
     directory = options.cache_dir or default_directory()
-    return LintCache(directory) if directory else None
+    if not directory:
+        return None
+    try:
+        return LintCache(directory), entry_key(_cache_options(options), config_path)
+    except OSError:
+        return None  # an unreadable settings file: the lint below says so in one line
 
 
 def run_lint(options: LintOptions) -> LintRun:
@@ -159,16 +168,9 @@ def run_lint(options: LintOptions) -> LintRun:
         if options.config and not os.path.isfile(options.config):
             raise UsageError(f"config file {options.config} does not exist")
 
-    cache = _open_cache(options)
-    key = None
-    if cache is not None:
-        from advisor.lint.cache import entry_key
-
-        try:
-            key = entry_key(_cache_options(options), config_path)
-        except OSError:
-            cache = None  # the settings file will fail below with a clear line
-    if cache is not None and key is not None:
+    opened = _open_cache(options, config_path)
+    if opened is not None:
+        cache, key = opened
         hit = cache.lookup(key)
         if hit is not None:
             from advisor.lint.rule import Finding
@@ -176,8 +178,8 @@ def run_lint(options: LintOptions) -> LintRun:
             return LintRun([Finding(*fields) for fields in hit.findings], hit.notes, hit.files,
                            hit.exit_code)
     started_ns = time.time_ns()
-    run, recorder, measured_host = _lint_afresh(options, config_path, record=cache is not None)
-    if cache is not None and key is not None and recorder is not None and not measured_host:
+    run, recorder, probed_host = _lint_afresh(options, config_path, record=opened is not None)
+    if opened is not None and recorder is not None and not probed_host:
         from advisor.lint.cache import CachedResult
 
         cache.store(key, recorder, CachedResult(
@@ -220,12 +222,11 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     findings: list = []
     notes: list[str] = []
     files: list[str] = []
-    measured_host = False
+    probed_host = False
     for path in options.paths:
         config = load_config(path, load)
-        facts = _facts(config, options, host, enabled_codes, notes)
-        measured_host = measured_host or facts.ram_source == "this host" or (
-            facts.worker_memory_source or "").startswith("measured")
+        facts, probed = _facts(config, options, host, enabled_codes, notes)
+        probed_host = probed_host or probed
         result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings)
         findings.extend(result.findings)
         notes.extend(note for note in result.notes if note not in notes)
@@ -240,7 +241,7 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     failed = (fail_on != "never" and worst is not None
               and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on])
     run = LintRun(findings, notes, list(dict.fromkeys(files)), 1 if failed else 0)
-    return run, recorder, measured_host
+    return run, recorder, probed_host
 
 
 def write_atomically(path: str, text: str) -> None:

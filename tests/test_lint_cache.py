@@ -217,6 +217,18 @@ def test_host_measurements_are_never_saved(trees, cached, monkeypatch):
     assert cached["fresh"] == 2
 
 
+def test_a_host_probe_that_finds_nothing_is_not_saved_either(trees, cached, monkeypatch):
+    """No httpd running now does not mean none later: the result still
+    depended on the host."""
+    from advisor.lint import host
+
+    monkeypatch.setattr(host, "measure_ram", lambda: None)
+    monkeypatch.setattr(host, "measure_worker_memory", lambda main_file: (None, 0))
+    for _ in range(2):
+        lint(trees["measured"], "--live", "--isolated")
+    assert cached["fresh"] == 2
+
+
 def test_fresh_files_are_not_saved(cached, tmp_path):
     _write_tree(tmp_path / "fresh")
     lint(tmp_path / "fresh", "--isolated")
