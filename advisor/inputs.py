@@ -26,29 +26,6 @@ def signature_of(info: os.stat_result) -> Signature:
     return (info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino, info.st_dev, info.st_mode)
 
 
-class _Unreadable:
-    """A path whose stat failed for a reason other than absence: never equal
-    to anything, so a result that depended on it is never reused."""
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    def __hash__(self) -> int:
-        return 0
-
-
-UNREADABLE = _Unreadable()
-
-
-def current_signature(path: str) -> Signature | None | _Unreadable:
-    try:
-        return signature_of(os.stat(path))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError:
-        return UNREADABLE
-
-
 @dataclass
 class InputRecorder:
     paths: dict[str, Signature | None] = field(default_factory=dict)
@@ -65,12 +42,14 @@ class InputRecorder:
 
     def looked_at(self, path: str) -> None:
         """A path httpd's reading tested or listed (a directory, IfFile)."""
-        if path not in self.paths:
-            found = current_signature(path)
-            if found is UNREADABLE:
-                self.unreliable = True
-            else:
-                self.paths[path] = found  # type: ignore[assignment]
+        if path in self.paths:
+            return
+        try:
+            self.paths[path] = signature_of(os.stat(path))
+        except (FileNotFoundError, NotADirectoryError):
+            self.paths[path] = None  # absence is an input too
+        except OSError:
+            self.unreliable = True
 
     def variable(self, name: str) -> None:
         if name not in self.variables:
@@ -101,7 +80,6 @@ def changed(paths: dict[str, Signature | None], variables: dict[str, str | None]
             continue
         except OSError:
             return path
-        if recorded is None or recorded != (info.st_mtime_ns, info.st_ctime_ns, info.st_size,
-                                            info.st_ino, info.st_dev, info.st_mode):
+        if recorded != signature_of(info):
             return path
     return None

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vhost_tree import generate  # noqa: E402
 
 from advisor.httpd import find_httpd  # noqa: E402
+from advisor.lint.cache import RACY_WINDOW_NS  # noqa: E402
 
 
 def timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[float, float]:
@@ -58,10 +59,10 @@ def _interpreter(command: list[str]) -> str:
 
 
 def _wait_out_racy_window(tree: Path) -> None:
-    """The cache saves no result whose files changed in the last two seconds
+    """The cache saves no result whose files changed within its racy window
     (timestamp granularity); a tree generated just now must age first."""
-    newest = max(path.stat().st_ctime for path in tree.rglob("*"))
-    delay = newest + 2.2 - time.time()
+    newest = max(path.stat().st_ctime_ns for path in tree.rglob("*"))
+    delay = (newest + RACY_WINDOW_NS) / 1e9 + 0.2 - time.time()
     if delay > 0:
         time.sleep(delay)
 

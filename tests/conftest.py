@@ -17,7 +17,6 @@ import pytest
 # that patches the engine must see the engine run, not an earlier result.
 # tests/test_lint_cache.py checks the cache itself.
 os.environ["APACHE_ADVISOR_NO_CACHE"] = "1"
-os.environ.pop("APACHE_ADVISOR_CACHE_DIR", None)
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from heapq import merge
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from advisor import catalog
 from advisor.model import Config, Directive, Include, Node, Section
@@ -118,9 +118,7 @@ class TreeIndex:
         map). Made on first use: only merging lists of several names and
         files with suppression comments need it."""
         if self._all_nodes is None:
-            nodes: list[Node] = []
-            _flatten(self.root.children, nodes.append)
-            self._all_nodes = nodes
+            self._all_nodes = list(self.root.walk())
         return self._all_nodes
 
     @property
@@ -142,15 +140,6 @@ class TreeIndex:
             return [node for found in lists for node in found]
         order = self.order
         return list(merge(*lists, key=order.__getitem__))
-
-
-def _flatten(children: list[Node], add: Callable[[Node], None]) -> None:
-    """Pass every node below to `add`, depth first in file order. Plain
-    recursion: nesting is bounded (64 sections, 128 includes)."""
-    for node in children:
-        add(node)
-        if type(node) is not Directive and node.children:  # type: ignore[attr-defined]
-            _flatten(node.children, add)  # type: ignore[attr-defined]
 
 
 def is_server_scope(node: Node) -> bool:
