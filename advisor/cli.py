@@ -32,14 +32,14 @@ def _root() -> None:
 # command being run is imported (the others may pull in numpy, requests...);
 # help, typos and completion get them all.
 COMMAND_MODULES = {
-    "dump": "advisor.cmd_dump",
-    "lint": "advisor.cmd_lint",
-    "rules": "advisor.cmd_lint",
-    "explain": "advisor.cmd_lint",
-    "capacity": "advisor.cmd_capacity",
-    "bench": "advisor.cmd_bench",
-    "staging": "advisor.cmd_bench",
-    "tune": "advisor.cmd_tune",
+    "dump": "advisor.commands.dump",
+    "lint": "advisor.commands.lint",
+    "rules": "advisor.commands.lint",
+    "explain": "advisor.commands.lint",
+    "capacity": "advisor.commands.capacity",
+    "bench": "advisor.commands.bench",
+    "staging": "advisor.commands.staging",
+    "tune": "advisor.commands.tune",
 }
 
 
@@ -69,12 +69,6 @@ def _register(argv: list[str] | None = None) -> None:
 
 
 _register()
-
-
-def fail(error: AdvisorError) -> None:
-    """Print one clear line on stderr and exit 2: the contract for bad input."""
-    sys.stderr.write(f"apache-advisor: {error.render()}\n")
-    raise typer.Exit(code=2)
 
 
 # Commands that hold a whole configuration model until they end and start

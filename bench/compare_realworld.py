@@ -20,11 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from advisor.dumpfmt import dump_text
+from advisor.output.dump import dump_text
 from advisor.errors import AdvisorError
-from advisor.httpd import available_modules, dump_config, find_httpd
-from advisor.loader import load_config
-from advisor.options import LoadOptions
+from advisor.config.oracle import available_modules, dump_config, find_httpd
+from advisor.config.loader import load_config
+from advisor.config.options import LoadOptions
 
 # Modules that need others loaded first, or that cannot load beside the
 # rest in a bare wrapper.

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vhost_tree import generate  # noqa: E402
 
-from advisor.httpd import find_httpd  # noqa: E402
+from advisor.config.oracle import find_httpd  # noqa: E402
 from advisor.lint.cache import RACY_WINDOW_NS  # noqa: E402
 
 
@@ -114,7 +114,7 @@ def main() -> int:
         print("breakdown (same interpreter):")
         for label, code in (("python start-up", "pass"), ("+ import typer", "import typer"),
                             ("+ import advisor.cli", "import advisor.cli"),
-                            ("+ load_config (the tree)", f"from advisor.loader import load_config; "
+                            ("+ load_config (the tree)", f"from advisor.config.loader import load_config; "
                                                          f"load_config({str(main_file)!r})")):
             median, _ = timed([python, "-c", code], args.runs, env)
             print(f"  {label:26} wall {median * 1000:7.1f} ms")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from advisor.httpd import available_modules
+from advisor.config.oracle import available_modules
 
 MODULES = ("authz_core_module", "authz_host_module", "alias_module", "mime_module", "dir_module",
            "rewrite_module", "headers_module", "reqtimeout_module", "status_module")

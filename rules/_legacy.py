@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from advisor import catalog
+from advisor.config import catalog
 
 # Gone before 2.0: httpd 1.3's own directives (not in any 2.x catalog).
 REMOVED_IN_2_0 = {

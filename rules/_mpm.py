@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from advisor.lint.context import LintContext
 from advisor.lint.values import parse_int
-from advisor.model import Directive
+from advisor.config.model import Directive
 
 THREADED = ("worker", "event")
 

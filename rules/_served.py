@@ -13,7 +13,7 @@ import fnmatch
 from dataclasses import dataclass, field
 
 from advisor.lint.context import LintContext
-from advisor.model import Directive, Section
+from advisor.config.model import Directive, Section
 
 
 def normalize_dir(path: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from advisor import catalog
+from advisor.config import catalog
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 

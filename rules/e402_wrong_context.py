@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
-from advisor.model import Include, Node, Section
+from advisor.config.model import Include, Node, Section
 
-from advisor.catalog import CONDITIONAL_SECTIONS
+from advisor.config.catalog import CONDITIONAL_SECTIONS
 
 # Sections that change the context to per-directory.
 _DIRECTORY_LIKE = {"directory", "directorymatch", "location", "locationmatch", "files",

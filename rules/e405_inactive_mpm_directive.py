@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
-from advisor.model import Node
+from advisor.config.model import Node
 
 from ._mpm import MPM_DIRECTIVES, MPM_SPECIFIC, canonical_key
 

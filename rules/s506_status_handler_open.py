@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
-from advisor.model import Section
+from advisor.config.model import Section
 
 _HANDLERS = {"server-status": ("status_module", "mod_status.c"),
              "server-info": ("info_module", "mod_info.c")}

@@ -31,7 +31,7 @@ def _missing(tool: str) -> None:
 
 
 def require_httpd() -> str:
-    from advisor.httpd import find_httpd, module_dir
+    from advisor.config.oracle import find_httpd, module_dir
 
     binary = find_httpd()
     if binary is None or module_dir() is None:

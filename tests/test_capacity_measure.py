@@ -120,7 +120,7 @@ def test_capacity_measures_a_real_prefork_apache(tmp_path):
 
     import psutil
 
-    from advisor.httpd import module_dir
+    from advisor.config.oracle import module_dir
     from test_capacity_cli import run_cli
 
     binary = require_httpd()

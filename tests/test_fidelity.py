@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from advisor.dumpfmt import dump_text, include_lines
-from advisor.envvars import read_envvars
-from advisor.httpd import dump_config, run_httpd
-from advisor.loader import load_config
-from advisor.options import LoadOptions
+from advisor.output.dump import dump_text, include_lines
+from advisor.config.envvars import read_envvars
+from advisor.config.oracle import dump_config, run_httpd
+from advisor.config.loader import load_config
+from advisor.config.options import LoadOptions
 from conftest import REPO, SAMPLES, require_httpd, sample_index
 
 SAMPLES_BY_NAME = {sample["name"]: sample for sample in sample_index()}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor import cmd_lint
+from advisor.commands import lint as cmd_lint
 from advisor.lint import cache as lint_cache
 from lint_helpers import REPO, all_fixtures, run_cli
 

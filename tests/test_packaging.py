@@ -18,8 +18,8 @@ def test_wheel_adds_only_the_advisor_package(tmp_path):
     top_level = {name.split("/")[0] for name in names}
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"advisor"}
     for expected in ("advisor/rules/p101_max_connections_per_child.py", "advisor/tuner/sandbox.py",
-                     "advisor/data/directives.json", "advisor/data/names-2.4.json",
-                     "advisor/cli.py", "advisor/loader.py"):
+                     "advisor/config/data/directives.json", "advisor/config/data/names-2.4.json",
+                     "advisor/cli.py", "advisor/config/loader.py", "advisor/commands/lint.py"):
         assert expected in names, expected
     assert any(name.startswith("advisor/tuner/assets/") for name in names)
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

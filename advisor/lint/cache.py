@@ -6,7 +6,7 @@ An entry is keyed on everything that is not the configuration tree itself:
 the tool's own code, the Python running it, the working directory, the
 command-line options and the settings file's bytes. It records every input
 the reading depended on (files read, directories listed, paths tested,
-environment variables looked up; see advisor.inputs) and is used only when
+environment variables looked up; see advisor.config.inputs) and is used only when
 `stat` shows all of them as they were. Any difference, or any doubt, means a
 full lint.
 
@@ -32,7 +32,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.inputs import InputRecorder, changed
+from advisor.config.inputs import InputRecorder, changed
 
 CACHE_FORMAT = 1
 RACY_WINDOW_NS = 2_000_000_000

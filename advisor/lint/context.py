@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from heapq import merge
 from typing import Any, Iterable, Iterator
 
-from advisor import catalog
-from advisor.model import Config, Directive, Include, Node, Section
-from advisor.modules import DEBIAN_BUILTINS
+from advisor.config import catalog
+from advisor.config.model import Config, Directive, Include, Node, Section
+from advisor.config.modules import DEBIAN_BUILTINS
 
 
 @dataclass

@@ -15,7 +15,7 @@ from advisor.lint import MARKER
 from advisor.lint.context import HostFacts, LintContext
 from advisor.lint.rule import Finding, Location, Rule
 from advisor.lint.settings import FileSettings, path_ignored
-from advisor.model import Config, Node, Section
+from advisor.config.model import Config, Node, Section
 
 if TYPE_CHECKING:
     # The parser itself is imported only for a tree that has suppression

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Union
 
 if TYPE_CHECKING:
     from advisor.lint.context import LintContext
-    from advisor.model import Node
+    from advisor.config.model import Node
 
 SEVERITIES = ("info", "warning", "error")
 """Lowest first: `SEVERITY_RANK[s]` compares two severities."""

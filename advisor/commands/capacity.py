@@ -16,7 +16,7 @@ from typing import List, Optional
 
 import typer
 
-from advisor.cli_options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
+from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
                                  ModuleOption, ModulesFromOption, ServerRootOption)
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
@@ -262,8 +262,8 @@ def run_capacity(
     from advisor.capacity.queueing import Arrivals, Service, SimulationOptions, fit_lognormal_cv
     from advisor.capacity.report import CapacityRequest, build_report
     from advisor.capacity.sizing import MPM_DEFAULTS, effective_mpm_settings
-    from advisor.cli_options import load_options
-    from advisor.loader import load_config
+    from advisor.commands.options import load_options
+    from advisor.config.loader import load_config
 
     # Check the flags before reading anything, so a typo fails fast.
     if output_format not in ("text", "json"):

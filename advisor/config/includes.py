@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from advisor.inputs import InputRecorder
+    from advisor.config.inputs import InputRecorder
 
 # httpd's AP_MAX_INCLUDE_DIR_DEPTH.
 MAX_DIRECTORY_DEPTH = 128

@@ -11,39 +11,20 @@ section that the file then closes.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from advisor.errors import ConfigError
-from advisor.lexer import LogicalLine, MacroLine, logical_lines, split_words
-from advisor.model import Directive, Section
+from advisor.config.lexer import LogicalLine, MacroLine, logical_lines, split_words
+from advisor.config.model import Directive, Section
+from advisor.config.state import Macro, ReadState
 
-if TYPE_CHECKING:
-    from advisor.loader import _Reader
 
 MACRO_DIRECTIVES = frozenset({"use", "undefmacro"})
 
 
-@dataclass
-class Macro:
-    name: str
-    """Lower-cased, as mod_macro keys it."""
-    parameters: list[str]
-    body: list[tuple[str, int, int]]
-    """(text, first physical line, last physical line) in the defining file."""
-    file: str
-    line: int
-
-    @property
-    def location(self) -> str:
-        return f'defined on line {self.line} of "{self.file}"'
-
-
-def define(reader: "_Reader", name: str, rest: str, start: int, end: int,
+def define(state: ReadState, name: str, rest: str, start: int, end: int,
            cursor: "deque[LogicalLine | MacroLine]", container: Section, path: str) -> None:
     """Read a `<Macro>` section: its lines go into the raw tree as written
     (inactive: nothing in a body applies where it is written)."""
-    state = reader.state
     bracket = rest.rfind(">")
     if bracket < 0:
         raise ConfigError("<Macro> directive missing closing '>'", path, end)
@@ -89,8 +70,7 @@ def define(reader: "_Reader", name: str, rest: str, start: int, end: int,
     state.macros[macro_name] = Macro(macro_name, parameters, body, path, end)
 
 
-def use_or_undefine(reader: "_Reader", node: Directive, cursor: "deque[LogicalLine | MacroLine]") -> None:
-    state = reader.state
+def use_or_undefine(state: ReadState, node: Directive, cursor: "deque[LogicalLine | MacroLine]") -> None:
     if node.lname == "undefmacro":
         if not node.args or node.args[0].lower() not in state.macros:
             raise ConfigError(f"cannot remove undefined macro '{node.arg(0).lower()}'", node.file,

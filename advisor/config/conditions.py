@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING
 
-from advisor.catalog import directives
+from advisor.config.catalog import directives
 from advisor.errors import ConfigError
-from advisor.lexer import split_words
-from advisor.model import Section
+from advisor.config.lexer import split_words
+from advisor.config.model import Section
+from advisor.config.state import ReadState
 
-if TYPE_CHECKING:
-    from advisor.loader import _State
 
 # Directives of the "mpm_common" family that only threaded MPMs define.
 _THREADED_ONLY = {"threadsperchild", "threadlimit", "maxsparethreads", "minsparethreads",
@@ -34,7 +32,7 @@ def parse_version(text: str) -> tuple[int, int, int]:
     return major, minor, patch
 
 
-def evaluate_condition(kind: str, inner: str, node: Section, state: "_State") -> bool:
+def evaluate_condition(kind: str, inner: str, node: Section, state: ReadState) -> bool:
     if kind == "ifversion":
         return _if_version(inner, node, state)
     negate = inner.startswith("!")
@@ -62,7 +60,7 @@ def evaluate_condition(kind: str, inner: str, node: Section, state: "_State") ->
     return result != negate
 
 
-def directive_exists(name: str, state: "_State", section: bool = False) -> bool:
+def directive_exists(name: str, state: ReadState, section: bool = False) -> bool:
     """Whether a loaded module defines the directive (httpd's ap_exists_directive)."""
     info = directives("2.4").get(name.lstrip("<").lower())
     if info is None or (section and not info.block):
@@ -87,7 +85,7 @@ def directive_exists(name: str, state: "_State", section: bool = False) -> bool:
 _VERSION_OPERATORS = ("==", ">=", "<=", "=", ">", "<", "~")
 
 
-def _if_version(inner: str, node: Section, state: "_State") -> bool:
+def _if_version(inner: str, node: Section, state: ReadState) -> bool:
     words = split_words(inner)
     if not words:
         raise ConfigError("<IfVersion> directive requires additional arguments",

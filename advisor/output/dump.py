@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES
-from advisor.catalog import spellings as catalog_spellings
-from advisor.model import Config, Directive, Include, Node, Section
+from advisor.config.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES
+from advisor.config.catalog import spellings as catalog_spellings
+from advisor.config.model import Config, Directive, Include, Node, Section
 
 
 _SKIPPED = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from advisor.cli_options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
+from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
                                  ModuleOption, ModulesFromOption, ServerRootOption, load_options)
 
 
@@ -31,8 +31,8 @@ def register(app: typer.Typer) -> None:
         allow_missing_includes: AllowMissingIncludesOption = False,
     ) -> None:
         """Print the effective config in the shape of `httpd -t -D DUMP_CONFIG`."""
-        from advisor.dumpfmt import dump_json, dump_text, include_lines
-        from advisor.loader import load_config
+        from advisor.output.dump import dump_json, dump_text, include_lines
+        from advisor.config.loader import load_config
 
         options = load_options(define, module, modules_from, apache_version, server_root,
                                allow_missing_includes)

@@ -12,7 +12,7 @@ from typing import Any, List, Optional
 
 import typer
 
-from advisor.cli_options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
+from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
                                  ModuleOption, ModulesFromOption, ServerRootOption)
 
 from advisor.errors import UsageError
@@ -192,12 +192,12 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     from dataclasses import replace
 
     from advisor import rules as registry
-    from advisor.cli_options import load_options
-    from advisor.inputs import InputRecorder
+    from advisor.commands.options import load_options
+    from advisor.config.inputs import InputRecorder
     from advisor.lint.engine import lint_config
     from advisor.lint.rule import PROFILES, SEVERITY_RANK, max_severity
     from advisor.lint.settings import FAIL_ON, FileSettings, check_choice, load_file_settings, select_rules
-    from advisor.loader import load_config
+    from advisor.config.loader import load_config
 
     file_settings = load_file_settings(config_path) if config_path else FileSettings()
     profile = check_choice(options.profile or file_settings.profile or "all", PROFILES, "--profile")

@@ -1,7 +1,7 @@
 """Build the packaged directive catalog from httpd's manual facts.
 
-Run: python -m advisor.catalog_build ../shared/data
-It writes advisor/data/directives.json: for each httpd version, the directives
+Run: python -m advisor.config.catalog_build ../shared/data
+It writes advisor/config/data/directives.json: for each httpd version, the directives
 keyed by lower-case name with module, contexts, default, override and block.
 """
 

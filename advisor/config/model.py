@@ -16,6 +16,7 @@ physical line of a directive continued with a backslash).
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -48,7 +49,7 @@ class Node:
 
     @property
     def canonical_name(self) -> str:
-        from advisor.catalog import canonical_name
+        from advisor.config.catalog import canonical_name
 
         return canonical_name(self.name)
 
@@ -77,7 +78,7 @@ class Node:
         Conditionals do not count: in the effective tree they are gone, and in
         the raw tree `<IfModule>` does not change the context.
         """
-        from advisor.catalog import CONDITIONAL_SECTIONS
+        from advisor.config.catalog import CONDITIONAL_SECTIONS
 
         return all(s.lname in CONDITIONAL_SECTIONS for s in self.enclosing())
 
@@ -174,8 +175,6 @@ class Config:
     def effective(self) -> Section:
         """The effective tree, built on first use (dumping does not need it)."""
         if self._effective is None:
-            from advisor.loader import effective_tree
-
             self._effective = effective_tree(self.raw)
         return self._effective
 
@@ -200,3 +199,49 @@ class Config:
     def main_location(self) -> tuple[str, int]:
         """Where to point a finding about a value nobody wrote (httpd's default)."""
         return self.main_file, 1
+
+
+# ---- the effective view -------------------------------------------------------
+
+
+def effective_tree(raw: Section) -> Section:
+    """What httpd keeps after reading: active nodes only, with conditionals
+    and Include lines replaced by what they let in."""
+    from advisor.config.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES
+
+    skipped = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
+    root = Section(name="", args=[], raw_args="", file=raw.file, line=0, end_line=0,
+                   is_root=True, raw=raw)
+    collecting = gc.isenabled()
+    gc.disable()  # as in load_config: every copy lives as long as the model
+    try:
+        _copy_children(raw, root, skipped, CONDITIONAL_SECTIONS)
+    finally:
+        if collecting:
+            gc.enable()
+    return root
+
+
+def _copy_children(source: Section, target: Section, skipped: frozenset[str] | set[str],
+                   conditionals: frozenset[str] | set[str]) -> None:
+    append = target.children.append
+    for child in source.children:
+        if not child.active:
+            continue
+        if type(child) is Directive:
+            if child.name.lower() in skipped:
+                continue
+            copy: Node = Directive(child.name, child.args, child.raw_args, child.file, child.line,
+                                   child.end_line, True, target, child, child.expansion)
+        elif isinstance(child, Include) or child.name.lower() in conditionals:
+            _copy_children(child, target, skipped, conditionals)  # type: ignore[arg-type]
+            continue
+        elif child.name.lower() in skipped:  # <Macro>: its body applies where it is used
+            continue
+        else:
+            section = Section(child.name, child.args, child.raw_args, child.file, child.line,
+                              child.end_line, True, target, child, child.expansion,
+                              close_line=child.close_line)  # type: ignore[call-arg]
+            _copy_children(child, section, skipped, conditionals)  # type: ignore[arg-type]
+            copy = section
+        append(copy)

@@ -13,22 +13,21 @@ import gc
 import os
 import stat
 import sys
-from dataclasses import dataclass, field, replace
-
-
 from collections import deque
+from dataclasses import replace
 
-from advisor import includes, macros
-from advisor.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, RUNTIME_CONDITIONALS
-from advisor.conditions import evaluate_condition, parse_version
-from advisor.envvars import envvars_beside, read_envvars
+from advisor.config import includes, macros
+from advisor.config.catalog import CONDITIONAL_SECTIONS, READ_TIME_DIRECTIVES, RUNTIME_CONDITIONALS
+from advisor.config.conditions import evaluate_condition, parse_version
+from advisor.config.envvars import envvars_beside, read_envvars
+from advisor.config.inputs import InputRecorder
+from advisor.config.lexer import (LogicalLine, MacroLine, decode, logical_lines, next_word, resolve_env,
+                                  split_words, splits_like_httpd)
+from advisor.config.model import Config, Diagnostic, Directive, Include, Node, Section, effective_tree
+from advisor.config.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
+from advisor.config.options import LoadOptions
+from advisor.config.state import ReadState
 from advisor.errors import ConfigError
-from advisor.inputs import InputRecorder
-from advisor.lexer import (LogicalLine, MacroLine, decode, logical_lines, next_word, resolve_env,
-                           splits_like_httpd, split_words)
-from advisor.model import Config, Diagnostic, Directive, Include, Node, Section
-from advisor.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
-from advisor.options import LoadOptions
 
 # Directives the reader must act on (or that need the careful path): every
 # other directive is read by the inline fast path in _Reader.build.
@@ -74,33 +73,6 @@ def default_server_root(main_file: str) -> str:
     return directory
 
 
-@dataclass
-class _State:
-    options: LoadOptions
-    server_root: str
-    modules: ModuleSet
-    defines: dict[str, str | None]
-    version: tuple[int, int, int]
-    files: list[str] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    include_stack: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
-    plain: bool = True
-    """The file being read splits on blanks like httpd (see splits_like_httpd)."""
-    section_depth: int = 0
-    sources: dict[str, str] = field(default_factory=dict)
-    macros: dict[str, "macros.Macro"] = field(default_factory=dict)
-    physical_lines: dict[str, list[str]] = field(default_factory=dict)
-    """Each file's text split in lines, kept so a macro body can be re-read
-    with its blank lines (they count in the macro's own line numbers)."""
-
-    def lookup_variable(self, name: str) -> str | None:
-        if name in self.defines and self.defines[name] is not None:
-            return self.defines[name]
-        if self.options.recorder is not None:
-            self.options.recorder.variable(name)
-        return self.options.environ.get(name)
-
-
 def _inside_open_conditional(section: Section) -> bool:
     """Whether the section is, or sits in, a read-time conditional of the
     same file: httpd ends those at the end of the file without a word."""
@@ -113,7 +85,7 @@ def _inside_open_conditional(section: Section) -> bool:
 
 
 class _Reader:
-    def __init__(self, state: _State) -> None:
+    def __init__(self, state: ReadState) -> None:
         self.state = state
         self.pending_expansion: tuple[str, int] | None = None
 
@@ -224,7 +196,7 @@ class _Reader:
                         closing.close_line = end
                     return
                 if active and name.lower() == "<macro" and "macro_module" in state.modules:
-                    macros.define(self, name, rest, start, end, cursor, container, path)
+                    macros.define(state, name, rest, start, end, cursor, container, path)
                     continue
                 if expansion is not None:
                     self.pending_expansion = expansion
@@ -243,7 +215,7 @@ class _Reader:
             if expansion is not None:
                 node.expansion = expansion
             if active and lname in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
-                macros.use_or_undefine(self, node, cursor)
+                macros.use_or_undefine(state, node, cursor)
         if closing is not None:
             if active and _inside_open_conditional(closing):
                 # httpd 2.4 prints "Syntax OK" for this, yet its parse tree
@@ -368,49 +340,6 @@ class _Reader:
 # ---- the effective tree ------------------------------------------------------
 
 
-def effective_tree(raw: Section) -> Section:
-    """What httpd keeps after reading: active nodes only, with conditionals
-    and Include lines replaced by what they let in."""
-    root = Section(name="", args=[], raw_args="", file=raw.file, line=0, end_line=0,
-                   is_root=True, raw=raw)
-    collecting = gc.isenabled()
-    gc.disable()  # as in load_config: every copy lives as long as the model
-    try:
-        _copy_children(raw, root)
-    finally:
-        if collecting:
-            gc.enable()
-    return root
-
-
-_SKIPPED_IN_EFFECTIVE = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
-
-
-def _copy_children(source: Section, target: Section) -> None:
-    append = target.children.append
-    skipped = _SKIPPED_IN_EFFECTIVE
-    for child in source.children:
-        if not child.active:
-            continue
-        if type(child) is Directive:
-            if child.name.lower() in skipped:
-                continue
-            copy: Node = Directive(child.name, child.args, child.raw_args, child.file, child.line,
-                                   child.end_line, True, target, child, child.expansion)
-        elif isinstance(child, Include) or child.name.lower() in CONDITIONAL_SECTIONS:
-            _copy_children(child, target)  # type: ignore[arg-type]
-            continue
-        elif child.name.lower() in skipped:  # <Macro>: its body applies where it is used
-            continue
-        else:
-            section = Section(child.name, child.args, child.raw_args, child.file, child.line,
-                              child.end_line, True, target, child, child.expansion,
-                              close_line=child.close_line)  # type: ignore[call-arg]
-            _copy_children(child, section)  # type: ignore[arg-type]
-            copy = section
-        append(copy)
-
-
 # ---- entry point ---------------------------------------------------------------
 
 
@@ -436,7 +365,7 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
     if envvars:
         environ.update(read_envvars(envvars, environ, recorder))
     options = replace(options, environ=environ)
-    state = _State(
+    state = ReadState(
         options=options,
         server_root=os.path.abspath(server_root),
         modules=modules,

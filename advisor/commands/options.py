@@ -3,17 +3,19 @@
 They mirror httpd's own switches (`-D`, `-d`) plus what apache-advisor needs
 to know that the files cannot say (modules loaded elsewhere, the version
 `<IfVersion>` tests). One definition here keeps `dump`, `lint` and
-`capacity` spelling them the same way.
+`capacity` spelling them the same way. `fail` is the one way a command
+reports bad input: one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, List, Optional
 
 import typer
 
-from advisor.errors import UsageError
-from advisor.options import LoadOptions
+from advisor.config.options import LoadOptions
+from advisor.errors import AdvisorError, UsageError
 
 DefineOption = Annotated[Optional[List[str]], typer.Option(
     "--define", "-D", help="NAME[=VALUE], like httpd's -D; repeat for several.")]
@@ -51,3 +53,9 @@ def load_options(define: list[str] | None, module: list[str] | None, modules_fro
         server_root=server_root,
         allow_missing_includes=allow_missing_includes,
     )
+
+
+def fail(error: AdvisorError) -> None:
+    """Print one clear line on stderr and exit 2: the contract for bad input."""
+    sys.stderr.write(f"apache-advisor: {error.render()}\n")
+    raise typer.Exit(code=2)

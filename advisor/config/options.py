@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
-    from advisor.inputs import InputRecorder
+    from advisor.config.inputs import InputRecorder
 
 
 @dataclass

@@ -1,0 +1,127 @@
+"""`apache-advisor staging up|down|status`: the private httpd that bench and tune measure.
+
+Only Typer is imported at module level: the tuner (requests, psutil) loads
+when one of these commands runs, not at CLI start-up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Optional
+
+import typer
+
+from advisor.commands.options import fail
+from advisor.errors import AdvisorError, UsageError
+
+staging_app = typer.Typer(help="A private staging httpd on 127.0.0.1 for bench and tune.", no_args_is_help=True)
+
+WORKDIR_HELP = "Sandbox work directory (default $APACHE_ADVISOR_STAGING_DIR or /tmp/apache-advisor-UID/staging)."
+
+
+@staging_app.command("up")
+def staging_up(
+    config: Optional[str] = typer.Argument(None, help="An httpd.conf whose MPM and tuning directives the sandbox takes; default: stock."),
+    workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+    mpm: Optional[str] = typer.Option(None, "--mpm", help="prefork, worker or event (default: CONFIG's, else event)."),
+    port: int = typer.Option(0, "--port", help="Port on 127.0.0.1 (default: a free one)."),
+    server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="Cores for httpd, e.g. 0 (default: 0 on a multi-core host)."),
+    httpd_bin: Optional[str] = typer.Option(None, "--httpd-bin", help="The httpd binary (default: apache2 or httpd)."),
+    netns: Optional[str] = typer.Option(None, "--netns", help="Run httpd inside this network namespace (one you created)."),
+    listen_host: str = typer.Option("127.0.0.1", "--listen-host", help="Address to listen on (127.0.0.1, or one inside --netns)."),
+    status_allow: Optional[list[str]] = typer.Option(None, "--status-allow", help="Extra address allowed to read mod_status."),
+    extended_status: bool = typer.Option(False, "--extended-status", help="Turn ExtendedStatus on."),
+    cpu_quota: Optional[float] = typer.Option(None, "--cpu-quota", help="Let httpd use at most this % of one core (a cgroup; needs root), so that it saturates before httperf does."),
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+) -> None:
+    """Start the staging sandbox."""
+    from advisor.tuner.sandbox import Sandbox, parse_cpus
+
+    try:
+        if listen_host != "127.0.0.1" and not netns:
+            raise UsageError("--listen-host other than 127.0.0.1 needs --netns",
+                             hint="the sandbox only listens on loopback or inside a namespace you made")
+        cpus = parse_cpus(server_cpus)
+        if cpus is None and (os.cpu_count() or 1) >= 2:
+            cpus = [0]
+        allow = ["127.0.0.1", "::1"] + list(status_allow or [])
+        state = Sandbox(workdir, binary=httpd_bin).up(
+            source_config=config, mpm=mpm, port=port, host=listen_host, server_cpus=cpus, netns=netns,
+            status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota)
+    except AdvisorError as error:
+        fail(error)
+        return
+    if output_format == "json":
+        print(json.dumps({"url": state.base_url, "pid": state.pid, "mpm": state.mpm, "work_dir": state.work_dir,
+                          "server_cpus": state.server_cpus, "cpu_quota_pct": state.cpu_quota_pct,
+                          "managed": state.managed}))
+    else:
+        quota = f", at most {state.cpu_quota_pct:g} % of a core" if state.cpu_quota_pct else ""
+        print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}{quota}")
+        print(f"work dir {state.work_dir}; managed include {state.managed}")
+
+
+@staging_app.command("down")
+def staging_down(workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP)) -> None:
+    """Stop the staging sandbox (restoring its managed include first)."""
+    from advisor.tuner.sandbox import Sandbox
+
+    try:
+        sandbox = Sandbox(workdir)
+        _restore_file_only(sandbox)
+        stopped = sandbox.down()
+    except AdvisorError as error:
+        fail(error)
+        return
+    print("staging httpd stopped" if stopped else f"no staging httpd was running in {sandbox.work_dir}")
+
+
+def _restore_file_only(sandbox) -> None:
+    """A journal left by a killed bench: put the original file back before stopping."""
+    from pathlib import Path
+
+    from advisor.tuner.target import Journal
+
+    journal_path = Path(sandbox.managed_path.name + ".journal")
+    journal_path = sandbox.managed_path.with_name(journal_path.name)
+    if journal_path.exists():
+        journal = Journal(**json.loads(journal_path.read_text()))
+        if journal.original is None:
+            sandbox.managed_path.unlink(missing_ok=True)
+        else:
+            sandbox.managed_path.write_text(journal.original)
+        journal_path.unlink()
+
+
+@staging_app.command("status")
+def staging_status(
+    workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+    output_format: str = typer.Option("text", "--format", help="text or json."),
+) -> None:
+    """Report whether the sandbox runs, where, and its workers."""
+    from advisor.tuner.sandbox import Sandbox
+
+    try:
+        sandbox = Sandbox(workdir)
+        info = sandbox.status()
+        info["journal_pending"] = sandbox.managed_path.with_name(sandbox.managed_path.name + ".journal").exists()
+    except AdvisorError as error:
+        fail(error)
+        return
+    if output_format == "json":
+        print(json.dumps(info))
+        return
+    if not info["running"]:
+        print(f"staging httpd is not running (work dir {info['work_dir']})")
+        return
+    print(f"staging httpd ({info.get('mpm')}) running at {info.get('url')}, pid {info['pid']}, "
+          f"cores {info.get('server_cpus') or 'all'}")
+    if "busy_workers" in info:
+        print(f"workers busy {info['busy_workers']} idle {info['idle_workers']}, config generation {info['generation']}")
+    if info["journal_pending"]:
+        print("a journal from an interrupted bench is pending: the next bench restores the original first")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(staging_app, name="staging")

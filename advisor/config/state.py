@@ -1,0 +1,59 @@
+"""What the reader knows at a given line of the configuration.
+
+httpd decides `<IfModule>`, `<IfDefine>`, `<IfVersion>` and `<IfFile>`, and
+expands `Use` of a macro, with what it has read so far. This state is the one
+interface between the reader (loader.py) and the modules that make those
+decisions (conditions.py, macros.py), so that the dependencies run one way:
+loader -> conditions/macros -> state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from advisor.config.model import Diagnostic
+from advisor.config.modules import ModuleSet
+from advisor.config.options import LoadOptions
+
+
+@dataclass
+class Macro:
+    name: str
+    """Lower-cased, as mod_macro keys it."""
+    parameters: list[str]
+    body: list[tuple[str, int, int]]
+    """(text, first physical line, last physical line) in the defining file."""
+    file: str
+    line: int
+
+    @property
+    def location(self) -> str:
+        return f'defined on line {self.line} of "{self.file}"'
+
+
+
+@dataclass
+class ReadState:
+    options: LoadOptions
+    server_root: str
+    modules: ModuleSet
+    defines: dict[str, str | None]
+    version: tuple[int, int, int]
+    files: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    include_stack: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
+    plain: bool = True
+    """The file being read splits on blanks like httpd (see splits_like_httpd)."""
+    section_depth: int = 0
+    sources: dict[str, str] = field(default_factory=dict)
+    macros: dict[str, Macro] = field(default_factory=dict)
+    physical_lines: dict[str, list[str]] = field(default_factory=dict)
+    """Each file's text split in lines, kept so a macro body can be re-read
+    with its blank lines (they count in the macro's own line numbers)."""
+
+    def lookup_variable(self, name: str) -> str | None:
+        if name in self.defines and self.defines[name] is not None:
+            return self.defines[name]
+        if self.options.recorder is not None:
+            self.options.recorder.variable(name)
+        return self.options.environ.get(name)
