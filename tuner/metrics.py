@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 
-from advisor.tuner.target import SCOREBOARD_KEYS, StatusSnapshot, parse_status
+from advisor.tuner.status import SCOREBOARD_KEYS, StatusSnapshot, parse_status
 
 
 @dataclass

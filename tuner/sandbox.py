@@ -33,6 +33,7 @@ from string import Template
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
 from advisor.tuner import workload
+from advisor.tuner.status import fetch_status, wait_healthy
 
 STATE_FILE = "staging.json"
 MANAGED_HEADER = "# Managed by apache-advisor: trials write tuned directives here.\n"
@@ -314,8 +315,6 @@ class Sandbox:
             cgroup_version=quota.version if quota else None,
         )
         self._save_state(state)
-        from advisor.tuner.target import wait_healthy
-
         wait_healthy(state.base_url + "/index.html", timeout=timeout)
         return state
 
@@ -427,8 +426,6 @@ class Sandbox:
                     config=state.config, managed=state.managed, netns=state.netns,
                     source_config=state.source_config)
         if pid is not None:
-            from advisor.tuner.target import fetch_status
-
             status = fetch_status(state.status_url, timeout=2.0)
             if status is not None:
                 info["busy_workers"] = status.busy

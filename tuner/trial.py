@@ -18,7 +18,8 @@ from typing import Callable
 from advisor.errors import UsageError
 from advisor.tuner import httperf
 from advisor.tuner.metrics import MetricsCollector, Sample, read_listener
-from advisor.tuner.target import StagingTarget, fetch_status
+from advisor.tuner.status import fetch_status
+from advisor.tuner.target import StagingTarget
 from advisor.tuner.verdict import ClientLimit, Verdict, decide, foreign_cpu
 
 # Arlitt & Williamson call a run valid only when the clients sustain the

@@ -1,0 +1,28 @@
+"""The tuner's layers (issue 9): the HTTP helpers under the sandbox and the targets.
+
+tests/test_import_graph.py fails on any cycle; this says which way the
+tuner's own dependencies must run, so that the sandbox/target circle does
+not come back as a longer one.
+"""
+
+from __future__ import annotations
+
+from test_import_graph import PACKAGE_ROOTS, import_edges, module_files
+
+
+def _tuner_edges() -> dict[str, set[str]]:
+    edges = import_edges(module_files(PACKAGE_ROOTS))
+    prefix = "advisor.tuner."
+    return {name[len(prefix):]: {t[len(prefix):] for t in targets if t.startswith(prefix)}
+            for name, targets in edges.items() if name.startswith(prefix)}
+
+
+def test_status_helpers_depend_on_no_other_tuner_module():
+    assert _tuner_edges()["status"] == set()
+
+
+def test_sandbox_knows_nothing_of_targets_and_targets_build_on_sandbox():
+    edges = _tuner_edges()
+    assert "target" not in edges["sandbox"] and "trial" not in edges["sandbox"]
+    assert {"sandbox", "status"} <= edges["target"]
+    assert "target" not in edges["metrics"]  # the collector needs only mod_status parsing

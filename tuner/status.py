@@ -1,0 +1,93 @@
+"""HTTP to the staging server: health checks and mod_status `?auto`.
+
+The lowest layer of the tuner: it imports nothing else of it, so the sandbox,
+the targets, the metrics collector and the trials can all use it without
+importing each other. `requests` is imported inside the functions: it is slow
+to import and the CLI must start fast.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from advisor.errors import AdvisorError
+
+# Scoreboard keys as mod_status prints them.
+SCOREBOARD_KEYS = {
+    "_": "waiting", "S": "starting", "R": "reading", "W": "sending", "K": "keepalive",
+    "D": "dns", "C": "closing", "L": "logging", "G": "graceful", "I": "idle_cleanup", ".": "open",
+}
+
+
+def wait_healthy(url: str, timeout: float = 10.0) -> int:
+    """GET `url` until it answers below 500; raise a one-line error otherwise."""
+    import requests
+
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        try:
+            response = requests.get(url, timeout=min(3.0, max(0.5, timeout)))
+            if response.status_code < 500:
+                return response.status_code
+            last = f"HTTP {response.status_code}"
+        except requests.RequestException as exc:
+            last = _short_reason(exc)
+        if time.monotonic() >= deadline:
+            raise AdvisorError(f"staging server at {url} is not healthy: {last}",
+                               hint="start it (apache-advisor staging up) or check --url")
+        time.sleep(0.1)
+
+
+def _short_reason(exc: Exception) -> str:
+    text = str(exc)
+    for marker in ("Connection refused", "timed out", "Name or service not known", "No route to host"):
+        if marker in text:
+            return marker.lower()
+    return type(exc).__name__
+
+
+@dataclass
+class StatusSnapshot:
+    """mod_status `?auto`: worker counts and the scoreboard mix."""
+
+    busy: int
+    idle: int
+    scoreboard: dict[str, int]
+    generation: int | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def slots(self) -> int:
+        return sum(self.scoreboard.values())
+
+
+def parse_status(text: str) -> StatusSnapshot | None:
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields[key.strip()] = value.strip()
+    if "BusyWorkers" not in fields:
+        return None
+    board = fields.get("Scoreboard", "")
+    counts = {key: board.count(key) for key in SCOREBOARD_KEYS}
+    generation = fields.get("ParentServerConfigGeneration")
+    return StatusSnapshot(
+        busy=int(fields.get("BusyWorkers", 0)), idle=int(fields.get("IdleWorkers", 0)),
+        scoreboard=counts, generation=int(generation) if generation and generation.isdigit() else None,
+        fields=fields,
+    )
+
+
+def fetch_status(url: str, timeout: float = 1.0, session=None) -> StatusSnapshot | None:
+    import requests
+
+    try:
+        response = (session or requests).get(url, timeout=timeout)
+    except requests.RequestException:
+        return None
+    if response.status_code != 200:
+        return None
+    return parse_status(response.text)
