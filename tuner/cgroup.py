@@ -1,6 +1,6 @@
 """A CPU quota for the sandbox httpd, through a cgroup of its own (v2 or v1).
 
-Arlitt & Williamson (2005, section 4.4.2) made sure their clients were faster
+Arlitt & Williamson (2004, section 4.4.2) made sure their clients were faster
 than the server, so that the server, not the load generator, ran out first.
 On a two-core machine httperf and httpd get one core each, and a prefork httpd
 that closes every connection is about as fast on its core as httperf is on

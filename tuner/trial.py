@@ -1,6 +1,6 @@
 """Trials: one httperf run with metrics and a verdict; a stepped ramp; a knee search.
 
-The method is Arlitt & Williamson's (2005, section 4): one factor at a time,
+The method is Arlitt & Williamson's (2004, section 4): one factor at a time,
 an open-loop rate generator, fine-grained metrics from several viewpoints,
 and first proving that the load generator is not what limits the run.
 """

@@ -2,7 +2,7 @@
 
 For every resource we ask, second by second, whether it was saturated (its
 utilisation at the top, or work queueing for it). The bottleneck is the
-resource that saturated *first*: Arlitt & Williamson (2005, section 4.4.2)
+resource that saturated *first*: Arlitt & Williamson (2004, section 4.4.2)
 saw the server CPU at 100 % during 1 MB transfers only because the network
 had saturated before it, so a later saturation is reported as a consequence.
 """
