@@ -277,3 +277,63 @@ def test_down_after_the_parent_was_killed_stops_its_orphans():
         for pid in ours():
             os.kill(pid, signal.SIGKILL)
         shutil.rmtree(directory, ignore_errors=True)
+
+
+# A CGI that leaves a child behind: in a session of its own (httpd's stop
+# signals its process group, not this) and deaf to SIGTERM, as a badly
+# written CGI or a daemon it starts can be. It prints the child's pid.
+LINGERING_CGI = r"""#!/usr/bin/perl
+use POSIX qw(setsid);
+$| = 1;
+my $pid = fork();
+if ($pid == 0) {
+    setsid();
+    $SIG{TERM} = 'IGNORE';
+    $SIG{HUP} = 'IGNORE';
+    open(STDIN, '<', '/dev/null');
+    open(STDOUT, '>', '/dev/null');
+    open(STDERR, '>', '/dev/null');
+    sleep 60;
+    exit 0;
+}
+print "Content-Type: text/plain\r\n\r\n$pid\n";
+exit 0;
+"""
+
+
+def _running(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def test_down_returns_only_when_every_process_is_gone_and_names_the_straggler():
+    require("apache2")
+    directory = work_dir()
+    info = json.loads(cli("staging", "up", "--workdir", str(directory), "--mpm", "prefork", "--format", "json").stdout)
+    script = directory / "cgi-bin" / "linger.cgi"
+    script.write_text(LINGERING_CGI)
+    script.chmod(0o755)
+    pid = None
+    try:
+        pid = int(requests.get(info["url"] + "/cgi-bin/linger.cgi", timeout=10).text.split()[0])
+        assert _running(pid)
+        started = time.monotonic()
+        down = cli("staging", "down", "--workdir", str(directory))
+        took = time.monotonic() - started
+        # Checked the moment `down` returned: nothing of the sandbox is left.
+        assert not _running(pid), f"pid {pid} of the sandbox outlived `staging down`: {down.stdout}"
+        assert "staging httpd stopped" in down.stdout
+        assert f"pid {pid}" in down.stdout and "linger.cgi" in down.stdout and "killed" in down.stdout, down.stdout
+        assert took < 20
+        # A second `down` finds nothing and says so.
+        again = cli("staging", "down", "--workdir", str(directory))
+        assert "no staging httpd was running" in again.stdout
+    finally:
+        if pid is not None and _running(pid):
+            os.kill(pid, signal.SIGKILL)  # the test's own CGI child, if down left it
+        cli("staging", "down", "--workdir", str(directory), check=False)
+        shutil.rmtree(directory, ignore_errors=True)

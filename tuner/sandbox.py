@@ -163,6 +163,19 @@ class SandboxState:
         return f"{self.base_url}/server-status?auto"
 
 
+@dataclass
+class StopResult:
+    """What `Sandbox.down` found and did."""
+
+    was_running: bool  # a server, or processes of one, were there to stop
+    # Processes that outlived httpd's own stop and that down ended itself,
+    # as "pid N (name): SIGTERM|SIGKILL".
+    stragglers: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return self.was_running
+
+
 class Sandbox:
     """A private httpd in `work_dir`. Methods raise AdvisorError on bad input."""
 
@@ -368,53 +381,116 @@ class Sandbox:
         if result.returncode != 0:
             raise config_test_error(result.stderr + result.stdout, state.config)
 
-    def down(self, timeout: float = 15.0) -> bool:
-        """Stop the sandbox; True if a server was running."""
+    def down(self, timeout: float = 15.0, grace: float = 2.0) -> StopResult:
+        """Stop the sandbox and return only when every process of it is gone.
+
+        httpd's own stop ends its children; what it misses (a process that
+        ignores SIGTERM, a CGI's child in a session of its own, workers left
+        by a parent killed with -9) gets `grace` seconds to go, then SIGTERM,
+        then SIGKILL, and is named in the result.
+        """
         state = self.load_state()
         pid = self.running_pid()
         quota = self.cpu_quota()
-        if pid is None:
-            orphans = self._stop_orphans()
-            if state is not None:
-                self.state_path.unlink(missing_ok=True)
-            if quota is not None:
-                quota.remove(timeout=1.0)
-            return orphans
-        binary = state.binary if state else find_httpd(self._binary)
-        subprocess.run([binary, "-f", str(self.config_path), "-k", "stop"],
-                       capture_output=True, text=True, timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and _alive(pid):
-            time.sleep(0.05)
-        if _alive(pid):
-            os.kill(pid, signal.SIGKILL)  # our own server that ignored the stop
-        self._stop_orphans()
+        # Taken before the stop: once the parent is gone, its children's
+        # parent link is gone too, and an exiting process has no cmdline.
+        known = self._processes(pid, quota)
+        stragglers: list[str] = []
+        if pid is not None:
+            binary = state.binary if state else find_httpd(self._binary)
+            subprocess.run([binary, "-f", str(self.config_path), "-k", "stop"],
+                           capture_output=True, text=True, timeout=timeout)
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.05)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)  # our own server that ignored the stop
+                stragglers.append(f"pid {pid} (httpd parent, ignored the stop): SIGKILL")
+        stragglers += self._end_stragglers(known, quota, grace=grace if pid is not None else 0.0)
         if quota is not None:
-            quota.remove()
+            quota.remove(timeout=1.0)
         self.state_path.unlink(missing_ok=True)
-        return True
+        return StopResult(was_running=pid is not None or bool(stragglers), stragglers=stragglers)
 
-    def _stop_orphans(self, timeout: float = 5.0) -> bool:
-        """Stop workers whose parent died (kill -9): only processes started
-        with this sandbox's own config file on their command line."""
+    def _processes(self, pid: int | None, quota=None) -> dict[int, "object"]:
+        """Every live process of this sandbox, by pid (psutil.Process, which
+        also checks the pid was not reused): the parent's tree, anything run
+        with this sandbox's config or one of its CGI programs, and whatever
+        sits in its cgroup. Never this process or its ancestors."""
         import psutil
 
-        ours = []
+        found: dict[int, psutil.Process] = {}
+        if pid is not None:
+            try:
+                parent = psutil.Process(pid)
+                for proc in [parent, *parent.children(recursive=True)]:
+                    found[proc.pid] = proc
+            except psutil.Error:
+                pass
+        config = str(self.config_path)
+        cgi_dir = str(self.work_dir / "cgi-bin") + os.sep
         for proc in psutil.process_iter(["pid", "cmdline"]):
-            if str(self.config_path) in (proc.info["cmdline"] or []):
-                ours.append(proc)
-        for proc in ours:
+            args = proc.info["cmdline"] or []
+            if config in args or any(arg.startswith(cgi_dir) for arg in args):
+                found.setdefault(proc.pid, proc)
+        if quota is not None:
             try:
-                proc.terminate()
-            except psutil.Error:
+                for line in quota.procs_file.read_text().split():
+                    try:
+                        found.setdefault(int(line), psutil.Process(int(line)))
+                    except psutil.Error:
+                        continue
+            except OSError:
                 pass
-        _gone, alive = psutil.wait_procs(ours, timeout=timeout)
-        for proc in alive:
-            try:
-                proc.kill()
-            except psutil.Error:
-                pass
-        return bool(ours)
+        mine = {os.getpid()}
+        try:
+            mine.update(p.pid for p in psutil.Process().parents())
+        except psutil.Error:
+            pass
+        return {p: proc for p, proc in found.items() if p not in mine and _running(proc)}
+
+    def _end_stragglers(self, known: dict[int, "object"], quota, grace: float,
+                        rounds: int = 3) -> list[str]:
+        """Wait up to `grace` s for the sandbox's processes to go, then end the rest.
+
+        Looked for again after each round, since a dying process may have
+        forked; the rounds are bounded.
+        """
+        import psutil
+
+        ended: list[str] = []
+        deadline = time.monotonic() + grace
+        left = {p: proc for p, proc in known.items() if _running(proc)}
+        while left and time.monotonic() < deadline:
+            time.sleep(0.05)
+            left = {p: proc for p, proc in left.items() if _running(proc)}
+        for _ in range(rounds):
+            left.update(self._processes(None, quota))
+            left = {p: proc for p, proc in left.items() if _running(proc)}
+            if not left:
+                return ended
+            names = {p: _describe(proc) for p, proc in left.items()}
+            for proc in left.values():
+                try:
+                    proc.terminate()
+                except psutil.Error:
+                    pass
+            _gone, alive = psutil.wait_procs(list(left.values()), timeout=2.0)
+            alive = [proc for proc in alive if _running(proc)]
+            for proc in alive:
+                try:
+                    proc.kill()
+                except psutil.Error:
+                    pass
+            psutil.wait_procs(alive, timeout=5.0)
+            killed = {proc.pid for proc in alive}
+            ended += [f"pid {p} ({names[p]}): {'SIGKILL' if p in killed else 'SIGTERM'}" for p in sorted(left)]
+            left = {p: proc for p, proc in left.items() if _running(proc)}
+        if left:
+            raise AdvisorError(
+                "processes of the sandbox would not end: " + ", ".join(f"pid {p}" for p in sorted(left)),
+                file=str(self.work_dir), hint="they may be stuck in the kernel (state D); check `ps -o pid,stat,cmd`")
+        return ended
 
     def status(self) -> dict[str, object]:
         state = self.load_state()
@@ -548,3 +624,26 @@ def _make_traversable(work_dir: Path) -> None:
                 f"the httpd workers cannot enter {directory}",
                 hint="use a --workdir under /tmp or another directory others may enter",
             )
+
+
+def _running(proc) -> bool:
+    """A psutil.Process that still exists and is not a zombie (a zombie holds nothing)."""
+    import psutil
+
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _describe(proc) -> str:
+    """`apache2` or `linger.cgi`: the program's name, for the straggler report."""
+    import psutil
+
+    try:
+        args = proc.cmdline()
+        name = proc.name()
+    except psutil.Error:
+        return "gone"
+    script = next((os.path.basename(a) for a in args[1:2] if a.startswith("/")), None)
+    return f"{name}, {script}" if script and script != name else name

@@ -64,7 +64,7 @@ def staging_up(
 
 @staging_app.command("down")
 def staging_down(workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP)) -> None:
-    """Stop the staging sandbox (restoring its managed include first)."""
+    """Stop the staging sandbox (restoring its managed include first); return when all of it is gone."""
     from advisor.tuner.sandbox import Sandbox
 
     try:
@@ -74,7 +74,13 @@ def staging_down(workdir: Optional[str] = typer.Option(None, "--workdir", help=W
     except AdvisorError as error:
         fail(error)
         return
-    print("staging httpd stopped" if stopped else f"no staging httpd was running in {sandbox.work_dir}")
+    if not stopped:
+        print(f"no staging httpd was running in {sandbox.work_dir}")
+        return
+    print("staging httpd stopped; no process of it is left")
+    if stopped.stragglers:
+        print(f"killed {len(stopped.stragglers)} process(es) that outlived httpd's own stop: "
+              + "; ".join(stopped.stragglers))
 
 
 def _restore_file_only(sandbox) -> None:
