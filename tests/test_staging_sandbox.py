@@ -103,10 +103,10 @@ def test_invalid_directive_is_refused_and_rolled_back():
         assert run.sandbox.status()["generation"] >= generation
 
 
-def _start_long_bench(run: SandboxRun) -> subprocess.Popen:
+def _start_long_bench(run: SandboxRun, rate: str = "20", duration: str = "30") -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "advisor", "bench", "--workdir", str(run.dir), "--set", "KeepAlive Off",
-         "--rate", "20", "--duration", "30", "--format", "json"],
+         "--rate", rate, "--duration", duration, "--format", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -128,21 +128,37 @@ def _wait_until_applied(run: SandboxRun, process: subprocess.Popen) -> list[int]
     return httperf_children()
 
 
-def test_kill_9_mid_trial_then_the_next_run_restores_first():
+def _httperf_running(pid: int) -> bool:
+    import psutil
+
+    try:
+        proc = psutil.Process(pid)
+        return proc.name() == "httperf" and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def test_kill_9_mid_trial_kills_httperf_too_and_the_next_run_restores_first():
     require("apache2", "httperf")
     with SandboxRun() as run:
-        process = _start_long_bench(run)
+        process = _start_long_bench(run, rate="100", duration="10")
         clients: list[int] = []
         try:
             clients = _wait_until_applied(run, process)
+            time.sleep(2.0)  # a few seconds into the trial
+            assert all(_httperf_running(pid) for pid in clients)
             os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+            killed = time.monotonic()
+            # The load generator goes with the tool: it must not load the
+            # server for the rest of its connections.
+            gone = wait_for(lambda: not any(_httperf_running(pid) for pid in clients), 1.0, step=0.02)
+            survivors = [pid for pid in clients if _httperf_running(pid)]
+            assert gone, f"httperf {survivors} outlived the killed bench by {time.monotonic() - killed:.1f} s"
         finally:
             for pid in clients:
-                try:
+                if _httperf_running(pid):
                     os.kill(pid, signal.SIGKILL)  # the orphaned load generator we started
-                except ProcessLookupError:
-                    pass
             if process.poll() is None:
                 process.kill()
         journal = run.sandbox.managed_path.with_name("managed.conf.journal")
@@ -152,6 +168,30 @@ def test_kill_9_mid_trial_then_the_next_run_restores_first():
         assert "restored the original managed include" in result.stdout
         run.assert_stock_restored()
         assert keepalive_header(run.state.base_url) is not None
+
+
+def test_the_next_run_ends_a_recorded_stray_httperf_before_anything_else():
+    """The second line of defence, for a load generator no death signal reached."""
+    from advisor.tuner import httperf
+
+    require("apache2", "httperf")
+    with SandboxRun() as run:
+        record = run.sandbox.managed_path.with_name("managed.conf.load")
+        stray = subprocess.Popen(
+            [httperf.find_httperf(), "--server=127.0.0.1", f"--port={run.state.port}", "--uri=/1k.html",
+             "--rate=20", "--num-conns=600", "--timeout=2"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            httperf.record_load(record, stray.pid)
+            result = run.bench("--set", "KeepAlive Off", "--rate", "10", "--duration", "1")
+            assert stray.poll() is not None, "the recorded httperf still runs"
+            assert f"ended httperf left running by an interrupted run (pid {stray.pid})" in result.stdout
+            assert not record.exists()
+            run.assert_stock_restored()
+        finally:
+            if stray.poll() is None:
+                stray.kill()
+                stray.wait()
 
 
 def test_sigterm_mid_trial_restores_before_exit():

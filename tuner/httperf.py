@@ -7,10 +7,15 @@ shows up in the output instead of silently losing data.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from advisor.errors import AdvisorError
 
@@ -208,12 +213,131 @@ def find_httperf(explicit: str | None = None) -> str:
     return path
 
 
-def start(spec: HttperfSpec) -> subprocess.Popen:
-    """Start httperf; the caller collects metrics while it runs and calls finish()."""
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _death_signal_setter():
+    """A function for Popen's preexec_fn: the child gets SIGKILL when its parent dies.
+
+    Resolved before the fork, so that the child only makes one call. After
+    it the child checks that its parent is still the one that forked it: a
+    parent killed between fork and prctl would otherwise never signal it.
+    The signal comes when the *thread* that forked exits, so start() must be
+    called from a thread that lives as long as the run (bench calls it from
+    its main thread). None where prctl is not available (not Linux).
+    """
+    import ctypes
+    import ctypes.util
+
     try:
-        return subprocess.Popen(spec.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return set_death_signal
+
+
+def start(spec: HttperfSpec, record: Path | None = None) -> subprocess.Popen:
+    """Start httperf; the caller collects metrics while it runs and calls finish().
+
+    httperf dies with the process that started it (a parent-death signal),
+    and runs in a process group of its own, which `record` (if given) notes
+    on disk until forget() removes it: if this process is killed in a way
+    the signal does not cover, the next run ends the group (end_recorded)
+    before it touches the server, so no trial is measured under a dead
+    run's load.
+    """
+    try:
+        process = subprocess.Popen(spec.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True, preexec_fn=_death_signal_setter())
     except FileNotFoundError as exc:
         raise AdvisorError(f"cannot run httperf: {exc.filename}", hint=HTTPERF_NOT_FOUND_HINT) from None
+    if record is not None:
+        record_load(record, process.pid)
+    return process
+
+
+# -- the record of running load generators ------------------------------------
+
+def _start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (field 22 of stat): with
+    the pid, it names one process even after the pid is reused."""
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _read_record(record: Path) -> list[dict[str, int]]:
+    try:
+        entries = json.loads(record.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        return []  # a torn write by a killed run: nothing usable in it
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("pid"), int)]
+
+
+def _write_record(record: Path, entries: list[dict[str, int]]) -> None:
+    if not entries:
+        record.unlink(missing_ok=True)
+        return
+    tmp = record.with_name(record.name + ".tmp")
+    tmp.write_text(json.dumps(entries))
+    os.replace(tmp, record)
+
+
+def record_load(record: Path, pid: int) -> None:
+    """Note a running load generator (its pid is also its process group)."""
+    entries = [e for e in _read_record(record) if e["pid"] != pid]
+    entries.append({"pid": pid, "pgid": pid, "start": _start_time(pid) or 0})
+    _write_record(record, entries)
+
+
+def forget(record: Path, pid: int) -> None:
+    _write_record(record, [e for e in _read_record(record) if e["pid"] != pid])
+
+
+def end_recorded(record: Path, timeout: float = 5.0) -> list[int]:
+    """End the load generators a dead run left running; the pids it ended.
+
+    Only a process whose start time matches the record is the one noted: a
+    reused pid is left alone. The whole group goes, then we wait for it.
+    """
+    ended = []
+    for entry in _read_record(record):
+        pid = entry["pid"]
+        started = _start_time(pid)
+        if started is None or not entry.get("start") or started != entry["start"]:
+            continue
+        try:
+            os.killpg(entry.get("pgid", pid), signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        except PermissionError:
+            os.kill(pid, signal.SIGKILL)
+        ended.append(pid)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_running(pid) for pid in ended):
+        time.sleep(0.02)
+    record.unlink(missing_ok=True)
+    return ended
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:

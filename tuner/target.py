@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
+from advisor.tuner import httperf
 from advisor.tuner.sandbox import MANAGED_HEADER, Sandbox, config_test_error, find_httpd
 from advisor.tuner.status import fetch_status, wait_healthy
 
@@ -66,6 +67,11 @@ class StagingTarget(ABC):
 
     def health_url(self) -> str:
         return self.base_url + "/"
+
+    @property
+    def load_record(self) -> Path:
+        """Beside the managed include: the load generators running against this target."""
+        return self.managed_path.with_name(self.managed_path.name + ".load")
 
     def cpu_quota(self):
         """A CPU quota the server runs under (advisor.tuner.cgroup.CpuQuota), if any."""
@@ -299,10 +305,14 @@ class ManagedConfig:
         self.lock_path = target.managed_path.with_name(target.managed_path.name + ".lock")
         self._lock_fd: int | None = None
         self.recovered: Journal | None = None
+        self.stray_load: list[int] = []  # load generators of a dead run, ended on entry
 
     def __enter__(self) -> "ManagedConfig":
         self.acquire()
         try:
+            # A dead run's load first: a restore, or a trial, under a
+            # stranger's load would measure that load.
+            self.stray_load = httperf.end_recorded(self.target.load_record)
             self.recovered = self.recover()
         except BaseException:
             self.release()

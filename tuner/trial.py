@@ -312,7 +312,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     started = time.time()
     t0 = time.monotonic()
     collector.start()
-    process = httperf.start(spec)
+    process = httperf.start(spec, record=target.load_record)
     if registry is not None:
         registry.append(process)
     collector.client_pid = process.pid
@@ -343,6 +343,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         if process.poll() is None:
             process.kill()
             process.wait()
+        httperf.forget(target.load_record, process.pid)
         samples = collector.stop()
         pool = collector.pool_state()
         if pid and pool is not None:

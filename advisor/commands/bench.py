@@ -133,6 +133,9 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     trials = []
     try:
         with ManagedConfig(target) as managed_config:
+            if managed_config.stray_load:
+                report.note("ended httperf left running by an interrupted run (pid "
+                            + ", ".join(str(p) for p in managed_config.stray_load) + ") before anything else")
             if managed_config.recovered is not None:
                 report.note(f"restored the original managed include left by an interrupted run (pid {managed_config.recovered.pid})")
             if base.directives:
