@@ -91,6 +91,31 @@ def test_bench_set_applies_then_restores_the_stock_config():
         assert keepalive_header(run.state.base_url) is not None  # live again, not only on disk
 
 
+def test_keepalive_off_with_persistent_connections_names_the_cause_and_the_line():
+    """httperf does not reconnect when the server closes a connection: those errors are its own."""
+    require("apache2", "httperf")
+    with SandboxRun(mpm="prefork") as run:
+        off = run.bench_json("--num-calls", "8", "--set", "KeepAlive Off", "--rate", "20", "--duration", "1")[0]
+        capped = run.bench_json("--num-calls", "4", "--set", "MaxKeepAliveRequests 1", "--rate", "20",
+                                "--duration", "1")[0]
+        sessions = run.bench_json("--num-calls", "4", "--think", "0.05", "--set", "KeepAlive Off", "--rate", "10",
+                                  "--duration", "1")[0]
+    verdict = off["verdict"]
+    assert verdict["label"] == "connections closed by server", verdict
+    assert verdict["evidence"]["config"].endswith("managed.conf:3: KeepAlive Off")
+    assert "managed.conf:3: KeepAlive Off" in verdict["note"] and "does not reconnect" in verdict["note"]
+    assert "--num-calls 1" in verdict["note"] and "--think" in verdict["note"]
+    assert off["valid"] is False and off["invalid_reasons"]
+    # httperf counts one error per reset connection; the lost calls are 7 of 8.
+    assert off["httperf"]["replies"] == 20 and off["errors"]["pct"] == pytest.approx(87.5)
+    assert capped["verdict"]["label"] == "connections closed by server"
+    assert "managed.conf:3: MaxKeepAliveRequests 1" in capped["verdict"]["note"]
+    assert "--num-calls 2" in capped["verdict"]["note"]  # httpd serves N + 1 requests per connection
+    # Sessions reconnect: the same config measured fairly, no lost call.
+    assert sessions["httperf"]["session"]["completed"] == 10 and sessions["httperf"]["replies"] == 40
+    assert sessions["errors"]["pct"] == 0 and sessions["verdict"]["label"] != "connections closed by server"
+
+
 def test_invalid_directive_is_refused_and_rolled_back():
     require("apache2", "httperf")
     with SandboxRun() as run:

@@ -69,6 +69,11 @@ class StagingTarget(ABC):
         return self.base_url + "/"
 
     @property
+    def config_file(self) -> Path | None:
+        """The httpd.conf the server reads, if known: the verdict quotes its lines."""
+        return None
+
+    @property
     def load_record(self) -> Path:
         """Beside the managed include: the load generators running against this target."""
         return self.managed_path.with_name(self.managed_path.name + ".load")
@@ -131,6 +136,10 @@ class SandboxTarget(StagingTarget):
 
     def health_url(self) -> str:
         return self.base_url + "/index.html"
+
+    @property
+    def config_file(self) -> Path | None:
+        return Path(self.state.config)
 
     def read_managed(self) -> str | None:
         return _read_or_none(self.managed_path)
@@ -202,6 +211,10 @@ class LocalServerTarget(StagingTarget):
 
     def health_url(self) -> str:
         return self._base + self._path
+
+    @property
+    def config_file(self) -> Path | None:
+        return Path(self.config)
 
     def read_managed(self) -> str | None:
         return _read_or_none(self._managed)

@@ -20,7 +20,8 @@ from advisor.tuner import httperf
 from advisor.tuner.metrics import MetricsCollector, Sample, read_listener
 from advisor.tuner.status import fetch_status
 from advisor.tuner.target import StagingTarget
-from advisor.tuner.verdict import ClientLimit, Verdict, decide, foreign_cpu
+from advisor.tuner.verdict import (CLOSED_BY_SERVER, ClientLimit, ConnectionCap, Verdict, closed_by_server, decide,
+                                   foreign_cpu)
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
 # target: we allow 2 % slack for timer granularity.
@@ -113,24 +114,49 @@ class TrialResult:
         return info
 
     @property
+    def invalid_reasons(self) -> list[str]:
+        """Why the trial does not measure what it claims; empty when it does."""
+        reasons = []
+        if self.verdict.label == "client-bound":
+            # Client limits that began after the server saturated are its
+            # consequence: they stay listed but do not invalidate the trial.
+            reasons.append("client-bound: the load generator, not the server, limited the run")
+        if self.verdict.label == CLOSED_BY_SERVER or "closed_by_server" in self.verdict.evidence:
+            reasons.append("the server closed connections before httperf's calls on them were done")
+        return reasons
+
+    @property
     def valid(self) -> bool:
-        """False when the client was the bottleneck. Client limits that began
-        after the server saturated are its consequence and stay listed."""
-        return self.verdict.label != "client-bound"
+        return not self.invalid_reasons
+
+    @property
+    def attempted(self) -> int:
+        """Requests the workload asked for."""
+        if self.inputs.wsess:
+            return max(1, self.inputs.wsess[0] * self.inputs.wsess[1])
+        return max(1, self.inputs.num_conns * self.inputs.num_calls)
 
     @property
     def errors(self) -> int:
-        """httperf's errors, non-2xx/3xx replies and the listen-queue drops it cannot see."""
-        return self.httperf.error_total + self.httperf.bad_status + max(self.listen_overflows, self.listen_drops)
+        """Failed requests: httperf's errors or the calls that got no reply, whichever
+        is more, plus non-2xx/3xx replies and the listen-queue drops httperf cannot see.
+
+        httperf counts an error per connection, not per call: a connection
+        reset with seven calls pending is one error and seven lost calls. In
+        sessions httperf sends a call again on a new connection when the
+        server closed the one it was on, yet still counts the connreset: a
+        recovered reset is no lost call.
+        """
+        listen = max(self.listen_overflows, self.listen_drops)
+        unanswered = max(0, self.attempted - self.httperf.replies)
+        counted = self.httperf.error_total
+        if self.inputs.wsess:
+            counted -= int(self.httperf.errors.get("connreset", 0))
+        return max(unanswered, counted) + self.httperf.bad_status + listen
 
     @property
     def error_pct(self) -> float:
-        if self.inputs.wsess:
-            attempted = self.inputs.wsess[0] * self.inputs.wsess[1]
-        else:
-            attempted = self.inputs.num_conns * self.inputs.num_calls
-        attempted = max(1, attempted)
-        return 100.0 * self.errors / attempted
+        return 100.0 * self.errors / self.attempted
 
     def slo_failures(self) -> list[str]:
         failures = []
@@ -152,6 +178,7 @@ class TrialResult:
         return {
             "inputs": asdict(self.inputs),
             "valid": self.valid,
+            "invalid_reasons": self.invalid_reasons,
             "meets_slo": self.meets_slo,
             "slo_failures": self.slo_failures(),
             "reply_rate": round(h.reply_rate, 1),
@@ -362,10 +389,45 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
              "reply_time_ms": round(result.reply_time_ms, 2)}
     verdict = decide(samples, server_cpus=server_cpus, interval=interval, client_limits=limits, extra=extra,
                      cpu_quota_pct=inputs.server_cpu_quota_pct)
+    resets = int(result.errors.get("connreset", 0))
+    if inputs.num_calls > 1 and not inputs.wsess and resets:
+        verdict = closed_by_server(verdict, calls=inputs.num_calls, connections=result.connections,
+                                   replies=result.replies, resets=resets, cap=connection_cap(target))
     inputs.server_cpus = server_cpus
     return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
                        listen_overflows=overflows, listen_drops=drops, started=started,
                        wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet)
+
+
+def connection_cap(target: StagingTarget) -> ConnectionCap | None:
+    """What the server's configuration lets one connection carry, if it caps it.
+
+    Read with the config model: KeepAlive Off, else MaxKeepAliveRequests N
+    (N > 0), at server scope, with the file and line that set it. None when
+    the config cannot be read: the verdict then says nothing about it.
+    """
+    path = target.config_file
+    if path is None:
+        return None
+    from advisor.config.loader import load_config
+    from advisor.config.options import LoadOptions
+    from advisor.errors import AdvisorError
+
+    try:
+        cfg = load_config(str(path), LoadOptions(apache_version="2.4"))
+    except (AdvisorError, OSError):
+        return None
+    keepalive = cfg.server_value("KeepAlive")
+    if keepalive is not None and keepalive.raw_args.strip().lower() == "off":
+        return ConnectionCap(f"KeepAlive {keepalive.raw_args.strip()}", keepalive.file, keepalive.line, 1)
+    limit = cfg.server_value("MaxKeepAliveRequests")
+    try:
+        count = int(limit.raw_args.strip()) if limit is not None else 0
+    except ValueError:
+        return None
+    if count > 0:
+        return ConnectionCap(f"MaxKeepAliveRequests {count}", limit.file, limit.line, count + 1)
+    return None
 
 
 def attribute_listen_overflows(samples: list[Sample]) -> None:
@@ -471,6 +533,11 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
                 break
         if result.meets_slo:
             good = result if good is None or rate > good.inputs.rate else good
+        elif result.verdict.label == CLOSED_BY_SERVER:
+            # Every rate fails the same way: the workload, not the load, is wrong for this config.
+            return KneeResult(good.inputs.rate if good else None, good.httperf.reply_rate if good else None,
+                              False, probes, result.verdict,
+                              "the server closes connections before httperf's calls are done (see the verdict)")
         elif result.verdict.label == "client-bound":
             if good is None or result.inputs.rate > good.inputs.rate:
                 return KneeResult(good.inputs.rate if good else None, good.httperf.reply_rate if good else None,

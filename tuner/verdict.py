@@ -17,8 +17,9 @@ from advisor.tuner.metrics import Sample
 
 LABELS = (
     "server CPU", "network", "disk", "worker pool exhausted", "keep-alive holding workers",
-    "logging", "process churn", "memory/swap", "client-bound", "none",
+    "logging", "process churn", "memory/swap", "client-bound", "connections closed by server", "none",
 )
+CLOSED_BY_SERVER = "connections closed by server"
 
 # Thresholds: a resource counts as saturated in a second when it crosses these.
 CPU_BUSY_PCT = 90.0
@@ -59,6 +60,23 @@ class ClientLimit:
     #          saturated no later explains it (connections pile up unanswered);
     # "untimed": no time is known; any server saturation explains it.
     kind: str = "hard"
+
+
+@dataclass
+class ConnectionCap:
+    """How many requests the configuration lets one connection carry, and the line that says so."""
+
+    directive: str  # as written: "KeepAlive Off", "MaxKeepAliveRequests 3"
+    file: str | None
+    line: int | None
+    # KeepAlive Off: 1. MaxKeepAliveRequests N (N > 0): N + 1, since httpd
+    # 2.4 counts only the requests after the first (measured: N = 1 gives
+    # 2 replies per connection, N = 3 gives 4).
+    requests_per_connection: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file and self.line else (self.file or "the configuration")
 
 
 @dataclass
@@ -327,3 +345,39 @@ def decide(samples: list[Sample], *, server_cpus: list[int] | None, interval: fl
     if client_limits:
         note = "client limits (" + ", ".join(c.check for c in client_limits) + ") followed the server's saturation"
     return Verdict(server_label, evidence, onset_s=t_of(onsets[server_label]), consequences=consequences, note=note)
+
+
+def closed_by_server(verdict: Verdict, *, calls: int, connections: int, replies: int, resets: int,
+                     cap: ConnectionCap | None) -> Verdict:
+    """Name the cause when the server closed connections that httperf meant to reuse.
+
+    httperf 0.9.0 sends `--num-calls` requests on one connection and does not
+    open another when the server closes it: every call after the close
+    fails as connreset. With KeepAlive Off (or MaxKeepAliveRequests below
+    the calls) those errors measure the load generator's workload, not the
+    server. Found only when the configuration caps the connection below the
+    calls and httperf saw resets with no more replies per connection than
+    the cap allows. A server that saturated keeps its label; the cause is
+    added to its note.
+    """
+    if cap is None or calls <= cap.requests_per_connection or resets <= 0 or connections <= 0:
+        return verdict
+    per_connection = replies / connections
+    if per_connection > cap.requests_per_connection + 0.01:
+        return verdict
+    served = cap.requests_per_connection
+    unanswered = max(0, connections * calls - replies)
+    note = (f"{cap.where}: {cap.directive} makes the server close each connection after {served} "
+            f"request{'s' if served > 1 else ''}, but httperf sends {calls} calls per connection and does not "
+            f"reconnect: {resets} connections were reset with calls pending and {unanswered} calls got no reply. "
+            f"These errors are httperf's, not the server's; for a fair comparison use --num-calls {served}, "
+            f"or sessions (--think SECONDS), which open a new connection when the server closes one")
+    evidence = {"config": f"{cap.where}: {cap.directive}", "calls_per_connection": calls,
+                "replies_per_connection": round(per_connection, 2), "requests_per_connection_allowed": served,
+                "connreset": resets, "calls_unanswered": unanswered}
+    if verdict.label != "none":
+        joined = f"{verdict.note}; {note}" if verdict.note else note
+        return Verdict(verdict.label, {**verdict.evidence, "closed_by_server": evidence}, verdict.onset_s,
+                       verdict.consequences, joined)
+    return Verdict(CLOSED_BY_SERVER, {**evidence, **{k: v for k, v in verdict.evidence.items() if k not in evidence}},
+                   note=note)
