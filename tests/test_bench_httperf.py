@@ -32,12 +32,16 @@ def test_every_line_of_real_httperf_output_is_parsed():
     assert plain.status["2xx"] == 100 and plain.reply_size_b["content"] == 1024
     assert plain.reply_rate == pytest.approx(plain.replies / plain.test_duration_s)
     assert plain.reply_rate_samples["samples"] == 0  # under 5 s: why reply_rate is computed
-    assert 90 <= plain.connection_rate <= 110
+    # The rate line parsed as what it is, connections over the run's length.
+    # (Not a band around the 100/s asked for: on a busy host that is timing,
+    # and timing is for the `load` tests.)
+    assert plain.connection_rate == pytest.approx(plain.connections / plain.test_duration_s, rel=0.02)
     assert sessions.session["completed"] == 10 and sessions.replies == 30
     assert listed.replies == 400 and listed.reply_size_b["content"] > 5000  # heavy-tailed mean, not 1 KB
     assert json.loads(json.dumps(plain.to_dict()))["reply_rate"] == pytest.approx(plain.reply_rate)
 
 
+@pytest.mark.load  # exact probe sequence and peak: needs the host's cores (run under the load lock)
 def test_knee_mode_ramp_mode_and_plots(tmp_path):
     require("apache2", "httperf")
     two_cores()
