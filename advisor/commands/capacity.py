@@ -295,7 +295,7 @@ def run_capacity(
         service = Service("lognormal", fit_lognormal_cv(samples))
 
     cfg = load_config(config, load_options(define, module, modules_from, apache_version, server_root,
-                                              allow_missing_includes))
+                                              allow_missing_includes, mpm=mpm))
     notes: list[str] = []
     running = mpm or cfg.mpm
     if running is None:

@@ -75,6 +75,14 @@ def _host_value(cli_value: Any, host: dict[str, Any], key: str) -> tuple[Any, st
     return None, ""
 
 
+def _mpm_option(options: LintOptions, host: dict[str, Any]) -> str | None:
+    """The MPM named by --mpm or the settings file, checked, lower-cased."""
+    mpm, _ = _host_value(options.mpm, host, "mpm")
+    if mpm is not None and str(mpm).lower() not in MPMS:
+        raise UsageError(f"--mpm must be one of {', '.join(MPMS)}, got {mpm!r}")
+    return str(mpm).lower() if mpm else None
+
+
 def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: set[str],
            notes: list[str]):
     """The host facts for the rules, and whether this host was probed for
@@ -82,11 +90,8 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
     from advisor.lint.context import HostFacts
     from advisor.lint.values import format_bytes, parse_size
 
-    mpm, _ = _host_value(options.mpm, host, "mpm")
-    if mpm is not None and str(mpm).lower() not in MPMS:
-        raise UsageError(f"--mpm must be one of {', '.join(MPMS)}, got {mpm!r}")
-    facts = HostFacts(apache_version=config.apache_version,
-                      mpm=str(mpm).lower() if mpm else config.mpm)
+    mpm = _mpm_option(options, host)
+    facts = HostFacts(apache_version=config.apache_version, mpm=mpm or config.mpm)
     ram, ram_source = _host_value(options.ram, host, "ram")
     if ram is not None:
         facts.ram, facts.ram_source = parse_size(str(ram), "--ram"), ram_source
@@ -215,7 +220,8 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     host = file_settings.host
     version = options.apache_version or str(host.get("apache-version", "2.4"))
     load = load_options(options.defines, options.modules, options.modules_from, version,
-                        options.server_root, options.allow_missing_includes)
+                        options.server_root, options.allow_missing_includes,
+                        mpm=_mpm_option(options, host))
     recorder = InputRecorder() if record else None
     load = replace(load, recorder=recorder)
 

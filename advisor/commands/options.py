@@ -44,11 +44,12 @@ def parse_defines(values: list[str] | None) -> dict[str, str | None]:
 
 def load_options(define: list[str] | None, module: list[str] | None, modules_from: str | None,
                  apache_version: str | None, server_root: str | None,
-                 allow_missing_includes: bool = False) -> LoadOptions:
+                 allow_missing_includes: bool = False, mpm: str | None = None) -> LoadOptions:
     return LoadOptions(
         defines=parse_defines(define),
         modules=set(module or []),
         modules_from=modules_from,
+        mpm=mpm,
         apache_version=apache_version or "2.4",
         server_root=server_root,
         allow_missing_includes=allow_missing_includes,

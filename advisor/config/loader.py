@@ -24,10 +24,10 @@ from advisor.config.inputs import InputRecorder
 from advisor.config.lexer import (LogicalLine, MacroLine, decode, logical_lines, next_word, resolve_env,
                                   split_words, splits_like_httpd)
 from advisor.config.model import Config, Diagnostic, Directive, Include, Node, Section, effective_tree
-from advisor.config.modules import ModuleSet, module_id_from_name, parse_module_listing, source_name
+from advisor.config.modules import MPM_NAMES, ModuleSet, module_id_from_name, parse_module_listing, source_name
 from advisor.config.options import LoadOptions
 from advisor.config.state import ReadState
-from advisor.errors import ConfigError
+from advisor.errors import ConfigError, UsageError
 
 # Directives the reader must act on (or that need the careful path): every
 # other directive is read by the inline fast path in _Reader.build.
@@ -82,6 +82,11 @@ def _inside_open_conditional(section: Section) -> bool:
             return True
         node = node.parent
     return False
+
+
+class _ConfigLoadsMpm(Exception):
+    """Raised when a config read with an assumed (`--mpm`) MPM loads one
+    itself: that reading is void and the tree is read again without it."""
 
 
 class _Reader:
@@ -308,6 +313,8 @@ class _Reader:
             if len(args) != 2:
                 raise ConfigError("LoadModule takes two arguments: module identifier and file",
                                   path, end)
+            if state.assumed_mpm is not None and args[0] in MPM_NAMES:
+                raise _ConfigLoadsMpm()
             if not state.modules.add(args[0], source_name(args[0], args[1])):
                 state.diagnostics.append(Diagnostic(path, end,
                                                     f"module {args[0]} is already loaded, skipping"))
@@ -346,6 +353,22 @@ class _Reader:
 def load_config(path: str, options: LoadOptions | None = None) -> Config:
     """Read a configuration tree as httpd would and return both views of it."""
     options = options or LoadOptions()
+    if options.mpm:
+        # `--mpm` names the MPM compiled into httpd, which counts as loaded
+        # from the first line. Whether the config loads one itself is known
+        # only once it has been read; when it does, it is read again without
+        # the assumption (httpd would not have that MPM built in).
+        assumed = module_id_from_name(options.mpm.lower())
+        if assumed not in MPM_NAMES:
+            raise UsageError(f"--mpm {options.mpm!r} is not an MPM", hint="use prefork, worker or event")
+        try:
+            return _load(path, options, assumed)
+        except _ConfigLoadsMpm:
+            pass
+    return _load(path, options, None)
+
+
+def _load(path: str, options: LoadOptions, assumed_mpm: str | None) -> Config:
     recorder = options.recorder
     main_file = find_main_file(path, recorder)
     server_root = options.server_root or default_server_root(main_file)
@@ -360,6 +383,10 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
             recorder.looked_at(options.modules_from)
         for module_id in parse_module_listing(options.modules_from):
             modules.add(module_id)
+    if assumed_mpm is not None and not modules.mpms():
+        modules.add(assumed_mpm)
+    else:
+        assumed_mpm = None  # --module or --modules-from named the MPM already
     environ = dict(options.environ)
     envvars = options.envvars or (envvars_beside(main_file, recorder) if options.use_envvars else None)
     if envvars:
@@ -371,6 +398,7 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
         modules=modules,
         defines=dict(options.defines),
         version=parse_version(options.apache_version),
+        assumed_mpm=assumed_mpm,
     )
     raw = Section(name="", args=[], raw_args="", file=main_file, line=0, end_line=0, is_root=True)
     # Every node we allocate lives as long as the model: the cyclic garbage

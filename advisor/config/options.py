@@ -18,6 +18,11 @@ class LoadOptions:
     """`--module NAME`: modules loaded by means the config does not show."""
     modules_from: str | None = None
     """`--modules-from FILE`: the output of `apachectl -M`."""
+    mpm: str | None = None
+    """`--mpm NAME` (prefork, worker, event): the MPM httpd runs when the
+    config loads none, i.e. one compiled in. Its module then counts as
+    loaded from the first line, for `<IfModule>` as for the rules; a config
+    that loads an MPM itself is read without it."""
     apache_version: str = "2.4"
     """The httpd version `<IfVersion>` tests against."""
     server_root: str | None = None

@@ -50,6 +50,9 @@ class ReadState:
     physical_lines: dict[str, list[str]] = field(default_factory=dict)
     """Each file's text split in lines, kept so a macro body can be re-read
     with its blank lines (they count in the macro's own line numbers)."""
+    assumed_mpm: str | None = None
+    """The module id of the `--mpm` MPM when it was taken as compiled in:
+    the reading is void if the config turns out to load an MPM itself."""
 
     def lookup_variable(self, name: str) -> str | None:
         if name in self.defines and self.defines[name] is not None:
