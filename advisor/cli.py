@@ -7,6 +7,7 @@ job's start-up: a command module imports what it needs inside its functions.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -77,6 +78,14 @@ _QUICK_EXIT_COMMANDS = frozenset({"lint", "dump"})
 
 
 def main() -> None:
+    if _first_command(sys.argv) in _QUICK_EXIT_COMMANDS:
+        # The model is a web of cycles (each node points at its parent) that
+        # lives until the process ends without being freed (_exit_now). A
+        # cycle collection would only rescan it: once gc is enabled again
+        # after loading, the first collection walks every node, and when the
+        # model is dropped, frees it object by object (1.2 s of a 3-second
+        # lint of a 20,000-vhost tree). The commands leave gc as they found it.
+        gc.disable()
     try:
         app()
     except AdvisorError as error:
