@@ -116,5 +116,14 @@ def canonical_name(name: str) -> str:
 
 def module_source_name(module: str) -> str:
     """The manual names modules `mod_alias`, `core`, `prefork`...; httpd's
-    `<IfModule>` knows them as `mod_alias.c`, `core.c`, `prefork.c`."""
-    return module if module.endswith(".c") else f"{module}.c"
+    `<IfModule>` knows them as `mod_alias.c`, `core.c`, `prefork.c` (and
+    mod_ldap as `util_ldap.c`: the package's own name wins)."""
+    if module.endswith(".c"):
+        return module
+    if module.startswith("mod_"):
+        from advisor.config.modules import STOCK
+
+        stock = STOCK.shared.get(f"{module[4:]}_module")
+        if stock is not None and stock[0] == f"{module}.so":
+            return stock[1]
+    return f"{module}.c"

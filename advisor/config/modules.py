@@ -7,23 +7,47 @@ file name (`mod_rewrite.c`, the name compiled into the module).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
 
 from advisor.errors import ConfigError
 
+
+@dataclass(frozen=True)
+class StockModules:
+    """Every module httpd 2.4 ships in Debian's package (data/modules-2.4.json,
+    written from the installed package by advisor.config.modules_build)."""
+
+    package: str
+    version: str
+    """The package version the facts were read from."""
+    builtin: tuple[tuple[str, str], ...]
+    """(identifier, source name) compiled into the binary, in `apache2 -l` order."""
+    shared: dict[str, tuple[str, str]]
+    """identifier -> (shared object's file name, source name)."""
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset(module_id for module_id, _ in self.builtin) | frozenset(self.shared)
+
+
+def _read_stock() -> StockModules:
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "modules-2.4.json")
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    return StockModules(
+        package=data["package"], version=data["version"],
+        builtin=tuple((module_id, source) for module_id, source in data["builtin"]),
+        shared={module_id: (file, source) for module_id, file, source in data["shared"]},
+    )
+
+
+STOCK = _read_stock()
+
 # `apache2 -l` on Debian's apache2 2.4: compiled into the binary, always there.
-DEBIAN_BUILTINS = (
-    ("core_module", "core.c"),
-    ("so_module", "mod_so.c"),
-    ("watchdog_module", "mod_watchdog.c"),
-    ("http_module", "http_core.c"),
-    ("log_config_module", "mod_log_config.c"),
-    ("logio_module", "mod_logio.c"),
-    ("version_module", "mod_version.c"),
-    ("unixd_module", "mod_unixd.c"),
-)
+DEBIAN_BUILTINS = STOCK.builtin
 
 # MPMs are compiled from files named after the MPM, not mod_mpm_*.c.
 _MPM_SOURCES = {
@@ -54,6 +78,9 @@ def source_name(module_id: str, path: str | None = None) -> str:
     shared object it came from, when the identifier says too little)."""
     if module_id in _MPM_SOURCES:
         return _MPM_SOURCES[module_id]
+    stock = STOCK.shared.get(module_id)
+    if stock is not None and (path is None or os.path.basename(path) == stock[0]):
+        return stock[1]  # httpd's own module: its name as the package builds it
     if path:
         base = os.path.basename(path)
         if base.startswith("mod_") and base.endswith(".so"):
