@@ -19,6 +19,7 @@ def test_wheel_adds_only_the_advisor_package(tmp_path):
     assert {t for t in top_level if not t.endswith(".dist-info")} == {"advisor"}
     for expected in ("advisor/rules/p101_max_connections_per_child.py", "advisor/tuner/sandbox.py",
                      "advisor/config/data/directives.json", "advisor/config/data/names-2.4.json",
+                     "advisor/config/data/modules-2.4.json",
                      "advisor/cli.py", "advisor/config/loader.py", "advisor/commands/lint.py"):
         assert expected in names, expected
     assert any(name.startswith("advisor/tuner/assets/") for name in names)

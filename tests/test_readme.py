@@ -23,6 +23,19 @@ def test_first_screen_has_the_two_commands():
     assert "pytest" in commands[1]
 
 
+def test_the_user_install_is_a_regular_one():
+    """A user's install is regular: an editable one costs start-up time on
+    every run (its import finder) and ties the command to this checkout.
+    Development keeps the editable install in .ci/install."""
+    installs = re.findall(r"pip install ([^&|;]+)", _commands()[0])
+    assert installs, _commands()[0]
+    for arguments in installs:
+        words = arguments.split()
+        assert "." in words, arguments
+        assert not {"-e", "--editable"} & set(words), f"editable install in the README: {arguments}"
+        assert not any(word.startswith(("--editable=", "-e.")) for word in words), arguments
+
+
 def test_ci_runs_exactly_the_readme_test_command():
     assert _commands()[1] in CI_RUN
 
