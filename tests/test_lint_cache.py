@@ -261,26 +261,57 @@ def test_old_entries_are_pruned(monkeypatch, tmp_path):
     assert len(list((tmp_path / "cache").glob("lint-*.json"))) == 3
 
 
-def test_cached_results_equal_fresh_ones_on_the_whole_corpus(monkeypatch, tmp_path):
-    """Every sample and rule fixture, linted fresh and then from the cache:
-    the same bytes. The racy window is set to zero here only because a fresh
-    checkout's files are seconds old; the window has its own test above."""
+def _fresh_then_cached(monkeypatch, tmp_path, targets) -> int:
+    """Lint each target with --no-cache, then twice with the cache: the same
+    bytes each time, and the third run served from the cache (no fresh lint:
+    equal output alone would hold with a cache that never answers). Returns
+    how many targets were reused."""
     monkeypatch.delenv("APACHE_ADVISOR_NO_CACHE", raising=False)
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(lint_cache, "RACY_WINDOW_NS", -10**18)
-    targets = [(sample, []) for sample in sorted((REPO / "corpus" / "samples").iterdir()) if sample.is_dir()]
-    targets += [(fixture.path, fixture.args) for fixture in all_fixtures()]
+    fresh_lints = {"count": 0}
+    original = cmd_lint._lint_afresh
+
+    def counting(*args, **kwargs):
+        fresh_lints["count"] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cmd_lint, "_lint_afresh", counting)
     reused = 0
     for path, args in targets:
         command = ["lint", "--no-live", "--isolated", "--fail-on", "never", "-f", "json", *args, str(path)]
         fresh = run_cli(*command, "--no-cache")
         first = run_cli(*command)
+        before = fresh_lints["count"]
         second = run_cli(*command)
         assert (fresh.exit_code, fresh.output) == (first.exit_code, first.output) == \
             (second.exit_code, second.output), path
-        reused += fresh.exit_code == 0
+        if fresh.exit_code == 0:  # a config that cannot be read is not saved
+            assert fresh_lints["count"] == before, f"{path}: linted afresh, not served from the cache"
+            reused += 1
+    return reused
+
+
+def test_cached_results_equal_fresh_ones_on_the_whole_corpus(monkeypatch, tmp_path):
+    """Every sample and rule fixture, linted fresh and then from the cache:
+    the same bytes, the second cached run served without a fresh lint. The
+    racy window is set to zero here only because a fresh checkout's files are
+    seconds old; the window has its own test above."""
+    targets = [(sample, []) for sample in sorted((REPO / "corpus" / "samples").iterdir()) if sample.is_dir()]
+    targets += [(fixture.path, fixture.args) for fixture in all_fixtures()]
+    reused = _fresh_then_cached(monkeypatch, tmp_path, targets)
     assert reused > 90
     assert len(list((tmp_path / "cache").glob("lint-*.json"))) == min(reused, lint_cache.MAX_ENTRIES)
+
+
+def test_the_corpus_check_fails_when_the_cache_never_answers(monkeypatch, tmp_path):
+    """The check above can fail for the reason in its name: with the cache's
+    lookup patched to always miss, the output is still equal but the check
+    sees the fresh lint."""
+    monkeypatch.setattr(lint_cache.LintCache, "lookup", lambda self, key: None)
+    target = [(REPO / "corpus" / "samples" / "debian", [])]
+    with pytest.raises(AssertionError, match="not served from the cache"):
+        _fresh_then_cached(monkeypatch, tmp_path, target)
 
 
 def test_entries_of_another_user_are_not_trusted(trees, cached, monkeypatch):
