@@ -61,6 +61,11 @@ def cached(monkeypatch, tmp_path):
     monkeypatch.delenv("APACHE_ADVISOR_NO_CACHE", raising=False)
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("LINT_CACHE_TIMEOUT", "30")
+    return count_fresh_lints(monkeypatch)
+
+
+def count_fresh_lints(monkeypatch) -> dict[str, int]:
+    """A counter of the fresh lints the CLI does from now on (`fresh`)."""
     calls = {"fresh": 0}
     original = cmd_lint._lint_afresh
 
@@ -269,25 +274,18 @@ def _fresh_then_cached(monkeypatch, tmp_path, targets) -> int:
     monkeypatch.delenv("APACHE_ADVISOR_NO_CACHE", raising=False)
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(lint_cache, "RACY_WINDOW_NS", -10**18)
-    fresh_lints = {"count": 0}
-    original = cmd_lint._lint_afresh
-
-    def counting(*args, **kwargs):
-        fresh_lints["count"] += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(cmd_lint, "_lint_afresh", counting)
+    fresh_lints = count_fresh_lints(monkeypatch)
     reused = 0
     for path, args in targets:
         command = ["lint", "--no-live", "--isolated", "--fail-on", "never", "-f", "json", *args, str(path)]
         fresh = run_cli(*command, "--no-cache")
         first = run_cli(*command)
-        before = fresh_lints["count"]
+        before = fresh_lints["fresh"]
         second = run_cli(*command)
         assert (fresh.exit_code, fresh.output) == (first.exit_code, first.output) == \
             (second.exit_code, second.output), path
         if fresh.exit_code == 0:  # a config that cannot be read is not saved
-            assert fresh_lints["count"] == before, f"{path}: linted afresh, not served from the cache"
+            assert fresh_lints["fresh"] == before, f"{path}: linted afresh, not served from the cache"
             reused += 1
     return reused
 
