@@ -16,9 +16,9 @@ from advisor.lint.values import format_bytes, parse_int
 from ._mpm import THREADED, effective_workers, processes_for, setting
 
 MIB = 1024 * 1024
-# Defaults when nothing better is known. Kegel's 1997 constants were 8 MB for
-# the OS, 256 KB per process and 64 KB per connection; processes today are
-# far larger, connections not much.
+# Defaults when nothing better is known. Kegel's 1997 estimate (his own guess,
+# not a measured rule) was 8 MB for the OS, 256 KB per process and 64 KB per
+# connection; processes today are far larger, connections not much.
 DEFAULT_OS_RESERVE = 512 * MIB
 DEFAULT_PER_CONNECTION = 64 * 1024
 DEFAULT_PROCESS_MEMORY = {"prefork": 12 * MIB, "worker": 32 * MIB, "event": 32 * MIB}
@@ -125,10 +125,11 @@ DOC = Doc(
         "worker slows, more connections queue, more workers start, and the host stops "
         "answering. Kegel (1997) saw exactly this: on 32 MB, starting 150 Apache processes "
         "made the whole machine unresponsive and 100 ran sluggishly, while 64 MB carried "
-        "250. His sizing rule was 8 MB for the OS + 256 KB per process + 64 KB per TCP "
-        "connection + the active document set; the constants have grown, the structure "
-        "has not, and MaxClients should be what RAM allows or the expected clients, "
-        "whichever is less."
+        "250. In his conclusions he says he had found no guideline and suspects something "
+        "like 8 MB for the OS + 256 KB per process + 64 KB per TCP connection + the active "
+        "document set: his own estimate, not a rule of the time. The constants have grown; "
+        "the structure of the sum is what this rule keeps, and he set MaxClients to what "
+        "RAM allows or the expected clients, whichever is less."
     ),
     evidence=(
         "Kegel (1997): with 32 MB of RAM, 150 Apache processes made the machine unresponsive; "

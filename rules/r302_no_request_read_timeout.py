@@ -23,13 +23,15 @@ DOC = Doc(
         "Without a read timeout a client that sends its headers a byte at a time "
         "(slowloris) holds a worker for the whole Timeout on every read, and a few hundred "
         "such connections fill any pool. Andersson et al. (2003) model Apache as holding at "
-        "most K jobs and blocking the rest (K of 208-298 in their fit): occupied slots are "
-        "the failure. Kegel (1997) relied on thttpd's 5-second header timeout for the same "
-        "reason."
+        "most K jobs and blocking the rest (K = 208-298 in their simulations, values reused "
+        "from the authors' earlier study, sec. III.C, Table 2); that slots held by slow "
+        "clients are then slots refused to others is our reading of the model. Kegel (1997) "
+        "relied on thttpd's 5-second header timeout for the same reason."
     ),
     evidence=(
-        "Andersson et al. (2003): a server holding at most K jobs (K = 208-298 fitted) "
-        "blocks every request beyond K; slow clients that never finish a request keep slots."
+        "Andersson et al. (2003, sec. II, Table 2): a server holding at most K jobs (K = "
+        "208-298) blocks every request beyond K; slow clients that never finish a request "
+        "hold some of those K (our inference)."
     ),
     bad="# mod_reqtimeout not loaded",
     good=(
