@@ -11,14 +11,15 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from advisor.errors import ConfigError
 
 
-@dataclass(frozen=True)
-class StockModules:
+class StockModules(NamedTuple):
     """Every module httpd 2.4 ships in Debian's package (data/modules-2.4.json,
-    written from the installed package by advisor.config.modules_build)."""
+    written from the installed package by advisor.config.modules_build).
+    A NamedTuple: making a dataclass costs ~1 ms of every command's start."""
 
     package: str
     version: str
