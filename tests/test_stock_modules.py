@@ -70,19 +70,22 @@ def test_no_shipped_module_is_called_third_party(tmp_path):
 @pytest.mark.httpd
 def test_regenerating_the_data_gives_the_same_facts():
     """The generator, run against the installed package, writes what the
-    repository holds (when the package is the version recorded)."""
+    repository holds. A Debian update of the package (a new version string
+    on a fresh CI machine) fails this only when it changes the modules."""
     require_tool("dpkg")
     require_httpd()
     installed = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", STOCK.package],
                                capture_output=True, text=True).stdout.strip()
     from advisor.config import modules_build
 
-    if installed != STOCK.version:
-        pytest.fail(f"{STOCK.package} {installed} installed, data from {STOCK.version}: "
-                    "rerun python -m advisor.config.modules_build")
     rebuilt = modules_build.build(STOCK.package)
     recorded = json.loads(modules_build.OUT.read_text())
-    assert rebuilt == recorded
+    if installed != STOCK.version:
+        assert rebuilt.get("version") == installed
+        for stamp in ("version", "httpd"):  # what names the release, not what it ships
+            rebuilt[stamp] = recorded.get(stamp)
+    assert rebuilt == recorded, (f"{STOCK.package} {installed} ships other modules than the data "
+                                 f"from {STOCK.version} records: rerun python -m advisor.config.modules_build")
 
 
 @pytest.mark.httpd
