@@ -282,8 +282,8 @@ def test_replicates_from_outcomes_keep_the_run_order_and_skip_invalid_runs():
 def test_the_verdict_line_names_the_bottleneck_with_its_evidence_before_and_after():
     churn = {"verdict": {"label": "process churn", "evidence": {
         "retired_per_s": 41.5, "spawned_per_s": 40.0, "httpd_cpu_pct_mean": 48.2, "children_retired": 415}}}
-    cpu = {"limiting_verdict": {"label": "server CPU", "evidence": {
-        "server_cpu_busy_pct_mean": 97.2, "run_queue_max": 3}}}
+    cpu = {"knee": {"peak_rate": 410.0, "limiting_verdict": {"label": "server CPU", "evidence": {
+        "server_cpu_busy_pct_mean": 97.2, "run_queue_max": 3}}}}
     before = summarise_verdicts([("process churn", churn), ("server CPU", cpu), ("process churn", churn)])
     after = summarise_verdicts([("server CPU", cpu)])
     assert (before.label, before.count, before.runs) == ("process churn", 2, 3)
@@ -429,3 +429,33 @@ def test_every_figure_quoted_is_in_the_seed_and_on_the_evidence_page():
                     assert number in page or compact in page, (directive, number)
                 checked += 1
     assert checked > 20
+
+
+def test_a_continued_line_becomes_one_and_a_virtual_host_override_is_named(tmp_path):
+    conf = tmp_path / "httpd.conf"
+    conf.write_text(f"LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\nServerName tune.test\nListen 80\n"
+                    "KeepAlive Off\nKeepAliveTimeout \\\n    15\n<VirtualHost *:80>\n    ServerName a.test\n"
+                    "    KeepAlive Off\n</VirtualHost>\n")
+    cfg = load_config(str(conf), LoadOptions(server_root=str(tmp_path)))
+    space = derive_space(cfg, 800)
+    rec = recommend(cfg, space, dict(space.start, KeepAlive="On", KeepAliveTimeout=3000))
+    by = {c.directive: c for c in rec.changes}
+    timeout = by["KeepAliveTimeout"].written
+    assert (timeout.line, timeout.end_line) == (5, 6)
+    old, new = edited_files(cfg, rec)[str(conf)]
+    assert new[3:6] == ["KeepAlive On", "KeepAliveTimeout 3", "<VirtualHost *:80>"] and len(new) == len(old) - 1
+    assert by["KeepAlive"].overrides == ["httpd.conf:9 (<VirtualHost *:80>)".replace("httpd.conf", str(conf))]
+    assert any("KeepAlive is also set in" in note and "keep their own value" in note for note in rec.notes)
+
+
+def test_a_winner_on_another_mpm_says_which_module_to_load(debian):
+    space = derive_space(debian, {"prefork": 150, "worker": 900, "event": 900}, allow_mpm_switch=True)
+    rec = recommend(debian, space, dict(space.start, MPM="event", ThreadsPerChild=25, MaxRequestWorkers=400))
+    load_line = line_of(SAMPLES / "debian" / "mods-enabled" / "mpm_prefork.load", r"LoadModule mpm_prefork_module")
+    assert any(note.startswith(f"mods-enabled/mpm_prefork.load:{load_line}: the winner runs the event MPM")
+               for note in rec.notes)
+    by = {c.directive: c for c in rec.changes}
+    # The prefork block's lines stop applying with the switch: not where the event pool is written.
+    assert by["MaxConnectionsPerChild"].written is None and by["MaxConnectionsPerChild"].current == "0"
+    assert {c.mpm_block for c in rec.changes if c.directive in ("ThreadsPerChild", "ServerLimit")} == {
+        "mpm_event_module"}

@@ -153,10 +153,14 @@ def _normalise(name: str, text: str) -> Value | None:
         return word
 
 
-def _written_node(cfg: "Config", name: str) -> "Directive | None":
+def _written_node(cfg: "Config", name: str, mpm: str | None = None) -> "Directive | None":
     """The occurrence httpd applies: the last one read at server scope, in
-    either spelling (MaxClients and MaxRequestWorkers set the same thing)."""
+    either spelling (MaxClients and MaxRequestWorkers set the same thing).
+    When the winner runs another MPM (`mpm`), a line inside the current MPM's
+    <IfModule> block stops applying with the switch: it does not count."""
     found = cfg.server_directives(*ALIASES.get(name, (name,)))
+    if mpm is not None and cfg.mpm is not None and mpm != cfg.mpm:
+        found = [n for n in found if not any(_is_mpm_block(s, cfg.mpm) for s in _blocks(n))]
     return found[-1] if found else None
 
 
@@ -205,7 +209,7 @@ def _pool_anchor(cfg: "Config", mpm: str) -> tuple[str, int, str] | None:
     left out: (file, line to add after, indentation). Inside their
     <IfModule mpm_X_module> block, just before it closes, when there is one;
     else after the last pool directive they wrote."""
-    written = [node for node in (_written_node(cfg, name) for name in MPM_DIRECTIVES) if node is not None]
+    written = [node for node in (_written_node(cfg, name, mpm) for name in MPM_DIRECTIVES) if node is not None]
     for node in written:
         block = next((s for s in reversed(_blocks(node)) if _is_mpm_block(s, mpm)), None)
         if block is not None and block.close_line:
@@ -231,7 +235,7 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
     defaults: dict[str, Value] = {**CORE_DEFAULTS, **_mpm_defaults(mpm)}
     current: dict[str, tuple[Value | None, "Directive | None"]] = {}
     for name in recommended:
-        node = _written_node(cfg, name)
+        node = _written_node(cfg, name, mpm)
         value = _normalise(name, node.args[0]) if node is not None and node.args else None
         current[name] = (value if node is not None else defaults.get(name), node)
 
@@ -239,7 +243,9 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
         value = recommended[name]
         return value != current[name][0] or value != started.get(name)
 
-    chosen = {name for name in recommended if differs(name)}
+    # ServerLimit and ThreadLimit only follow the pool: written with it, never on their own
+    # (the tight value Space.settings gives them is no reason to touch an admin's larger limit).
+    chosen = {name for name in recommended if name not in FOLLOWS and differs(name)}
     for name in list(chosen):
         chosen.update(p for p in PARTNERS.get(name, ()) if p in recommended)
     changes = []
@@ -268,6 +274,8 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
             change.add_display = display_path(change.add_after[0], cfg.main_file)
         changes.append(change)
     notes = list(space.start_notes)
+    if cfg.mpm is not None and mpm != cfg.mpm:
+        notes.append(_mpm_switch_note(cfg, mpm))
     restart = [c.directive for c in changes if c.directive in RESTART_ONLY]
     if restart:
         verb = "takes" if len(restart) == 1 else "take"
@@ -281,6 +289,17 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
             notes.append(f"{change.written.location}: {change.directive} comes from {change.written.macro}; "
                          "edit the macro's use, or include the drop-in")
     return Recommendation(mpm, changes, cfg.main_file, dict(space.start), dict(winner), notes)
+
+
+def _mpm_switch_note(cfg: "Config", mpm: str) -> str:
+    # LoadModule acts while httpd reads (it is not in the effective tree): the raw tree's active line.
+    loaded = next((d for d in cfg.raw.directives("LoadModule")
+                   if d.active and d.args[:1] == [f"mpm_{cfg.mpm}_module"]), None)
+    where = f"{display_path(loaded.file, cfg.main_file)}:{loaded.line}: " if loaded is not None else ""
+    path = loaded.args[1].replace(f"mod_mpm_{cfg.mpm}", f"mod_mpm_{mpm}") if loaded is not None and \
+        len(loaded.args) > 1 else f"mod_mpm_{mpm}.so"
+    return (f"{where}the winner runs the {mpm} MPM, not {cfg.mpm}: load mpm_{mpm}_module ({path}) instead of "
+            f"mpm_{cfg.mpm}_module and restart; the drop-in's pool lines apply only then")
 
 
 def _why(name: str, recommended: Mapping[str, Value], started: Mapping[str, Value], current: Value | None) -> str:

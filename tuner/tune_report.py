@@ -127,12 +127,15 @@ def verdict_evidence(details: Mapping[str, Any]) -> dict[str, Any]:
     """The evidence dict inside a trial's details, wherever the trial put it:
     a Verdict.to_dict() under "verdict", a KneeResult.to_dict()'s
     "limiting_verdict", a bare "evidence", or the simulated model's working."""
-    for key in ("verdict", "limiting_verdict"):
-        value = details.get(key)
-        if isinstance(value, Mapping) and isinstance(value.get("evidence"), Mapping):
-            return dict(value["evidence"])
-    if isinstance(details.get("evidence"), Mapping):
-        return dict(details["evidence"])
+    # The trial's own level first, then one level down ({"knee": KneeResult.to_dict()} ...).
+    levels = [details] + [v for v in details.values() if isinstance(v, Mapping)]
+    for level in levels:
+        for key in ("verdict", "limiting_verdict"):
+            value = level.get(key)
+            if isinstance(value, Mapping) and isinstance(value.get("evidence"), Mapping):
+                return dict(value["evidence"])
+        if isinstance(level.get("evidence"), Mapping):
+            return dict(level["evidence"])
     return {k: details[k] for k in ("cpu_us_per_request", "connections_per_session") if k in details}
 
 
