@@ -229,3 +229,32 @@ def is_served(site: Site, path: str) -> bool:
         if served.startswith(path) or path.startswith(served):
             return True
     return False
+
+
+def _slash_prefixes(path: str) -> list[str]:
+    """Each leading part of `path` that ends with '/': '/a/b/' -> '/', '/a/', '/a/b/'."""
+    return [path[:end + 1] for end, character in enumerate(path) if character == "/"]
+
+
+class ServedAnywhere:
+    """`is_served` for all the given sites at once. A directory of the main
+    server is tested against every site; with its own <Directory> per
+    virtual host, scanning the sites would cost sections x sites. Served
+    paths end with '/' (normalize_dir), so "one starts with the other" is a
+    set lookup over the components of either."""
+
+    def __init__(self, sites: list[Site]) -> None:
+        self.served: set[str] = set()
+        self.leading: set[str] = set()
+        """Every '/'-ended leading part of a served path."""
+        for site in sites:
+            for served, _node in site.served_paths():
+                self.served.add(served)
+                self.leading.update(_slash_prefixes(served))
+        self.unusual = [served for served in self.served if not served.endswith("/")]
+
+    def covers(self, path: str) -> bool:
+        """Whether `path` is, contains, or lies inside a served path."""
+        if not path.endswith("/") or self.unusual:
+            return any(served.startswith(path) or path.startswith(served) for served in self.served)
+        return path in self.leading or any(prefix in self.served for prefix in _slash_prefixes(path))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._served import is_served, normalize_dir, sites
+from ._served import ServedAnywhere, is_served, normalize_dir, sites
 from .p110_symlink_checks import apply_options
 
 DOC = Doc(
@@ -54,6 +54,7 @@ def check(ctx: LintContext, report: Report) -> None:
         return
     served_sites = sites(ctx)
     by_vhost = {id(site.section): site for site in served_sites if site.section is not None}
+    anywhere: ServedAnywhere | None = None  # made when the main server lists a directory
     for node in ctx.directives("Options"):
         if not _turns_on(node):
             continue
@@ -67,10 +68,11 @@ def check(ctx: LintContext, report: Report) -> None:
             if owner is None:
                 continue
             if owner.is_root:
-                relevant = served_sites
-            else:
-                relevant = [by_vhost[id(owner)]] if id(owner) in by_vhost else []
-            if not any(is_served(site, path) for site in relevant):
+                if anywhere is None:
+                    anywhere = ServedAnywhere(served_sites)
+                if not anywhere.covers(path):
+                    continue
+            elif id(owner) not in by_vhost or not is_served(by_vhost[id(owner)], path):
                 continue
             where = path.rstrip("/") or "/"
         elif parent.is_root:

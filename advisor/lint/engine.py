@@ -7,6 +7,7 @@ ignores, then run the post rules that report on the suppressions themselves.
 
 from __future__ import annotations
 
+import heapq
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
@@ -105,6 +106,55 @@ def collect_suppressions(config: Config, ctx: LintContext, known_codes: set[str]
     return state
 
 
+def _silenced(findings: list[Finding], suppressions: list[Suppression]) -> set[int]:
+    """Positions of the findings that a suppression covers; every covering
+    suppression records the code as used (A001 reads that).
+
+    One sweep per file over the findings in line order: a suppression opens
+    at its first line and closes after its last, so each finding is compared
+    only with the suppressions whose range holds its line (as many as the
+    sections nest), not with every comment in its file. A file with a comment
+    per virtual host would otherwise cost findings x comments."""
+    whole_file: dict[str, dict[str, list[Suppression]]] = {}
+    ranged: dict[str, list[Suppression]] = {}
+    for entry in suppressions:
+        if entry.whole_file:
+            by_code = whole_file.setdefault(entry.file, {})
+            for code in entry.codes:
+                by_code.setdefault(code, []).append(entry)
+        else:
+            ranged.setdefault(entry.file, []).append(entry)
+    by_file: dict[str, list[int]] = {}
+    for position, finding in enumerate(findings):
+        if finding.file in whole_file or finding.file in ranged:
+            by_file.setdefault(finding.file, []).append(position)
+    silenced: set[int] = set()
+    for file, positions in by_file.items():
+        by_code = whole_file.get(file, {})
+        pending = sorted(ranged.get(file, ()), key=lambda entry: entry.start)
+        positions.sort(key=lambda position: findings[position].line)
+        next_pending = 0
+        open_entries: list[tuple[int, int, Suppression]] = []  # a heap by last line
+        for position in positions:
+            finding = findings[position]
+            code, line = finding.code, finding.line
+            while next_pending < len(pending) and pending[next_pending].start <= line:
+                entry = pending[next_pending]
+                heapq.heappush(open_entries, (entry.end, next_pending, entry))
+                next_pending += 1
+            while open_entries and open_entries[0][0] < line:
+                heapq.heappop(open_entries)
+            covering = [entry for _, _, entry in open_entries if code in entry.codes or "ALL" in entry.codes]
+            covering += by_code.get(code, ())
+            if code != "ALL":
+                covering += by_code.get("ALL", ())
+            for entry in covering:
+                entry.used.add(code)
+            if covering:
+                silenced.add(position)
+    return silenced
+
+
 def lint_config(
     config: Config,
     facts: HostFacts,
@@ -150,17 +200,10 @@ def lint_config(
 
     state = collect_suppressions(config, ctx, known_codes)
     state.enabled_codes = {rule.code for rule in enabled}
+    silenced = _silenced(findings, state.suppressions) if state.suppressions else None
     kept: list[Finding] = []
-    by_file: dict[str, list[Suppression]] = {}
-    for entry in state.suppressions:
-        by_file.setdefault(entry.file, []).append(entry)
-    for finding in findings:
-        silenced = False
-        for entry in by_file.get(finding.file, ()):
-            if entry.covers(finding.code, finding.line):
-                entry.used.add(finding.code)
-                silenced = True
-        if silenced or path_ignored(finding.file, finding.code, settings):
+    for position, finding in enumerate(findings):
+        if (silenced is not None and position in silenced) or path_ignored(finding.file, finding.code, settings):
             continue
         kept.append(finding)
 

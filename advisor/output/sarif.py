@@ -7,13 +7,13 @@ below it, so code scanning can match it to the repository.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Iterable
 from urllib.parse import quote
 
 from advisor.lint.docs import rule_markdown, rule_text
 from advisor.lint.rule import Finding, Rule
+from advisor.output.jsonfmt import dumps_indented
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -60,8 +60,12 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
           root: str | None = None) -> dict:
     rules = list(rules)
     index = {rule.code: position for position, rule in enumerate(rules)}
+    artifacts: dict[str, dict] = {}  # quote() once per file, not per finding
     results = []
     for finding in findings:
+        artifact = artifacts.get(finding.file)
+        if artifact is None:
+            artifact = artifacts[finding.file] = _artifact(finding.file)
         text = finding.message
         if finding.fix:
             text += f" Fix: {finding.fix}"
@@ -71,7 +75,7 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
             "message": {"text": text},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": _artifact(finding.file),
+                    "artifactLocation": dict(artifact),
                     "region": {"startLine": max(1, finding.line)},
                 }
             }],
@@ -108,4 +112,4 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
 
 def render(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] = (),
            root: str | None = None) -> str:
-    return json.dumps(build(findings, rules, notes, root), indent=2, ensure_ascii=False) + "\n"
+    return dumps_indented(build(findings, rules, notes, root)) + "\n"

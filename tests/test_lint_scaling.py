@@ -1,0 +1,182 @@
+"""lint's cost grows with the tree, not with its square.
+
+The scaling test lints generated trees of 500 and 2,000 virtual hosts with
+findings, suppression comments and status pages in every host (the shapes
+that once made suppressions, S504 and S506 compare every host with every
+other) and holds the engine and the formatters to less than 6 times the CPU
+time for 4 times the tree (before the fix: 10-12 times). CPU time of this
+process, the best of three, so a busy host does not fail it.
+
+The other tests hold each index that replaced a scan to the scan's answers.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from advisor.config.loader import load_config
+from advisor.config.options import LoadOptions
+from advisor.lint.context import HostFacts, LintContext
+from advisor.lint.engine import _silenced, lint_config
+from advisor.lint.rule import Finding
+from advisor.lint.suppress import Suppression
+from advisor.output import github, jsonfmt, sarif, text
+from advisor.rules import all_rules, rule_by_code
+from advisor.rules._served import ServedAnywhere, Site, is_served, normalize_dir
+from advisor.rules.s506_status_handler_open import _Locations
+from lint_helpers import REPO
+
+sys.path.insert(0, str(REPO / "bench"))
+from vhost_tree import generate  # noqa: E402
+
+sys.path.pop(0)
+
+
+def _lint_and_render_cpu(main: Path) -> tuple[float, int]:
+    """CPU seconds of the engine plus every formatter (best of three), and
+    the number of findings."""
+    config = load_config(str(main), LoadOptions())
+    config.effective  # the reader's part, not timed here
+    rules = all_rules()
+    codes = {rule.code for rule in rules}
+    by_code = rule_by_code()
+    best = float("inf")
+    count = 0
+    for _ in range(3):
+        start = time.process_time()
+        result = lint_config(config, HostFacts(config.apache_version, config.mpm), rules, known_codes=codes)
+        jsonfmt.render(result.findings)
+        sarif.render(result.findings, rules, result.notes)
+        github.render(result.findings, by_code)
+        text.render(result.findings, io.StringIO(), notes=result.notes, colour=False)
+        best = min(best, time.process_time() - start)
+        count = len(result.findings)
+    return best, count
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["file-per-host", "one-file"])
+def test_lint_cost_is_linear_in_the_number_of_hosts(tmp_path, inline):
+    small, small_count = _lint_and_render_cpu(generate(tmp_path / "small", 500, noisy=True, inline=inline))
+    large, large_count = _lint_and_render_cpu(generate(tmp_path / "large", 2000, noisy=True, inline=inline))
+    # At least two findings per host (S504, S506); each host's P109 is suppressed.
+    assert small_count >= 2 * 500 and large_count >= 2 * 2000
+    assert large < 6 * small, f"4x the hosts cost {large / small:.1f}x the CPU time ({small:.3f} s -> {large:.3f} s)"
+
+
+# ---- suppressions: the sweep answers as comparing each finding with each comment ----
+
+_CODES = ("P101", "P102", "S504")
+
+
+@st.composite
+def _suppressions_and_findings(draw):
+    files = ("a.conf", "b.conf")
+    entries = []
+    for number in range(draw(st.integers(0, 12))):
+        whole = draw(st.booleans())
+        start = draw(st.integers(0, 30))
+        end = start + draw(st.integers(0, 10))
+        codes = tuple(draw(st.lists(st.sampled_from(_CODES + ("ALL",)), min_size=1, max_size=2)))
+        entries.append(Suppression(draw(st.sampled_from(files)), number, codes, None, whole_file=whole,
+                                   start=0 if whole else start, end=0 if whole else end))
+    findings = [Finding(draw(st.sampled_from(_CODES)), "warning", "m", draw(st.sampled_from(files)),
+                        draw(st.integers(0, 40)), "e")
+                for _ in range(draw(st.integers(0, 25)))]
+    return entries, findings
+
+
+@settings(max_examples=300, deadline=None)
+@given(_suppressions_and_findings())
+def test_suppression_sweep_matches_the_plain_comparison(case):
+    entries, findings = case
+    expected_used = [set() for _ in entries]
+    expected = set()
+    for position, finding in enumerate(findings):
+        for index, entry in enumerate(entries):
+            if entry.file == finding.file and entry.covers(finding.code, finding.line):
+                expected_used[index].add(finding.code)
+                expected.add(position)
+    assert _silenced(findings, entries) == expected
+    assert [entry.used for entry in entries] == expected_used
+
+
+# ---- S504: one lookup per path component instead of a scan of every site ----
+
+_PARTS = st.lists(st.sampled_from(["srv", "www", "a", "b", "site1", "site10"]), max_size=4)
+
+
+def _path(parts: list[str]) -> str:
+    return normalize_dir("/" + "/".join(parts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.none(), _PARTS), st.lists(_PARTS, max_size=2)), max_size=6), _PARTS)
+def test_served_anywhere_answers_as_asking_each_site(sites, directory):
+    made = [Site(None, None if root is None else _path(root), None,
+                 [(_path(alias), None) for alias in aliases]) for root, aliases in sites]
+    path = _path(directory)
+    assert ServedAnywhere(made).covers(path) == any(is_served(site, path) for site in made)
+
+
+# ---- S506: <Location> sections by prefix instead of a scan of all of them ----
+
+_LOCATION = st.sampled_from(["/", "/server-status", "/server-status/", "/server", "/status",
+                             "/a", "/a/b", "/a//", "~ ^/x", "/server-status/x"])
+
+
+def _scanned(ctx: LintContext, section):
+    """What S506 asked before: every <Location> of the tree, one by one."""
+    if section.lname != "location" or not section.args:
+        return []
+    path = section.args[0]
+    found = []
+    for other in ctx.sections("Location"):
+        if other is section or other.parent is not section.parent or not other.args:
+            continue
+        if path.startswith(other.args[0].rstrip("/") + "/") or other.args[0] == "/":
+            found.append(other)
+    return found
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), _LOCATION), min_size=1, max_size=8))
+def test_location_index_finds_what_the_scan_found(tmp_path_factory, placed):
+    lines = []
+    for in_vhost, path in placed:
+        block = f"<Location {path}>\n    SetHandler server-status\n</Location>\n"
+        lines.append(f"<VirtualHost *:80>\n{block}</VirtualHost>\n" if in_vhost else block)
+    lines.append("<VirtualHost *:81>\n" + "".join(
+        f"<Location {path}>\n</Location>\n" for _, path in placed) + "</VirtualHost>\n")
+    main = tmp_path_factory.mktemp("s506") / "httpd.conf"
+    main.write_text("".join(lines))
+    config = load_config(str(main), LoadOptions())
+    ctx = LintContext(config, HostFacts(config.apache_version, config.mpm))
+    locations = _Locations(ctx)
+    for section in ctx.sections("Location"):
+        assert locations.covering(section) == _scanned(ctx, section)
+
+
+# ---- the formatters' JSON writer ----
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(st.characters(blacklist_categories=())),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON)
+def test_fast_json_writer_writes_what_json_dumps_writes(value):
+    assert jsonfmt.dumps_indented(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def test_fast_json_writer_hands_other_types_to_json():
+    value = {"ratio": 0.5, "items": (1, 2), "big": float("inf")}
+    assert jsonfmt.dumps_indented(value) == json.dumps(value, indent=2, ensure_ascii=False)
