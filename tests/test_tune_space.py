@@ -8,21 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from advisor.config import LoadOptions, load_config
 from advisor.errors import UsageError
 from advisor.tuner.space import derive_space, narrow_from_file
-from advisor.tuner.space_lint import CandidateLint, _reader
+from advisor.tuner.space_lint import CandidateLint
 from conftest import SAMPLES
 
 M = "/usr/lib/apache2/modules"
 
 
 def load(main: str, root: str):
-    load_config, LoadOptions = _reader()
     return load_config(str(SAMPLES / main), LoadOptions(server_root=str(SAMPLES / root)))
 
 
 def write_config(tmp_path: Path, body: str, name: str = "httpd.conf"):
-    load_config, LoadOptions = _reader()
     path = tmp_path / name
     path.write_text(body)
     return load_config(str(path), LoadOptions(server_root=str(tmp_path)))
@@ -287,3 +286,21 @@ def test_fixing_everything_leaves_nothing_to_tune(tmp_path, debian):
                    for d in space.dimensions)
     with pytest.raises(UsageError, match="nothing to tune"):
         narrow_from_file(space, space_file(tmp_path, text))
+
+
+def test_the_evidence_point_applies_lints_fixes(debian, tmp_path):
+    space = derive_space(debian, 300)
+    point = space.evidence_point()
+    assert (point["EnableSendfile"], point["EnableMMAP"], point["HostnameLookups"], point["BufferedLogs"]) == \
+        ("On", "On", "Off", "On")
+    assert point["MaxConnectionsPerChild"] == 1_000_000 and point["MaxRequestWorkers"] == 300
+    assert point["KeepAliveTimeout"] == 5000  # the sample's 15 s, down to lint P104's limit
+    assert CandidateLint(debian, space).check(point).ok
+    # Applied to another point, KeepAlive stays as it is (it is what the search
+    # weighs), and a spare band too narrow to ride out a burst is widened (P105).
+    other = dict(space.start, KeepAlive="Off", MinSpareServers=40, MaxSpareServers=12)
+    fixed = space.evidence_point(other)
+    assert fixed["KeepAlive"] == "Off" and fixed["MaxSpareServers"] == 45
+    # A dimension the admin fixed is left alone.
+    narrowed = narrow_from_file(space, space_file(tmp_path, '[EnableSendfile]\nvalue = "Off"\n'))
+    assert narrowed.evidence_point()["EnableSendfile"] == "Off"

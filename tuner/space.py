@@ -205,6 +205,47 @@ class Space:
             points.append(point)
         return points
 
+    def evidence_point(self, base: Mapping[str, Value] | None = None) -> dict[str, Value]:
+        """`base` (the starting config by default) with what lint and the
+        evidence page recommend applied: for the start, the point an admin
+        reaches by fixing the warnings alone.
+
+        Worth a trial of its own: a tuner that cannot beat it has not earned
+        its budget, and it gives the surrogate a second well-chosen point.
+        KeepAlive and its timeout are the trade-off the search is for, so
+        for any base other than the start they stay as the base has them.
+        """
+        base = self.start if base is None else base
+        wanted: dict[str, Value] = {
+            "KeepAlive": "On",                       # P102; Arlitt & Williamson sec. 5.1.6
+            "EnableSendfile": "On", "EnableMMAP": "On",   # P108; Hu et al.; sec. 5.1.4
+            "HostnameLookups": "Off",                # P107
+            "BufferedLogs": "On",                    # P106; Almeida et al.
+        }
+        for name in ("MaxConnectionsPerChild", "MaxKeepAliveRequests"):  # P101, P103
+            d = self.dimension(name)
+            if d is not None:
+                wanted[name] = d.high
+        d = self.dimension("MaxRequestWorkers")
+        if d is not None:
+            wanted["MaxRequestWorkers"] = d.high     # Kegel: what RAM allows
+        timeout = self.dimension("KeepAliveTimeout")
+        if timeout is not None:                      # P104: 5 s at most
+            wanted["KeepAliveTimeout"] = min(int(base["KeepAliveTimeout"]), 5000)
+        backlog = self.dimension("ListenBacklog")
+        if backlog is not None:                      # P112: httpd's 511 at least
+            wanted["ListenBacklog"] = max(int(base["ListenBacklog"]), 511)
+        wanted.update(_spare_band_fix(base))
+        if base is not self.start:
+            wanted.pop("KeepAlive")
+            wanted.pop("KeepAliveTimeout", None)
+        point = dict(base)
+        for name, value in wanted.items():
+            d = self.dimension(name)
+            if d is not None and not d.is_fixed:
+                point[d.name] = d.clip(value)
+        return point
+
     # ---- a point as httpd settings ---------------------------------------
 
     def mpm_of(self, point: Mapping[str, Value]) -> str:
@@ -300,6 +341,21 @@ class Space:
         return {**self.signature(), "why": {d.name: d.why for d in self.dimensions},
                 "start": dict(self.start), "start_notes": list(self.start_notes),
                 "notes": list(self.notes), "source": self.source}
+
+
+def _spare_band_fix(base: Mapping[str, Value]) -> dict[str, Value]:
+    """Lint P105's fix for an idle band too narrow to ride out a burst."""
+    from advisor.rules.p105_static_pool import PREFORK_MIN_BAND, THREADED_MIN_BAND_CHILDREN
+
+    if "MinSpareServers" in base and "MaxSpareServers" in base:
+        low = int(base["MinSpareServers"])
+        if int(base["MaxSpareServers"]) - low < PREFORK_MIN_BAND:
+            return {"MaxSpareServers": low + PREFORK_MIN_BAND + 2}
+    if {"MinSpareThreads", "MaxSpareThreads", "ThreadsPerChild"} <= set(base):
+        low, threads = int(base["MinSpareThreads"]), int(base["ThreadsPerChild"])
+        if int(base["MaxSpareThreads"]) - low < THREADED_MIN_BAND_CHILDREN * threads:
+            return {"MaxSpareThreads": low + THREADED_MIN_BAND_CHILDREN * threads}
+    return {}
 
 
 def format_value(name: str, value: Value) -> str:

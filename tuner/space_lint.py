@@ -49,16 +49,6 @@ def _render(key: Key) -> str:
     return f"{where}: {code} {message}"
 
 
-def _reader():
-    """The config reader's entry points, wherever the layout keeps them."""
-    try:
-        from advisor.config import LoadOptions, load_config  # type: ignore[attr-defined]
-    except ImportError:
-        from advisor.config.loader import load_config
-        from advisor.config.options import LoadOptions
-    return load_config, LoadOptions
-
-
 class CandidateLint:
     """Judge candidates of one space against one config."""
 
@@ -84,7 +74,8 @@ class CandidateLint:
         from advisor.lint.engine import lint_config
         from advisor.rules import all_rules
 
-        load_config, LoadOptions = _reader()
+        from advisor.config import LoadOptions, load_config
+
         with tempfile.TemporaryDirectory(prefix="advisor-candidate-") as tmp:
             candidate = Path(tmp, CANDIDATE)
             candidate.write_text("".join(line + "\n" for line in lines))
