@@ -217,7 +217,8 @@ def peak_rates(space: Space, points: Sequence[Mapping[str, Value]], host: Simula
     c = _columns(space, points, host)
     m = _model(c, host)
     low = np.zeros(len(points))
-    high = np.maximum(m.capacity, 1e-9) / np.min([host.request_cpu_s * 0.5]) * np.ones(len(points))
+    # No point serves faster than its bare request cost allows.
+    high = np.maximum(m.capacity, 1e-9) / (host.request_cpu_s * 0.5)
     for _ in range(50):
         middle = (low + high) / 2.0
         cpu_ok, pool_ok, _ = _state(middle, c, m, host)
