@@ -18,13 +18,6 @@ from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.errors import AdvisorError, UsageError
 
-def _default_client_cpus(server_cpus: list[int] | None) -> list[int] | None:
-    """The cores the server does not use, if there are any."""
-    if not server_cpus:
-        return None
-    rest = [c for c in range(os.cpu_count() or 1) if c not in server_cpus]
-    return rest or None
-
 
 def bench(
     workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, cgi, slow or url (the path of --url)."),
@@ -67,10 +60,10 @@ def bench(
 
 
 def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
+    from advisor.commands.targets import place_processes, resolve_target
     from advisor.tuner import httperf, workload
-    from advisor.tuner.sandbox import Sandbox, parse_cpus
-    from advisor.tuner.target import LocalServerTarget, ManagedConfig, SandboxTarget
-    from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, server_affinity, with_rate
+    from advisor.tuner.target import ManagedConfig
+    from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, with_rate
 
     if opts["mode"] not in ("fixed", "ramp", "knee"):
         raise UsageError(f"unknown --mode {opts['mode']!r}", hint="choose fixed, ramp or knee")
@@ -84,23 +77,10 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     if opts["httperf_bin"]:
         os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
 
-    if opts["config"] or opts["url"]:
-        if not (opts["config"] and opts["url"]):
-            raise UsageError("an existing staging server needs both --config and --url")
-        target = LocalServerTarget(opts["config"], opts["url"], opts["reload_cmd"], opts["managed"], opts["test_cmd"])
-        work_dir = None
-        target.check_alive()
-    else:
-        sandbox = Sandbox(opts["workdir"])
-        target = SandboxTarget(sandbox)
-        work_dir = sandbox.work_dir
-        target.check_alive()
-    pid = target.server_pid()
-    wanted_server = parse_cpus(opts["server_cpus"])
-    if wanted_server and pid:
-        _pin_tree(pid, wanted_server)
-    actual_server = server_affinity(pid) or wanted_server
-    client = parse_cpus(opts["client_cpus"]) or _default_client_cpus(actual_server)
+    resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
+                              reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"])
+    target, work_dir = resolved.target, resolved.work_dir
+    actual_server, client = place_processes(target, opts["server_cpus"], opts["client_cpus"])
 
     path = None
     if opts["workload_name"] == "url":
@@ -167,21 +147,6 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         signal.signal(signal.SIGTERM, previous)
         report.stop()
     report.plots(trials)
-
-
-def _pin_tree(pid: int, cpus: list[int]) -> None:
-    """Re-pin an existing server: the parent (future children) and every current child."""
-    import psutil
-
-    try:
-        parent = psutil.Process(pid)
-        for process in [parent, *parent.children(recursive=True)]:
-            try:
-                process.cpu_affinity(cpus)
-            except psutil.Error:
-                continue
-    except psutil.Error as exc:
-        raise AdvisorError(f"cannot pin the server to cores {cpus}: {exc}") from None
 
 
 def _parse_rates(text: str | None) -> list[float]:

@@ -1,0 +1,123 @@
+"""The staging server a command measures, as `bench` and `tune` both name it.
+
+Either the sandbox of `staging up` (`--workdir`, or the default work
+directory) or an existing server on this host (`--config` and `--url`, with
+its `--reload-cmd`, `--test-cmd` and `--managed` include). One definition
+keeps the two commands resolving, checking and pinning a target the same
+way. Only the standard library is imported at module level: the tuner
+(requests, psutil) loads when a command calls these functions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from advisor.errors import AdvisorError, UsageError
+
+
+@dataclass
+class ResolvedTarget:
+    target: Any
+    """An advisor.tuner.target.StagingTarget."""
+    work_dir: Optional[Path]
+    """The sandbox's work directory (workload files live there); None for an existing server."""
+
+
+def resolve_target(*, workdir: str | None, config: str | None, url: str | None, reload_cmd: str,
+                   test_cmd: str | None, managed: str | None, allow_hosts: list[str] | None = None,
+                   check_alive: bool = True) -> ResolvedTarget:
+    """The target the options name, checked to answer.
+
+    `allow_hosts`: when given (even empty), a target whose host is not on
+    loopback is refused unless its host is in the list.
+    """
+    from advisor.tuner.sandbox import Sandbox
+    from advisor.tuner.target import LocalServerTarget, SandboxTarget
+
+    if config or url:
+        if not (config and url):
+            raise UsageError("an existing staging server needs both --config and --url")
+        if allow_hosts is not None:
+            check_host(url, allow_hosts)
+        target = LocalServerTarget(config, url, reload_cmd, managed, test_cmd)
+        work_dir = None
+    else:
+        sandbox = Sandbox(workdir)
+        target = SandboxTarget(sandbox)
+        work_dir = sandbox.work_dir
+        if allow_hosts is not None:
+            check_host(target.base_url, allow_hosts)
+    if check_alive:
+        target.check_alive()
+    return ResolvedTarget(target, work_dir)
+
+
+def is_loopback(host: str) -> bool:
+    """127.0.0.0/8, ::1, or a name every address of which is one of those."""
+    import ipaddress
+    import socket
+
+    name = host.strip("[]")
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        pass
+    if name.lower() == "localhost":
+        return True
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(name, None)}
+    except (OSError, UnicodeError):
+        return False
+    return bool(addresses) and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses)
+
+
+def check_host(url: str, allowed: list[str]) -> None:
+    """Refuse a target off this host's loopback unless the admin named its host."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    if is_loopback(host) or host.lower() in {h.lower().strip("[]") for h in allowed}:
+        return
+    raise UsageError(f"the target {url} is not on loopback: tune changes and loads the server it measures",
+                     hint=f"name its host with --allow-host {host} if it is a staging server you own")
+
+
+def place_processes(target, server_cpus: str | None, client_cpus: str | None) -> tuple[list[int] | None, list[int] | None]:
+    """Pin the server to `server_cpus` (when given) and choose httperf's cores:
+    (server cores, client cores), each None when not pinned."""
+    from advisor.tuner.sandbox import parse_cpus
+    from advisor.tuner.trial import server_affinity
+
+    pid = target.server_pid()
+    wanted_server = parse_cpus(server_cpus)
+    if wanted_server and pid:
+        pin_tree(pid, wanted_server)
+    actual_server = server_affinity(pid) or wanted_server
+    client = parse_cpus(client_cpus) or default_client_cpus(actual_server)
+    return actual_server, client
+
+
+def default_client_cpus(server_cpus: list[int] | None) -> list[int] | None:
+    """The cores the server does not use, if there are any."""
+    if not server_cpus:
+        return None
+    rest = [c for c in range(os.cpu_count() or 1) if c not in server_cpus]
+    return rest or None
+
+
+def pin_tree(pid: int, cpus: list[int]) -> None:
+    """Re-pin an existing server: the parent (future children) and every current child."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        for process in [parent, *parent.children(recursive=True)]:
+            try:
+                process.cpu_affinity(cpus)
+            except psutil.Error:
+                continue
+    except psutil.Error as exc:
+        raise AdvisorError(f"cannot pin the server to cores {cpus}: {exc}") from None
