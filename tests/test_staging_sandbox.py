@@ -137,20 +137,21 @@ def _start_long_bench(run: SandboxRun, rate: str = "20", duration: str = "30") -
 
 def _wait_until_applied(run: SandboxRun, process: subprocess.Popen) -> list[int]:
     """Wait for the candidate to be live and httperf to run; return httperf's pids."""
-    import psutil
-
     journal = run.sandbox.managed_path.with_name("managed.conf.journal")
     assert wait_for(lambda: journal.exists() and "KeepAlive Off" in run.sandbox.managed_path.read_text(), 30)
-
-    def httperf_children() -> list[int]:
-        try:
-            return [c.pid for c in psutil.Process(process.pid).children(recursive=True) if c.name() == "httperf"]
-        except psutil.Error:
-            return []
-
-    assert wait_for(lambda: bool(httperf_children()), 30), "httperf never started"
+    assert wait_for(lambda: bool(_httperf_children(process)), 30), "httperf never started"
     assert keepalive_header(run.state.base_url) is None  # the candidate is live
-    return httperf_children()
+    return _httperf_children(process)
+
+
+def _httperf_children(process: subprocess.Popen) -> list[int]:
+    """The httperf processes the bench runs now (the warm-up's, then the measured run's)."""
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process(process.pid).children(recursive=True) if c.name() == "httperf"]
+    except psutil.Error:
+        return []
 
 
 def _httperf_running(pid: int) -> bool:
@@ -170,8 +171,9 @@ def test_kill_9_mid_trial_kills_httperf_too_and_the_next_run_restores_first():
         clients: list[int] = []
         try:
             clients = _wait_until_applied(run, process)
-            time.sleep(2.0)  # a few seconds into the trial
-            assert all(_httperf_running(pid) for pid in clients)
+            time.sleep(2.0)  # a few seconds in: past the warm-up, into the measured run
+            assert wait_for(lambda: bool(_httperf_children(process)), 10)
+            clients += _httperf_children(process)
             os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
             killed = time.monotonic()
@@ -289,6 +291,8 @@ def test_bad_cpu_list_and_mode_are_usage_errors(tmp_path):
     require("httperf")
     line = one_error_line(cli("bench", "--workdir", str(tmp_path), "--mode", "sideways", check=False))
     assert "unknown --mode" in line
+    line = one_error_line(cli("bench", "--workdir", str(tmp_path), "--warmup", "-1", check=False))
+    assert "--warmup must be between 0 and 120 seconds" in line
 
 
 def test_cpu_quota_caps_the_server_and_goes_away_with_it():

@@ -63,6 +63,9 @@ class Sample:
     busy_workers: int | None = None
     idle_workers: int | None = None
     scoreboard: dict[str, int] = field(default_factory=dict)
+    # The scoreboard as printed, one character per slot (trailing open slots
+    # dropped): where a G sits tells whether it holds a place of the pool.
+    scoreboard_raw: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -355,6 +358,15 @@ class MetricsCollector(threading.Thread):
             return None
         return parse_status(response.text) if response.status_code == 200 else None
 
+    def httpd_cpu_seconds(self) -> float | None:
+        """CPU seconds the httpd tree has used so far (reaped children included)."""
+        found = self._httpd_cpu()
+        return found[0] if found else None
+
+    def status_now(self, timeout: float = 1.0) -> StatusSnapshot | None:
+        """One status read outside the sampling loop (keeps the connection open)."""
+        return self._status(timeout)
+
     def pool_state(self) -> tuple[int, float] | None:
         """(live children, monotonic time of the last birth or exit), if watched."""
         if self._watcher is None:
@@ -476,6 +488,7 @@ class MetricsCollector(threading.Thread):
             sample.status_ok = True
             sample.busy_workers, sample.idle_workers = status.busy, status.idle
             sample.scoreboard = {k: v for k, v in status.scoreboard.items() if v}
+            sample.scoreboard_raw = status.fields.get("Scoreboard", "").rstrip(".")
         return sample
 
     def _client(self) -> tuple[float | None, int | None]:

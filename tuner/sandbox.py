@@ -38,6 +38,8 @@ from advisor.tuner.status import fetch_status, wait_healthy
 STATE_FILE = "staging.json"
 MANAGED_HEADER = "# Managed by apache-advisor: trials write tuned directives here.\n"
 STOCK_MANAGED = MANAGED_HEADER + "# Empty means the stock configuration.\n"
+INSTRUMENT_HEADER = ("# Written by apache-advisor after each change of the managed include: one more\n"
+                     "# prefork worker for the metrics collector's kept-alive status connection.\n")
 
 # Server-scope directives that shape performance and carry no host paths or
 # addresses: these are what `staging up CONFIG` takes from an admin's config.
@@ -197,6 +199,10 @@ class Sandbox:
         return self.conf_dir / "managed.conf"
 
     @property
+    def instrument_path(self) -> Path:
+        return self.conf_dir / "instrument.conf"
+
+    @property
     def state_path(self) -> Path:
         return self.work_dir / STATE_FILE
 
@@ -298,9 +304,11 @@ class Sandbox:
         site_path = self.conf_dir / "site.conf"
         site_path.write_text("# Tuning directives taken from %s\n%s" % (source_config or "(none: stock)", "".join(f"{d}\n" for d in site)))
         text = text.replace(f'IncludeOptional "{self.managed_path}"',
-                            f'Include "{site_path}"\nIncludeOptional "{self.managed_path}"')
+                            f'Include "{site_path}"\nIncludeOptional "{self.managed_path}"\n'
+                            f'IncludeOptional "{self.instrument_path}"')
         self.config_path.write_text(text)
         self.managed_path.write_text(STOCK_MANAGED)
+        self.write_instrument(mpm)
         self.validate()
         command = self.command_prefix(server_cpus, netns) + [binary, "-f", str(self.config_path), "-k", "start"]
         quota = None
@@ -310,11 +318,7 @@ class Sandbox:
             quota = cgroup.create(self.cgroup_name(), cpu_quota_pct)
             command = quota.wrap(command)
         try:
-            started = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-            if started.returncode != 0:
-                raise AdvisorError(f"httpd did not start: {_last_line(started.stderr or started.stdout)}",
-                                   file=str(self.config_path), hint=f"see {self.error_log}")
-            pid = self._wait_for_pid(timeout)
+            pid = self._launch(command, timeout)
         except BaseException:
             if quota is not None:
                 quota.remove(timeout=1.0)
@@ -355,6 +359,51 @@ class Sandbox:
             prefix += ["taskset", "-c", cpu_list(server_cpus) or "0"]
         return prefix
 
+    def _launch(self, command: list[str], timeout: float) -> int:
+        """Run httpd's `-k start` command; the new parent's pid."""
+        started = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        if started.returncode != 0:
+            raise AdvisorError(f"httpd did not start: {_last_line(started.stderr or started.stdout)}",
+                               file=str(self.config_path), hint=f"see {self.error_log}")
+        return self._wait_for_pid(timeout)
+
+    def write_instrument(self, mpm: str | None = None) -> list[str]:
+        """Give back the worker the metrics collector's status connection holds.
+
+        The collector keeps one kept-alive connection to mod_status so that it
+        can read the scoreboard when every worker is taken; on prefork that
+        connection holds a worker, a quarter of a pool of 4. The instrument
+        include (read after the managed one) adds that worker, so the load
+        meets the pool the configuration claims (advisor.tuner.pool). Written
+        whenever the managed include changes; returns its directives.
+        """
+        from advisor.tuner.pool import compensation, read_pool
+
+        if f'"{self.instrument_path}"' not in _read_or_empty(self.config_path):
+            return []  # a sandbox made before the include existed
+        if mpm is None:
+            state = self.load_state()
+            mpm = state.mpm if state else None
+        self.instrument_path.write_text(INSTRUMENT_HEADER)  # read the config without the old compensation
+        lines = compensation(read_pool(self.config_path, mpm, skip=self.instrument_path))
+        self.instrument_path.write_text(INSTRUMENT_HEADER + "".join(f"{line}\n" for line in lines))
+        return lines
+
+    def restart(self, timeout: float = 15.0) -> None:
+        """Stop and start again: the limits a graceful restart keeps (ServerLimit,
+        ThreadLimit) take effect. Same cores, namespace and cgroup as before."""
+        state = self._require_state()
+        self.validate()
+        quota = self.cpu_quota()
+        self._stop(self.running_pid(), state, quota, timeout=timeout, grace=2.0)
+        command = self.command_prefix(state.server_cpus, state.netns) + [state.binary, "-f", state.config, "-k", "start"]
+        if quota is not None:
+            command = quota.wrap(command)
+        state.pid = self._launch(command, timeout)
+        state.started_at = time.time()
+        self._save_state(state)
+        wait_healthy(state.base_url + "/index.html", timeout=timeout)
+
     def _wait_for_pid(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -392,6 +441,15 @@ class Sandbox:
         state = self.load_state()
         pid = self.running_pid()
         quota = self.cpu_quota()
+        stragglers = self._stop(pid, state, quota, timeout=timeout, grace=grace)
+        if quota is not None:
+            quota.remove(timeout=1.0)
+        self.state_path.unlink(missing_ok=True)
+        return StopResult(was_running=pid is not None or bool(stragglers), stragglers=stragglers)
+
+    def _stop(self, pid: int | None, state: SandboxState | None, quota, *, timeout: float,
+              grace: float) -> list[str]:
+        """httpd's own stop, then every process of the sandbox gone (see down)."""
         # Taken before the stop: once the parent is gone, its children's
         # parent link is gone too, and an exiting process has no cmdline.
         known = self._processes(pid, quota)
@@ -407,10 +465,7 @@ class Sandbox:
                 os.kill(pid, signal.SIGKILL)  # our own server that ignored the stop
                 stragglers.append(f"pid {pid} (httpd parent, ignored the stop): SIGKILL")
         stragglers += self._end_stragglers(known, quota, grace=grace if pid is not None else 0.0)
-        if quota is not None:
-            quota.remove(timeout=1.0)
-        self.state_path.unlink(missing_ok=True)
-        return StopResult(was_running=pid is not None or bool(stragglers), stragglers=stragglers)
+        return stragglers
 
     def _processes(self, pid: int | None, quota=None) -> dict[int, "object"]:
         """Every live process of this sandbox, by pid (psutil.Process, which
@@ -647,3 +702,10 @@ def _describe(proc) -> str:
         return "gone"
     script = next((os.path.basename(a) for a in args[1:2] if a.startswith("/")), None)
     return f"{name}, {script}" if script and script != name else name
+
+
+def _read_or_empty(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
 from advisor.tuner import httperf
-from advisor.tuner.sandbox import MANAGED_HEADER, Sandbox, config_test_error, find_httpd
+from advisor.tuner.sandbox import INSTRUMENT_HEADER, MANAGED_HEADER, Sandbox, config_test_error, find_httpd
 from advisor.tuner.status import fetch_status, wait_healthy
 
 
@@ -32,6 +32,10 @@ class StagingTarget(ABC):
     """One staging server. Implementations talk to it; ManagedConfig keeps it safe."""
 
     kind: str = "abstract"
+    # Start-up-only limits the last change could not apply (no full restart
+    # available): "ServerLimit 256 -> 4". Set by ManagedConfig; trials on a
+    # server in that state are invalid.
+    pending_restart: list[str] = []
 
     @property
     @abstractmethod
@@ -81,6 +85,33 @@ class StagingTarget(ABC):
     def cpu_quota(self):
         """A CPU quota the server runs under (advisor.tuner.cgroup.CpuQuota), if any."""
         return None
+
+    @property
+    def mpm(self) -> str | None:
+        return None  # read from the config
+
+    def can_restart(self) -> bool:
+        return False
+
+    def restart(self) -> None:
+        """Full stop and start, for limits a graceful restart keeps."""
+        raise AdvisorError(f"the staging server at {self.base_url} cannot be restarted by the tool")
+
+    def instrument(self) -> list[str]:
+        """Re-derive the measuring instruments' share of the config after a change (see pool.compensation)."""
+        return []
+
+    def pool_config(self, claimed: bool = True):
+        """The worker pool (advisor.tuner.pool.PoolConfig): what the config claims,
+        or (claimed=False) what the server runs, instruments' share included."""
+        from advisor.tuner.pool import read_pool
+
+        path = self.config_file
+        return read_pool(path, self.mpm) if path is not None else None
+
+    def compensated(self) -> bool:
+        """True when the server runs one more worker for the collector's connection."""
+        return False
 
     def check_alive(self) -> None:
         wait_healthy(self.health_url(), timeout=3.0)
@@ -158,6 +189,34 @@ class SandboxTarget(StagingTarget):
 
     def cpu_quota(self):
         return self.sandbox.cpu_quota()
+
+    @property
+    def mpm(self) -> str | None:
+        return self.state.mpm
+
+    def can_restart(self) -> bool:
+        return True
+
+    def restart(self) -> None:
+        self.sandbox.restart()
+        self.state = self.sandbox.load_state() or self.state
+
+    def instrument(self) -> list[str]:
+        return self.sandbox.write_instrument(self.state.mpm)
+
+    def pool_config(self, claimed: bool = True):
+        from advisor.tuner.pool import read_pool
+
+        skip = self.sandbox.instrument_path if claimed else None
+        return read_pool(self.config_file, self.state.mpm, skip=skip)
+
+    def compensated(self) -> bool:
+        try:
+            text = self.sandbox.instrument_path.read_text()
+        except OSError:
+            return False
+        return bool(text[len(INSTRUMENT_HEADER):].strip()) and f'"{self.sandbox.instrument_path}"' in \
+            self.sandbox.config_path.read_text()
 
     def describe(self) -> dict[str, object]:
         info = super().describe()
@@ -318,6 +377,8 @@ class ManagedConfig:
         self.lock_path = target.managed_path.with_name(target.managed_path.name + ".lock")
         self._lock_fd: int | None = None
         self.recovered: Journal | None = None
+        # ServerLimit/ThreadLimit the server was started with, as far as we know.
+        self._running_limits: dict[str, int] = {}
         self.stray_load: list[int] = []  # load generators of a dead run, ended on entry
 
     def __enter__(self) -> "ManagedConfig":
@@ -326,6 +387,7 @@ class ManagedConfig:
             # A dead run's load first: a restore, or a trial, under a
             # stranger's load would measure that load.
             self.stray_load = httperf.end_recorded(self.target.load_record)
+            self._running_limits = self._config_limits()  # what the server was started with, we assume
             self.recovered = self.recover()
         except BaseException:
             self.release()
@@ -387,13 +449,10 @@ class ManagedConfig:
                               target=self.target.describe(), pid=os.getpid(), started=time.time())
         journal.applied = list(directives)
         self._write_journal(journal)
-        self.target.write_managed(render_managed(directives))
         try:
-            self.target.validate()
-            self._reload()
+            self._change(render_managed(directives), validate=True)
         except BaseException:
-            self.target.write_managed(previous)
-            self._reload()
+            self._change(previous, validate=False)
             raise
 
     def restore(self) -> None:
@@ -404,14 +463,45 @@ class ManagedConfig:
     def _restore_from(self, journal: Journal) -> None:
         # The file first, so nothing is lost; the journal goes only after the
         # reload was tried, so a run killed in between restores again next time.
-        self.target.write_managed(journal.original)
         try:
-            self._reload()
+            self._change(journal.original, validate=False)
         finally:
             if self.target.read_managed() == journal.original:
                 self.journal_path.unlink(missing_ok=True)
 
+    def _config_limits(self) -> dict[str, int]:
+        pool = self.target.pool_config(claimed=False)
+        return pool.restart_limits if pool is not None else {}
+
+    def _change(self, text: str | None, validate: bool) -> None:
+        """Write the managed include (None: remove it) and the instruments' share
+        of the config that goes with it, then make the server run it."""
+        self.target.write_managed(text)
+        self.target.instrument()
+        if validate:
+            self.target.validate()
+        self._reload()
+
     def _reload(self) -> None:
+        """Graceful restart, or a full one when a start-up-only limit changed.
+
+        httpd keeps ServerLimit and ThreadLimit across a graceful restart
+        (AH00179): a trial would measure the old limit under the new name.
+        A target that cannot restart keeps the change in `pending_restart`,
+        which makes its trials invalid.
+        """
+        from advisor.tuner.pool import RESTART_ONLY
+
+        wanted = self._config_limits()
+        changed = [f"{name} {self._running_limits[name]} -> {wanted[name]}" for name in RESTART_ONLY
+                   if name in wanted and name in self._running_limits and wanted[name] != self._running_limits[name]]
+        if changed and self.target.can_restart():
+            self.target.restart()
+            self._running_limits = dict(wanted)
+            self.target.pending_restart = []
+            self._settle(set())
+            return
+        self.target.pending_restart = changed
         before = self.target.generation()
         old_children = self._children()
         self.target.reload()

@@ -18,6 +18,7 @@ from typing import Callable
 from advisor.errors import UsageError
 from advisor.tuner import httperf
 from advisor.tuner.metrics import MetricsCollector, Sample, read_listener
+from advisor.tuner.pool import PoolCheck, check_pool
 from advisor.tuner.status import fetch_status
 from advisor.tuner.target import StagingTarget
 from advisor.tuner.verdict import (CLOSED_BY_SERVER, ClientLimit, ConnectionCap, Verdict, closed_by_server, decide,
@@ -37,6 +38,15 @@ POOL_STEADY_S = 1.2
 FOREIGN_MEAN_PCT = 15.0
 FOREIGN_PEAK_PCT = 35.0
 HTTPERF_STARVED_PCT = 80.0
+# Warm-up: the pool is steady when no child was born for WARMUP_STEADY_S
+# (over one of the parent's one-second maintenance cycles), after at least
+# WARMUP_MIN_S of load (and one session's length), WARMUP_MAX_S at most.
+WARMUP_MIN_S = POOL_STEADY_S
+WARMUP_STEADY_S = POOL_STEADY_S
+WARMUP_DRAIN_MAX_S = 10.0
+WARMUP_MAX_S = 20.0
+# httpd at this share of its cores (or quota) for a second: CPU-bound, the pool is not what limits.
+WARMUP_CPU_SHARE = 0.85
 # Failures that CPU taken by other programs can cause, and so are worth a
 # second attempt. Churn, keep-alive, logging, network, disk and memory name a
 # cause of their own.
@@ -60,6 +70,10 @@ class TrialInputs:
     directives: list[str] = field(default_factory=list)
     slo_errors_pct: float = 1.0
     slo_reply_ms: float = 100.0
+    # Unmeasured load at the trial's rate before the measured window: None
+    # until the server's pool stops growing (WARMUP_MAX_S at most), 0 none,
+    # else that many seconds.
+    warmup_s: float | None = None
 
     @property
     def num_conns(self) -> int:
@@ -69,6 +83,18 @@ class TrialInputs:
     def target_request_rate(self) -> float:
         calls = self.wsess[1] if self.wsess else self.num_calls
         return self.rate * calls
+
+
+@dataclass
+class WarmUp:
+    """The unmeasured load before a trial's window, and the pool it left."""
+
+    seconds: float
+    children_before: int | None
+    children_after: int | None
+    steady: bool  # False: the warm-up hit its time bound with the pool still growing
+    stopped_by: str = ""  # pool steady, pool at its limit, server CPU full, fixed length, time bound
+    drain_s: float = 0.0  # then waiting for the work it left queued
 
 
 @dataclass
@@ -85,6 +111,9 @@ class TrialResult:
     quiet_wait_s: float = 0.0  # how long the server took to drain the previous trial
     quiet: bool = True  # False: it had not drained when this trial started
     attempt: int = 1  # >1: a repeat of a disturbed probe (knee search)
+    warmup: WarmUp | None = None
+    pool: PoolCheck | None = None
+    pending_restart: list[str] = field(default_factory=list)  # limits the server did not take
 
     @property
     def interference(self) -> dict[str, object]:
@@ -123,6 +152,14 @@ class TrialResult:
             reasons.append("client-bound: the load generator, not the server, limited the run")
         if self.verdict.label == CLOSED_BY_SERVER or "closed_by_server" in self.verdict.evidence:
             reasons.append("the server closed connections before httperf's calls on them were done")
+        if self.warmup is not None and not self.warmup.steady:
+            reasons.append(f"the server's pool was still growing when the {self.warmup.seconds:.0f} s warm-up ended: "
+                           "the window measured its growth")
+        if self.pending_restart:
+            reasons.append("the server still runs start-up limits a graceful restart does not change ("
+                           + ", ".join(self.pending_restart) + "): restart it with the candidate in place")
+        if self.pool is not None:
+            reasons.extend(self.pool.reasons)
         return reasons
 
     @property
@@ -195,6 +232,8 @@ class TrialResult:
             "quiet_wait_s": round(self.quiet_wait_s, 2),
             "quiet": self.quiet,
             "attempt": self.attempt,
+            "warmup": asdict(self.warmup) if self.warmup else None,
+            "pool": self.pool.to_dict() if self.pool else None,
             "started": self.started,
             "wall_s": round(self.wall_s, 2),
         }
@@ -336,6 +375,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                rate=inputs.rate, num_conns=inputs.num_conns, num_calls=inputs.num_calls,
                                burst_length=inputs.burst_length, timeout_s=inputs.timeout_s,
                                uri_list=inputs.uri_list, wsess=inputs.wsess, client_cpus=inputs.client_cpus)
+    warm = warm_up(target, inputs, spec, pid, collector, registry, server_cpus, parts.port or 80)
     started = time.time()
     t0 = time.monotonic()
     collector.start()
@@ -394,9 +434,128 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         verdict = closed_by_server(verdict, calls=inputs.num_calls, connections=result.connections,
                                    replies=result.replies, resets=resets, cap=connection_cap(target))
     inputs.server_cpus = server_cpus
+    pool = check_pool(samples, target.pool_config(claimed=True), target.compensated(), verdict.label)
     return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
                        listen_overflows=overflows, listen_drops=drops, started=started,
-                       wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet)
+                       wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
+                       pool=pool, pending_restart=list(target.pending_restart))
+
+
+def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
+            collector: MetricsCollector, registry: list | None = None,
+            server_cpus: list[int] | None = None, port: int | None = None) -> WarmUp | None:
+    """Load the server at the trial's rate, unmeasured, until its pool is what the load makes it.
+
+    Right after a reload (or a quiet spell) prefork runs StartServers
+    children and adds more once a second while work waits (after a graceful
+    restart one a second for ten cycles); kept-alive sessions pile up
+    meanwhile. A window that starts then measures the growth, not the
+    configuration. After WARMUP_MIN_S and one session's length the warm-up
+    ends at the first of: no child born for WARMUP_STEADY_S; the pool at its
+    configured limit; httpd using its whole CPU (cores or quota) for a
+    second, where more workers cannot serve more and a longer warm-up only
+    piles up work. WARMUP_MAX_S bounds it (then `steady` is False); a fixed
+    `warmup_s` runs that long. httperf is stopped with SIGINT, the work it
+    left queued is served (`_drain`), and the measured run starts. The
+    collector's status connection is used once a second meanwhile, so that
+    it stays open for the window.
+    """
+    if inputs.warmup_s == 0:
+        return None
+    fixed = inputs.warmup_s
+    bound = fixed if fixed is not None else WARMUP_MAX_S
+    session_s = (inputs.wsess[1] - 1) * inputs.wsess[2] if inputs.wsess else 0.0
+    least = max(WARMUP_MIN_S, session_s + 1.0)
+    count = max(1, int(math.ceil(inputs.rate * (bound + 1.0))))
+    sized = httperf.HttperfSpec(**{**asdict(spec), "num_conns": count,
+                                   "wsess": (count, spec.wsess[1], spec.wsess[2]) if spec.wsess else None})
+    pool = target.pool_config(claimed=False)
+    limit = None
+    if pool is not None:
+        limit = pool.workers if pool.mpm == "prefork" else math.ceil(pool.workers / max(1, pool.threads_per_child))
+    cpu_full = WARMUP_CPU_SHARE * (inputs.server_cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0])))
+    before = _child_count(pid)
+    peak, last_birth = before or 0, time.monotonic()
+    t0 = time.monotonic()
+    next_status = t0 + 1.0
+    cpu_mark = (t0, collector.httpd_cpu_seconds())
+    full_since: float | None = None
+    stopped = "time bound"
+    process = httperf.start(sized, record=target.load_record)
+    if registry is not None:
+        registry.append(process)
+    try:
+        while process.poll() is None:
+            now = time.monotonic()
+            children = _child_count(pid) or 0
+            if children > peak:
+                peak, last_birth = children, now
+            if now - cpu_mark[0] >= 0.5:
+                used = collector.httpd_cpu_seconds()
+                pct = (100.0 * (used - cpu_mark[1]) / (now - cpu_mark[0])
+                       if used is not None and cpu_mark[1] is not None else 0.0)
+                full_since = (full_since or now) if pct >= cpu_full else None
+                cpu_mark = (now, used)
+            if fixed is not None:
+                if now - t0 >= fixed:
+                    stopped = "fixed length"
+                    break
+            elif now - t0 >= least:
+                if now - last_birth >= WARMUP_STEADY_S:
+                    stopped = "pool steady"
+                elif limit is not None and children >= limit:
+                    stopped = "pool at its limit"
+                elif full_since is not None and now - full_since >= 1.0:
+                    stopped = "server CPU full"
+                if stopped != "time bound":
+                    break
+            if now - t0 >= bound:
+                break
+            if now >= next_status:
+                collector.status_now(timeout=0.5)
+                next_status = now + 1.0
+            time.sleep(0.1)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)  # stop opening connections; drop the ones in flight
+            try:
+                process.communicate(timeout=5.0)
+            except Exception:
+                process.kill()
+                process.wait()
+        else:
+            process.communicate()
+        httperf.forget(target.load_record, process.pid)
+        if registry is not None and process in registry:
+            registry.remove(process)
+    seconds = time.monotonic() - t0
+    drained = _drain(collector, port)
+    return WarmUp(seconds=round(seconds, 2), children_before=before, children_after=_child_count(pid),
+                  steady=stopped != "time bound", stopped_by=stopped, drain_s=round(drained, 2))
+
+
+def _drain(collector: MetricsCollector, port: int | None, timeout: float = WARMUP_DRAIN_MAX_S) -> float:
+    """Wait for the work the warm-up left queued to be served; the pool it grew stays.
+
+    A warm-up above the server's capacity leaves its accept queue full of
+    connections httperf has dropped: a window started at once would spend
+    its first seconds on them (and httperf, unable to connect, would look
+    client-bound). Nothing waiting for accept() and no worker busy but the
+    collector's own request is drained; prefork retires at most one spare
+    child a second meanwhile.
+    """
+    t0 = time.monotonic()
+    net_dir = f"/proc/{collector.server_pid}/net" if collector.server_pid else "/proc/self/net"
+    while time.monotonic() - t0 < timeout:
+        snap = collector.status_now(timeout=0.5)
+        # Busy with requests: reading, sending (less the status request),
+        # keep-alive, logging, DNS. A C slot is a connection closing, or an
+        # idle child being retired: no work left.
+        working = None if snap is None else sum(snap.scoreboard.get(k, 0) for k in "RWKLD") - 1
+        if not read_listener(net_dir, port) and (working is None or working <= 0):
+            break
+        time.sleep(0.1)
+    return time.monotonic() - t0
 
 
 def connection_cap(target: StagingTarget) -> ConnectionCap | None:

@@ -30,6 +30,7 @@ def bench(
     max_probes: int = typer.Option(12, "--max-probes", help="Knee mode: at most this many probes."),
     retries: int = typer.Option(1, "--retries", help="Knee mode: run a failed probe again (this many times) when other programs took the server's or httperf's core during it."),
     duration: float = typer.Option(3.0, "--duration", help="Seconds of load per trial."),
+    warmup: Optional[float] = typer.Option(None, "--warmup", help="Seconds of unmeasured load at the trial's rate before each trial (default: until the server's pool stops growing, 20 s at most; 0: none)."),
     timeout: float = typer.Option(2.0, "--timeout", help="httperf's per-request timeout, seconds."),
     num_calls: int = typer.Option(1, "--num-calls", help="Requests per connection (persistent connections)."),
     burst_length: int = typer.Option(1, "--burst-length", help="Requests pipelined per burst."),
@@ -71,6 +72,8 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose table or json")
     if opts["duration"] <= 0 or opts["duration"] > 600:
         raise UsageError("--duration must be between 0 and 600 seconds")
+    if opts["warmup"] is not None and not 0 <= opts["warmup"] <= 120:
+        raise UsageError("--warmup must be between 0 and 120 seconds", hint="leave it out to warm up until the pool is steady")
     if opts["num_calls"] < 1 or opts["burst_length"] < 1 or opts["burst_length"] > opts["num_calls"]:
         raise UsageError("need 1 <= --burst-length <= --num-calls")
     httperf.find_httperf(opts["httperf_bin"])
@@ -99,7 +102,8 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         workload=work.name, uri=work.uri, rate=opts["rate"], duration_s=opts["duration"],
         num_calls=opts["num_calls"], burst_length=opts["burst_length"], timeout_s=opts["timeout"],
         uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
-        directives=list(opts["directives"] or []), slo_errors_pct=opts["slo_errors"], slo_reply_ms=opts["slo_ms"])
+        directives=list(opts["directives"] or []), slo_errors_pct=opts["slo_errors"], slo_reply_ms=opts["slo_ms"],
+        warmup_s=opts["warmup"])
     interval = opts["interval"] or (1.0 if opts["duration"] >= 10 else max(0.25, opts["duration"] / 6))
 
     report = _Reporter(opts["output_format"], opts["plot"])
@@ -228,6 +232,12 @@ class _Reporter:
             self.console.print(f"  {result.verdict.note}")
         for failure in result.slo_failures():
             self.console.print(f"  SLO: {failure}")
+        for reason in result.invalid_reasons:
+            self.console.print(f"  [red]invalid[/red]: {reason}")
+        if result.warmup is not None:
+            warm = result.warmup
+            self.console.print(f"  warm-up {warm.seconds:.1f} s at the trial's rate: server children "
+                               f"{warm.children_before} -> {warm.children_after}" + ("" if warm.steady else ", still growing"))
         interference = result.interference
         if interference["disturbed"]:
             again = f" (attempt {result.attempt})" if result.attempt > 1 else ""
