@@ -72,8 +72,8 @@ def logical_lines(text: str, path: str, keep_blank: bool = False, first_line: in
         # No continuation anywhere (the common case): one line per line.
         return [
             (line, number, number)
-            for number, line in enumerate([piece.strip(_WHITESPACE) for piece in text.split("\n")], 1)
-            if line and line[0] != "#"
+            for number, piece in enumerate(text.split("\n"), 1)
+            if (line := piece.strip(_WHITESPACE)) and line[0] != "#"
         ]
     physical = text.split("\n")
     # A file that ends with a newline yields a last empty piece: not a line.
@@ -203,16 +203,26 @@ def next_word(line: str, pos: int = 0) -> tuple[str, int]:
     return word, end
 
 
+# One word of ap_getword_conf in a text without backslashes: a quoted word
+# runs to its closing quote (or the end), any other word to the next blank.
+# An empty quoted word matches no group and gives "" all the same.
+_PLAIN_WORD = re.compile(r'"([^"]*)"?|\'([^\']*)\'?|(\S+)')
+
+
 def split_words(text: str, plain: bool | None = None) -> list[str]:
     """All words of an argument string, as httpd's directive handlers see them.
 
     `plain` says the text holds no blank that Python splits on and httpd
     does not (see splits_like_httpd); None: find out."""
-    if '"' not in text and "'" not in text and "\\" not in text:
+    if "\\" not in text:
         if plain is None:
             plain = splits_like_httpd(text)
         if plain:
-            return text.split()
+            if '"' not in text and "'" not in text:
+                return text.split()
+            # Quotes without backslashes: nothing to unescape, and \s (and
+            # strip's blank) is httpd's blank in a plain text.
+            return [double or single or bare for double, single, bare in _PLAIN_WORD.findall(text.strip())]
     text = text.strip(_WHITESPACE)
     words: list[str] = []
     pos = 0

@@ -215,7 +215,7 @@ def effective_tree(raw: Section) -> Section:
     collecting = gc.isenabled()
     gc.disable()  # as in load_config: every copy lives as long as the model
     try:
-        _copy_children(raw, root, skipped, CONDITIONAL_SECTIONS)
+        _copy_children(raw, root, skipped, CONDITIONAL_SECTIONS, {})
     finally:
         if collecting:
             gc.enable()
@@ -223,18 +223,24 @@ def effective_tree(raw: Section) -> Section:
 
 
 def _copy_children(source: Section, target: Section, skipped: frozenset[str] | set[str],
-                   conditionals: frozenset[str] | set[str]) -> None:
+                   conditionals: frozenset[str] | set[str], dropped: dict[str, bool]) -> None:
+    """`dropped`: directive spelling -> whether httpd consumes it while
+    reading, decided once per spelling (a large tree repeats a few hundred)."""
     append = target.children.append
     for child in source.children:
         if not child.active:
             continue
         if type(child) is Directive:
-            if child.name.lower() in skipped:
+            name = child.name
+            drop = dropped.get(name)
+            if drop is None:
+                drop = dropped[name] = name.lower() in skipped
+            if drop:
                 continue
             copy: Node = Directive(child.name, child.args, child.raw_args, child.file, child.line,
                                    child.end_line, True, target, child, child.expansion)
         elif isinstance(child, Include) or child.name.lower() in conditionals:
-            _copy_children(child, target, skipped, conditionals)  # type: ignore[arg-type]
+            _copy_children(child, target, skipped, conditionals, dropped)  # type: ignore[arg-type]
             continue
         elif child.name.lower() in skipped:  # <Macro>: its body applies where it is used
             continue
@@ -242,6 +248,6 @@ def _copy_children(source: Section, target: Section, skipped: frozenset[str] | s
             section = Section(child.name, child.args, child.raw_args, child.file, child.line,
                               child.end_line, True, target, child, child.expansion,
                               close_line=child.close_line)  # type: ignore[call-arg]
-            _copy_children(child, section, skipped, conditionals)  # type: ignore[arg-type]
+            _copy_children(child, section, skipped, conditionals, dropped)  # type: ignore[arg-type]
             copy = section
         append(copy)

@@ -44,6 +44,9 @@ class ReadState:
     include_stack: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
     plain: bool = True
     """The file being read splits on blanks like httpd (see splits_like_httpd)."""
+    fast: bool = True
+    """The lines left of the file being read are its own (no macro's), plain,
+    without ${...} and without backslashes: the reader's fast path applies."""
     section_depth: int = 0
     sources: dict[str, str] = field(default_factory=dict)
     macros: dict[str, Macro] = field(default_factory=dict)

@@ -1,0 +1,101 @@
+"""The reader's fast paths read exactly what its careful path reads.
+
+The fast path (a directive whose name was read before, in a file without
+${...}, backslashes or a macro's lines) and the regex split of quoted words
+exist for speed only: on any input they must build the same model, node for
+node, and split the same words, as the paths they shortcut.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.config import loader
+from advisor.config.lexer import split_words, splits_like_httpd
+from advisor.config.loader import load_config
+from advisor.config.options import LoadOptions
+from advisor.errors import ConfigError
+from advisor.output.dump import dump_json
+from conftest import SAMPLES
+
+# ---- words -------------------------------------------------------------------
+
+_WORDY = st.text(st.sampled_from(list("ab \t\"'<>=$x{}é") + ["\x1c", "\xa0"]), max_size=40)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_WORDY)
+def test_quoted_words_split_as_the_character_loop_splits_them(text):
+    if "\\" in text or not splits_like_httpd(text):
+        return
+    # plain=False takes the character-by-character loop (ap_getword_conf).
+    assert split_words(text, True) == split_words(text, False)
+
+
+# ---- whole files -------------------------------------------------------------
+
+
+class _Forgetful(dict):
+    """A name table that never remembers: every line takes the careful path."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
+def _model(main: Path, root: Path, careful: bool, monkeypatch) -> str | None:
+    with monkeypatch.context() as patch:
+        if careful:
+            original = loader._Reader.__init__
+
+            def forgetful(self, state):
+                original(self, state)
+                self.names = _Forgetful()
+
+            patch.setattr(loader._Reader, "__init__", forgetful)
+        options = LoadOptions(server_root=str(root), environ={"HOME": "/root"},
+                              modules=["macro_module", "headers_module"])
+        try:
+            config = load_config(str(main), options)
+        except ConfigError as error:
+            return f"error: {error.render()}"
+        return dump_json(config, raw=True) + dump_json(config)
+
+
+LINES = [
+    "ServerName a.test", "ServerName  a.test  ", "KeepAlive On", "KeepAlive\tOn", 'Header set X "a b"',
+    "Header set X 'a b'", 'Header set X ""', "Header set X \"unclosed", "RewriteRule ^/(.*)$ /x/$1 [R,L]",
+    "Define NAME value", "Define EMPTY", "ServerAlias ${NAME}", "ServerAlias ${MISSING}", "${NAME} x",
+    "DocumentRoot /srv/a\\", "Options \\", "  continued", "# a comment", "", "<VirtualHost *:80>",
+    "</VirtualHost>", "<Directory /srv>", "</Directory>", "<IfModule headers_module>", "</IfModule>",
+    "<IfModule !headers_module>", "<Macro M $p>", "ServerAlias $p.test", "</Macro>", "Use M one",
+    "Use M two", "UndefMacro M", "\"ServerName\" quoted", "Require all granted", "AllowOverride None",
+    "LogLevel warn", "Alias /a \xa0/b", "Listen 80",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(files=st.lists(st.lists(st.sampled_from(LINES), max_size=25), min_size=1, max_size=3))
+def test_fast_path_builds_the_model_the_careful_path_builds(files, monkeypatch):
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        main = root / "httpd.conf"
+        # The main file holds its own lines, then includes the others: names
+        # read in one file are fast in the next.
+        body = "\n".join(files[0]) + "\n" + "".join(f"Include part{n}.conf\n" for n in range(1, len(files)))
+        main.write_text(body)
+        for number, lines in enumerate(files[1:], 1):
+            (root / f"part{number}.conf").write_text("\n".join(lines) + "\n")
+        assert _model(main, root, False, monkeypatch) == _model(main, root, True, monkeypatch)
+
+
+@pytest.mark.parametrize("sample", ["vhosts/httpd.conf", "macros/httpd.conf", "debian/apache2.conf"])
+def test_fast_path_reads_the_corpus_as_the_careful_path(sample, monkeypatch):
+    main = SAMPLES / sample
+    root = main.parent
+    assert _model(main, root, False, monkeypatch) == _model(main, root, True, monkeypatch)
