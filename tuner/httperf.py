@@ -178,6 +178,13 @@ class HttperfSpec:
     wsess: tuple[int, int, float] | None = None  # sessions, calls, think time
     client_cpus: list[int] | None = None
     binary: str | None = None
+    # With wsess: a --wsesslog file (workload.session_log) that gives each
+    # call its URI; the session count and think time still come from wsess.
+    session_log: str | None = None
+    # "1.0": httperf closes each connection after its reply (session.c does
+    # so for HTTP/1.0, as a pre-1.1 browser would), so every call of a
+    # session opens its own connection; None: httperf's default, 1.1.
+    http_version: str | None = None
 
     def argv(self) -> list[str]:
         binary = self.binary or find_httperf()
@@ -189,7 +196,13 @@ class HttperfSpec:
         args = [binary, f"--server={self.host}", f"--port={self.port}", f"--timeout={self.timeout_s:g}"]
         if self.rate > 0:
             args.append(f"--rate={self.rate:g}")
-        if self.wsess:
+        if self.http_version:
+            args.append(f"--http-version={self.http_version}")
+        if self.wsess and self.session_log:
+            sessions, _calls, think = self.wsess
+            # man httperf: no --burst-length, --wsess or --wlog beside --wsesslog.
+            args.append(f"--wsesslog={sessions},{think:g},{self.session_log}")
+        elif self.wsess:
             sessions, calls, think = self.wsess
             args += [f"--wsess={sessions},{calls},{think:g}", f"--burst-length={self.burst_length}"]
             args.append(f"--uri={self.uri}")

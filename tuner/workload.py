@@ -134,3 +134,37 @@ def make_workload(
     if name == "url":
         return Workload("url", uri or "/", description="the path of --url")
     raise UsageError(f"unknown workload {name!r}", hint=f"choose one of {', '.join(WORKLOAD_NAMES)}")
+
+
+# Sessions cut from a URI list: enough distinct ones that a trial seldom
+# repeats one (httperf reuses the file's sessions round-robin past the end).
+SESSION_LOG_SESSIONS = 800
+
+
+def session_log(uri_list: str, calls: int, sessions: int = SESSION_LOG_SESSIONS) -> str:
+    """An httperf --wsesslog file: sessions of `calls` requests taken in order from `uri_list`.
+
+    httperf's --wsess sends one --uri in every call, so a session workload
+    over a URI list (almeida) needs the session-log generator instead. Each
+    request is a burst of its own (no line starts with whitespace), so the
+    think time given on the command line separates every pair of requests,
+    as it does with --wsess --burst-length=1. Written once next to the list
+    (the name carries the call count); the URI list itself never changes
+    for a sandbox, whose file set comes from a fixed seed.
+    """
+    source = Path(uri_list)
+    target = source.with_name(f"{source.stem}.{calls}calls.sesslog")
+    if target.exists() and target.stat().st_mtime >= source.stat().st_mtime:
+        return str(target)
+    uris = [u for u in source.read_bytes().split(b"\0") if u]
+    if not uris:
+        raise UsageError(f"{uri_list}: the URI list is empty", hint="recreate the sandbox's files (staging up)")
+    lines: list[str] = []
+    for index in range(sessions):
+        for call in range(calls):
+            lines.append(uris[(index * calls + call) % len(uris)].decode())
+        lines.append("")  # a blank line ends a session
+    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    os.replace(tmp, target)
+    return str(target)
