@@ -732,7 +732,7 @@ class KneeResult:
     """The highest rate that met the SLO, and how the search got there."""
 
     peak_rate: float | None  # connections/s that passed; None if even the lowest failed
-    peak_reply_rate: float | None
+    peak_reply_rate: float | None  # the passing probe's served_rate (sessions: less the think-time tail)
     lower_bound_only: bool  # True when the client, not the server, ended the search
     probes: list[TrialResult]
     limiting: Verdict | None  # verdict of the first failing probe above the peak
@@ -787,12 +787,12 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
             good = result if good is None or rate > good.inputs.rate else good
         elif result.verdict.label == CLOSED_BY_SERVER:
             # Every rate fails the same way: the workload, not the load, is wrong for this config.
-            return KneeResult(good.inputs.rate if good else None, good.httperf.reply_rate if good else None,
+            return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
                               False, probes, result.verdict,
                               "the server closes connections before httperf's calls are done (see the verdict)")
         elif result.verdict.label == "client-bound":
             if good is None or result.inputs.rate > good.inputs.rate:
-                return KneeResult(good.inputs.rate if good else None, good.httperf.reply_rate if good else None,
+                return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
                                   True, probes, result.verdict, "client-bound probe: peak is at least the last passing rate")
         else:
             bad = result if bad is None or result.inputs.rate < bad.inputs.rate else bad
@@ -816,7 +816,7 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
             if rate <= lo or rate >= hi:
                 reason = "bracket cannot be split further"
                 break
-    return KneeResult(good.inputs.rate if good else None, good.httperf.reply_rate if good else None,
+    return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
                       False, probes, bad.verdict if bad else None, reason)
 
 
