@@ -320,7 +320,10 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
     gain = None
     notes: list[str] = []
     if replicates is not None and min(len(replicates.start), len(replicates.winner)) >= 2:
-        gain = measure_gain(replicates)
+        try:
+            gain = measure_gain(replicates)
+        except ValueError as exc:  # a start that met the SLO at no rate: no ratio to speak of
+            notes.append(f"the gain could not be measured: {exc}")
     elif replicates is not None:
         notes.append("too few valid replicates to measure the gain (two of each at the least)")
     start_runs = _runs_of(space, observations, space.start) + list(replicates.start_verdicts if replicates else [])

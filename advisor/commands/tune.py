@@ -1,0 +1,321 @@
+"""`apache-advisor tune`: a guided Bayesian tuning session on a staging server.
+
+The session itself (space, trials, journal, replicates, report data) is
+advisor.tuner.session; this module reads the options, asks for confirmation,
+shows progress and writes the report. Only Typer is imported at module
+level: scikit-optimize, numpy and matplotlib load when the command runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, List, Optional
+
+import typer
+
+from advisor.commands.options import fail
+from advisor.commands.staging import WORKDIR_HELP
+from advisor.errors import AdvisorError, UsageError
+
+
+def tune(
+    budget: int = typer.Option(15, "--budget", help="Trials (replicates of near-ties included)."),
+    max_time: Optional[float] = typer.Option(None, "--max-time", help="Start no trial after this many seconds; the gain replicates and the report follow."),
+    workload_name: str = typer.Option("almeida-sessions", "--workload", "-w", help="almeida-sessions (default: 5-request sessions with think time over Almeida's file set), or bench's 1k, 1m, almeida, cgi, slow, url."),
+    objective: str = typer.Option("peak", "--objective", help="peak (highest rate under the SLO), throughput (at --rate, bounded by --slo-ms) or latency (mean reply time at --rate)."),
+    rate: Optional[float] = typer.Option(None, "--rate", help="throughput/latency: the offered rate (sessions or connections per second)."),
+    slo_ms: float = typer.Option(100.0, "--slo-ms", help="SLO: mean reply time below this (ms)."),
+    slo_errors: float = typer.Option(1.0, "--slo-errors", help="SLO: errors below this percentage."),
+    space_file: Optional[str] = typer.Option(None, "--space", help="A TOML file that narrows or fixes dimensions ([KeepAlive] value = \"On\"; [MaxRequestWorkers] low/high)."),
+    allow_mpm_switch: bool = typer.Option(False, "--allow-mpm-switch", help="Let the MPM itself be a dimension."),
+    allow_host: Optional[List[str]] = typer.Option(None, "--allow-host", help="A host off loopback that may be tuned (repeat); others are refused."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the search's design and surrogate."),
+    search: str = typer.Option("bayesian", "--search", help="bayesian (skopt's GP) or random (the baseline)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the session whose journal is in --report."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and stop; the server is not touched."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking (required when stdin is not a terminal)."),
+    report_dir: str = typer.Option("tune-report", "--report", help="The session's directory: journal, report.md, recommended.conf, report.json, plots."),
+    output_format: str = typer.Option("text", "--format", help="text, or json (the report's JSON on stdout, progress on stderr)."),
+    gain_replicates: int = typer.Option(5, "--gain-replicates", help="Interleaved runs each of the start and the winner for the gain (0: none)."),
+    ram: Optional[str] = typer.Option(None, "--ram", help="RAM of the host the config is for (512M, 8G...); default: this host's."),
+    duration: float = typer.Option(3.0, "--duration", help="Seconds of measured load per probe."),
+    warmup: Optional[float] = typer.Option(None, "--warmup", help="Seconds of unmeasured load before each probe (default: until the pool is steady; 0: none)."),
+    timeout: float = typer.Option(2.0, "--timeout", help="httperf's per-request timeout, seconds."),
+    start_rate: Optional[float] = typer.Option(None, "--start-rate", help="peak: where the first knee search starts (default 10 for sessions, 250 otherwise)."),
+    max_rate: float = typer.Option(20000.0, "--max-rate", help="peak: the highest rate to try."),
+    max_probes: int = typer.Option(4, "--max-probes", help="peak: probes per knee search after the first."),
+    first_probes: int = typer.Option(10, "--first-probes", help="peak: probes of the first knee search (from --start-rate)."),
+    tolerance: float = typer.Option(0.1, "--tolerance", help="peak: stop a knee search when its bracket is this narrow."),
+    retries: int = typer.Option(1, "--retries", help="Run a failed probe again when other programs took the server's or httperf's core."),
+    num_calls: Optional[int] = typer.Option(None, "--num-calls", help="Requests per session (almeida-sessions: 5) or per connection."),
+    think: Optional[float] = typer.Option(None, "--think", help="Seconds between a session's requests (almeida-sessions: 0.2); makes bench's workloads sessions."),
+    cgi_n: int = typer.Option(100000, "--cgi-n", help="cgi workload: random numbers summed per request."),
+    sleep_ms: int = typer.Option(1000, "--sleep-ms", help="slow workload: milliseconds per request."),
+    server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="Cores httpd runs on (existing server: re-pinned with taskset)."),
+    client_cpus: Optional[str] = typer.Option(None, "--client-cpus", help="Cores httperf runs on (default: the cores the server does not use)."),
+    workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
+    config: Optional[str] = typer.Option(None, "--config", help="Existing staging server: the config it reads (must include the managed file)."),
+    reload_cmd: str = typer.Option("apachectl graceful", "--reload-cmd", help="Existing server: how to reload it."),
+    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG)."),
+    url: Optional[str] = typer.Option(None, "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html."),
+    managed: Optional[str] = typer.Option(None, "--managed", help="Existing server: the managed include (default: beside CONFIG)."),
+    httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
+) -> None:
+    """Tune a staging server: Bayesian search over its directives, then the recommended include and its measured gain."""
+    try:
+        _tune(**locals())
+    except AdvisorError as error:
+        fail(error)
+
+
+def _tune(**opts: Any) -> None:
+    from pathlib import Path
+
+    from advisor.commands.targets import place_processes, resolve_target
+    from advisor.tuner import httperf
+    from advisor.tuner.session import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
+                                       TuneSession, make_session_workload)
+
+    if opts["output_format"] not in ("text", "json"):
+        raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
+    # Everything that needs no server first: bad input changes nothing.
+    ram_bytes = None
+    if opts["ram"] is not None:
+        from advisor.capacity.sizing import parse_size
+
+        ram_bytes = parse_size(opts["ram"], "--ram")
+        if ram_bytes <= 0:
+            raise UsageError("--ram must be more than 0")
+    settings = SessionSettings(session_dir=Path(opts["report_dir"]), budget=opts["budget"], max_time_s=opts["max_time"],
+                               seed=opts["seed"], search=opts["search"], resume=opts["resume"],
+                               gain_replicates=opts["gain_replicates"], space_file=opts["space_file"],
+                               allow_mpm_switch=opts["allow_mpm_switch"], ram_bytes=ram_bytes)
+    settings.check()
+    spec = ObjectiveSpec(opts["objective"], opts["rate"], opts["slo_ms"], opts["slo_errors"])
+    sessions = opts["workload_name"] == DEFAULT_WORKLOAD or opts["think"] is not None
+    probes = ProbeSettings(duration_s=opts["duration"], warmup_s=opts["warmup"], timeout_s=opts["timeout"],
+                           start_rate=opts["start_rate"] or (10.0 if sessions else 250.0), max_rate=opts["max_rate"],
+                           max_probes=opts["max_probes"], first_max_probes=opts["first_probes"],
+                           tolerance=opts["tolerance"], retries=opts["retries"])
+    probes.check()
+    if opts["space_file"] and not os.path.isfile(opts["space_file"]):
+        raise UsageError("no such --space file", file=opts["space_file"], hint="give the path of a TOML file")
+    httperf.find_httperf(opts["httperf_bin"])
+    if opts["httperf_bin"]:
+        os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
+    if not (opts["yes"] or opts["dry_run"]) and not sys.stdin.isatty():
+        raise UsageError("stdin is not a terminal, so nobody can confirm the plan",
+                         hint="pass --yes to start without asking, or --dry-run to see the plan")
+
+    resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
+                              reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
+                              allow_hosts=list(opts["allow_host"] or []))
+    target = resolved.target
+    path = None
+    if opts["workload_name"] == "url":
+        from urllib.parse import urlsplit
+
+        if not opts["url"]:
+            raise UsageError("--workload url needs --url")
+        parts = urlsplit(opts["url"])
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+    work = make_session_workload(opts["workload_name"], resolved.work_dir, calls=opts["num_calls"],
+                                 think_s=opts["think"], uri=path, cgi_n=opts["cgi_n"], sleep_ms=opts["sleep_ms"])
+    display = _Display(opts["output_format"] == "json")
+    session = TuneSession(target, resolved.work_dir, work, spec, probes, settings, display)
+    display.session = session
+
+    if opts["dry_run"]:
+        plan = session.prepare()
+        display.plan(plan)
+        return
+    settings.server_cpus, settings.client_cpus = place_processes(target, opts["server_cpus"], opts["client_cpus"])
+    try:
+        with session.open():
+            plan = session.prepare()
+            display.plan(plan)
+            if not opts["yes"] and not typer.confirm("Start the session?", default=True):
+                display.note("nothing was changed")
+                return
+            display.start(plan)
+            outcome = session.run()
+            display.stop()
+    except KeyboardInterrupt:
+        display.stop()
+        restored = ("the original configuration was restored" if session.restore_error is None else
+                    f"the original managed include was written back, but the reload failed: {session.restore_error.render()}")
+        sys.stderr.write(f"apache-advisor: interrupted; {restored}; the journal keeps every completed trial "
+                         f"(continue with --resume --report {opts['report_dir']})\n")
+        raise typer.Exit(code=130)
+    finally:
+        display.stop()
+    _write(outcome, settings.session_dir, display)
+    if not outcome.normal_stop:
+        sys.stderr.write(f"apache-advisor: the session stopped early: {outcome.search.stop_reason}"
+                         f" ({outcome.search.advice})\n")
+        raise typer.Exit(code=1)
+
+
+def _write(outcome, directory, display: "_Display") -> None:
+    from advisor.output.tune_report import JSON_NAME, render_json, write_report
+    from advisor.tuner.tune_plots import write_plots
+
+    report = outcome.report
+    plots = write_plots(report, directory)
+    written = write_report(report, directory, plots)
+    if display.json:
+        names = {name: os.path.relpath(path, directory) for name, path in plots.items()}
+        sys.stdout.write(render_json(report, names))
+        display.note(f"report written to {directory} ({JSON_NAME} holds this JSON)")
+        return
+    display.summary(report, written, plots)
+
+
+class _Display:
+    """Formats what the session tells (advisor.tuner.session.SessionEvents); decides nothing."""
+
+    def __init__(self, as_json: bool) -> None:
+        from rich.console import Console
+
+        self.json = as_json
+        self.session = None
+        # Human lines go to stderr when stdout carries JSON.
+        self.console = Console(stderr=as_json, highlight=False, soft_wrap=not as_json)
+        self.live = not as_json and self.console.is_terminal
+        self.progress = None
+        self.task = None
+        self.trial_text = ""
+        self.last_started = 0
+
+    # ---- what the session tells ------------------------------------------------
+
+    def note(self, text: str) -> None:
+        self._print(f"[yellow]{text}[/yellow]" if self.live else text)
+
+    def plan(self, plan) -> None:
+        if self.json and plan is not None and self._plan_only():
+            print(json.dumps(plan.to_dict(), indent=2))
+            return
+        self._print("[bold]Tuning plan[/bold]" if self.live else "Tuning plan")
+        for line in plan.lines():
+            self._print("  " + line, markup=False)
+
+    def _plan_only(self) -> bool:
+        return self.session is not None and self.session.managed is None
+
+    def start(self, plan) -> None:
+        if not self.live:
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console)
+        self.progress.start()
+        self.task = self.progress.add_task("starting", total=plan.budget, completed=plan.resumed,
+                                           left=f"~{_minutes(plan.estimate_s)} left")
+
+    def stop(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+    def trial_started(self, number: int, total: int, point, origin: str) -> None:
+        again = " again" if number == self.last_started else ""
+        self.last_started = number
+        text = f"trial {number} of {total}{again} ({origin or 'trial'}): {self._point(point)}"
+        self.trial_text = text[:90]
+        if self.progress is not None:
+            self.progress.update(self.task, description=self.trial_text)
+        else:
+            self._print(text, markup=False)
+
+    def probe(self, result) -> None:
+        h = result.httperf
+        met = "met" if result.meets_slo else "missed"
+        line = (f"    probe at {result.inputs.rate:g}/s: {h.reply_rate:.1f} replies/s, {h.reply_time_ms:.1f} ms, "
+                f"errors {result.error_pct:.2f} %, SLO {met}, {result.verdict.label}")
+        if result.invalid_reasons:
+            line += f" (invalid: {result.invalid_reasons[0]})"
+        if self.progress is not None:
+            self.progress.update(self.task, description=f"{self.trial_text} | probe at {result.inputs.rate:g}/s: "
+                                                        f"{h.reply_rate:.0f} replies/s, SLO {met}")
+        else:
+            self._print(line, markup=False)
+
+    def trial_done(self, obs, best: float | None, eta_s: float | None) -> None:
+        unit = self._unit()
+        if obs.objective is not None:
+            value = f"{obs.objective:,.1f} {unit}"
+        elif obs.valid:
+            value = "no value"
+        else:
+            value = "failed" if obs.verdict == "config refused" else "invalid"
+        why = ""
+        if not obs.valid:
+            reasons = obs.details.get("invalid_reasons") or [obs.details.get("error", "")]
+            why = f": {reasons[0]}" if reasons and reasons[0] else ""
+        best_text = f"; best {best:,.1f}" if best is not None else ""
+        left = f"; about {_minutes(eta_s)} left" if eta_s is not None else ""
+        line = f"trial {obs.trial}: {value} ({obs.verdict}{why}){best_text}{left}"
+        if self.progress is not None:
+            self.progress.console.print(f"{line}  [dim]{self._point(obs.point)}[/dim]", highlight=False)
+            self.progress.update(self.task, completed=obs.trial, left=f"~{_minutes(eta_s)} left" if eta_s else "")
+        else:
+            self._print(line, markup=False)
+
+    def replicate_done(self, index: int, total: int, role: str, outcome) -> None:
+        value = f"{outcome.objective:,.1f} {self._unit()}" if outcome.valid else f"invalid ({outcome.verdict})"
+        line = f"gain replicate {index} of {total} ({role}): {value}"
+        if self.progress is not None:
+            self.progress.console.print(line, highlight=False)
+        else:
+            self._print(line, markup=False)
+
+    # ---- the end -----------------------------------------------------------------
+
+    def summary(self, report, written, plots) -> None:
+        from advisor.output.tune_report import gain_sentence
+
+        self._print(f"session: {report.facts.stop_reason}, {len(report.trials)} trials in "
+                    f"{report.facts.elapsed_s:.0f} s", markup=False)
+        changes = report.recommendation.changes
+        self._print(f"recommended: {len(changes)} change(s): "
+                    + (", ".join(c.line for c in changes) or "keep the config in use"),
+                    markup=False)
+        self._print(f"gain over the start: {gain_sentence(report.gain)}", markup=False)
+        self._print(f"bottleneck: {report.verdict_line}", markup=False)
+        for note in report.notes:
+            self._print(f"note: {note}", markup=False)
+        files = [str(p) for p in written.values()] + [str(p) for p in plots.values()]
+        self._print("report: " + ", ".join(files), markup=False)
+
+    # ---- helpers -----------------------------------------------------------------
+
+    def _unit(self) -> str:
+        return self.session.objective.unit.split(" ")[0] if self.session is not None else ""
+
+    def _point(self, point) -> str:
+        from advisor.tuner.session import point_text
+
+        space = getattr(self.session, "space", None)
+        return point_text(space, point) if space is not None else ""
+
+    def _print(self, text: str, markup: bool = True) -> None:
+        self.console.print(text, markup=markup, highlight=False)
+        if not self.live:
+            self.console.file.flush()  # a log or a pipe sees each line when it happens
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("tune")(tune)
+

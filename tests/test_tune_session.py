@@ -1,0 +1,237 @@
+"""`apache-advisor tune` against a real sandbox: a whole session, kill -9 and
+SIGINT mid-session then --resume, refused points, and a server that dies.
+
+Real prefork apache2 on core 0, real httperf on core 1, tiny budgets and
+one-second probes: these test the session's workflow and its safety, not
+what it finds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_bench_support import SandboxRun, cli, keepalive_header, one_error_line, require, two_cores, wait_for
+
+pytestmark = [pytest.mark.load, pytest.mark.httpd]
+
+# A short session at a fixed offered rate: one probe per trial.
+QUICK = ["--objective", "throughput", "--rate", "5", "--duration", "1", "--gain-replicates", "0", "--yes"]
+
+
+def tune(run: SandboxRun, report: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return cli("tune", "--workdir", str(run.dir), "--report", str(report), *args, check=check)
+
+
+def start_tune(run: SandboxRun, report: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "advisor", "tune", "--workdir", str(run.dir), "--report",
+                             str(report), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, COLUMNS="200"))
+
+
+def httperf_children(process: subprocess.Popen) -> list[int]:
+    import psutil
+
+    try:
+        return [c.pid for c in psutil.Process(process.pid).children(recursive=True) if c.name() == "httperf"]
+    except psutil.Error:
+        return []
+
+
+def journal_lines(report: Path) -> list[bytes]:
+    path = report / "journal.jsonl"
+    return path.read_bytes().splitlines(keepends=True) if path.exists() else []
+
+
+def trials(report: Path) -> list[dict]:
+    return [json.loads(line) for line in journal_lines(report)[1:]]
+
+
+def pending(run: SandboxRun) -> Path:
+    return run.sandbox.managed_path.with_name("managed.conf.journal")
+
+
+def interrupt_after_first_trial(run: SandboxRun, report: Path, how: signal.Signals, budget: int
+                                ) -> tuple[subprocess.Popen, list[bytes]]:
+    """Start a session, let one trial complete, then send `how` while the
+    second trial runs; return the process (ended) and the journal then."""
+    process = start_tune(run, report, "--budget", str(budget), *QUICK)
+    try:
+        assert wait_for(lambda: len(journal_lines(report)) >= 2, 90), "no trial completed"
+        time.sleep(1.5)  # into the next trial: its candidate applied, its load running
+        assert len(journal_lines(report)) < budget + 1, "the session ended before it could be interrupted"
+        process.send_signal(how)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process, journal_lines(report)
+
+
+def assert_resumed_without_loss(run: SandboxRun, report: Path, before: list[bytes], budget: int) -> str:
+    resumed = tune(run, report, "--budget", str(budget), *QUICK, "--resume")
+    after = journal_lines(report)
+    # Every trial completed before the interruption is still there, byte for byte.
+    assert after[:len(before)] == before
+    numbers = [t["trial"] for t in trials(report)]
+    assert numbers == list(range(1, budget + 1))
+    # The resumed run measured only what was left.
+    done = len(before) - 1
+    started = [line for line in resumed.stdout.splitlines() if line.startswith("trial ") and " of " in line]
+    assert started and all(int(line.split()[1]) > done for line in started), started
+    run.assert_stock_restored()
+    assert (report / "report.md").exists()
+    return resumed.stdout
+
+
+def test_a_small_session_end_to_end_produces_a_report_whose_include_passes_apache2_t(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    report = tmp_path / "report"
+    with SandboxRun(mpm="prefork") as run:
+        result = tune(run, report, "--workload", "1k", "--budget", "3", "--duration", "1", "--start-rate", "250",
+                      "--first-probes", "3", "--max-probes", "2", "--gain-replicates", "2", "--yes", check=False)
+        assert result.returncode in (0, 1), result.stderr
+        if result.returncode == 1:  # stopped by a disturbed trial: said so, with advice, and still reported
+            assert "stopped early" in result.stderr and "invalid twice" in result.stderr
+        run.assert_stock_restored()
+        assert keepalive_header(run.state.base_url) is not None  # the live server is the stock one again
+        # The drop-in, included after the sandbox's own config, passes httpd's own check.
+        main = tmp_path / "check.conf"
+        main.write_text(f'Include "{run.sandbox.config_path}"\nInclude "{report / "recommended.conf"}"\n')
+        done = subprocess.run(["/usr/sbin/apache2", "-t", "-f", str(main)], capture_output=True, text=True,
+                              timeout=30)
+        assert done.returncode == 0, done.stderr
+        assert "AH00" not in done.stderr, done.stderr  # no value httpd had to correct
+    # The plan came first, then one line per trial.
+    out = result.stdout
+    assert out.index("Tuning plan") < out.index("trial 1 of 3 (start)") < out.index("trial 1:")
+    for fragment in ("MaxRequestWorkers: 16..", "what RAM holds", "workload: 1k", "objective: peak sustainable",
+                     "budget: 3 trials", "estimated time: about"):
+        assert fragment in out, fragment
+    journal = trials(report)
+    assert journal and journal[0]["origin"] == "start" and journal[0]["valid"]
+    first = journal[0]["details"]
+    assert first["knee"]["probes"] and first["httperf"]["replies"] > 0 and first["metrics"]["samples"] > 0
+    assert first["verdict"]["label"] and first["directives"][0].startswith("ServerLimit")
+    data = json.loads((report / "report.json").read_text())
+    assert len(data["trials"]) == len(journal)
+    assert data["facts"]["workload"] == "1k" and data["facts"]["unit"] == "replies/s"
+    if result.returncode == 0 and data["recommendation"]["changes"]:
+        assert data["gain"] is not None and len(data["gain"]["start"]) == 2
+    markdown = (report / "report.md").read_text()
+    assert "## Recommendation" in markdown and "convergence.png" in markdown
+    assert (report / "convergence.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_kill_9_mid_session_then_resume_loses_no_trial_and_restores_the_config(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    report = tmp_path / "session"
+    with SandboxRun(mpm="prefork") as run:
+        process, before = interrupt_after_first_trial(run, report, signal.SIGKILL, budget=3)
+        assert process.returncode == -signal.SIGKILL
+        # Killed with a candidate in place: the managed include's journal says what to put back.
+        assert pending(run).exists()
+        assert run.sandbox.managed_path.read_text() != run.stock
+        out = assert_resumed_without_loss(run, report, before, budget=3)
+        assert "restored the original managed include left by an interrupted run" in out
+
+
+def test_sigint_mid_session_restores_at_once_and_resume_loses_no_trial(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    report = tmp_path / "session"
+    with SandboxRun(mpm="prefork") as run:
+        process, before = interrupt_after_first_trial(run, report, signal.SIGINT, budget=3)
+        stderr = process.stderr.read()
+        assert process.returncode == 130, stderr
+        assert "interrupted; the original configuration was restored" in stderr and "--resume" in stderr
+        run.assert_stock_restored()  # before any resume: the tool put it back on its way out
+        assert keepalive_header(run.state.base_url) is not None
+        assert journal_lines(report) == before  # nothing half-written after the signal
+        assert_resumed_without_loss(run, report, before, budget=3)
+
+
+def test_sigterm_mid_session_restores_like_ctrl_c(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    report = tmp_path / "session"
+    with SandboxRun(mpm="prefork") as run:
+        process, before = interrupt_after_first_trial(run, report, signal.SIGTERM, budget=3)
+        assert process.returncode == 130
+        run.assert_stock_restored()
+        assert len(before) >= 2 and journal_lines(report) == before
+
+
+REFUSING_TEST = """#!/bin/sh
+# A config test that accepts the first candidate it sees (the starting
+# config) and refuses every other one.
+body=$(grep -v '^#' "{managed}")
+[ -f "{first}" ] || printf '%s' "$body" > "{first}"
+if [ "$body" != "$(cat "{first}")" ]; then
+    echo "AH00526: Syntax error on line 3 of {managed}: refused by the test's policy" >&2
+    exit 1
+fi
+exec /usr/sbin/apache2 -t -f "{config}"
+"""
+
+
+def test_refused_points_are_failed_trials_rolled_back_and_three_in_a_row_stop(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    report = tmp_path / "session"
+    with SandboxRun(mpm="prefork") as run:
+        config, managed = run.sandbox.config_path, run.sandbox.managed_path
+        script = tmp_path / "refuse.sh"
+        script.write_text(REFUSING_TEST.format(managed=managed, config=config, first=tmp_path / "first"))
+        script.chmod(0o755)
+        result = cli("tune", "--config", str(config), "--managed", str(managed), "--url",
+                     run.state.base_url + "/index.html", "--reload-cmd", f"/usr/sbin/apache2 -f {config} -k graceful",
+                     "--test-cmd", str(script), "--report", str(report), "--budget", "6", "--workload", "1k", *QUICK,
+                     check=False)
+        assert result.returncode == 1, result.stderr
+        assert "httpd refused 3 points in a row" in result.stderr and "refused by the test's policy" in result.stderr
+        journal = trials(report)
+        assert [t["verdict"] == "config refused" for t in journal] == [False, True, True, True]
+        assert journal[0]["valid"] and journal[0]["objective"] > 0
+        for refused in journal[1:]:
+            assert not refused["valid"] and refused["objective"] is None
+            assert "refused by the test's policy" in refused["details"]["error"]
+        run.assert_stock_restored()
+        assert (report / "report.md").exists()  # the measured start is still reported
+
+
+def test_a_server_that_dies_mid_session_is_one_line_and_the_journal_keeps_its_trials(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    report = tmp_path / "session"
+    with SandboxRun(mpm="prefork") as run:
+        process = start_tune(run, report, "--budget", "4", *QUICK)
+        try:
+            assert wait_for(lambda: len(journal_lines(report)) >= 2, 90), "no trial completed"
+            # Stopped while the next trial's load runs (not while the tool
+            # itself restarts the server for a new ServerLimit).
+            assert wait_for(lambda: bool(httperf_children(process)), 60), "the next trial never sent load"
+            kept = journal_lines(report)
+            run.sandbox.down()
+            process.wait(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        result = subprocess.CompletedProcess(process.args, process.returncode, process.stdout.read(),
+                                             process.stderr.read())
+        line = one_error_line(result)
+        assert "stopped answering during the session" in line and "--resume" in line
+        assert journal_lines(report)[:len(kept)] == kept
+        assert run.sandbox.managed_path.read_text() == run.stock
+        assert not pending(run).exists()
