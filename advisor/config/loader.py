@@ -205,6 +205,20 @@ class _Reader:
                         rest, args = "", []
                     append(Directive(shared, args, rest, file_path, start, end, active, container))
                     continue
+                name = parts[0]
+                if name[0] == "<":
+                    # A section's opening or closing tag, read as the careful
+                    # path below reads it (but for <Macro>, left to it).
+                    rest = parts[1] if len(parts) == 2 else ""
+                    if name[1:2] == "/":
+                        self.close(name, rest, start, end, file_path, active, closing)
+                        if closing is not None:
+                            closing.close_line = end
+                        return
+                    if not (active and "macro_module" in state.modules and name.lower() == "<macro"):
+                        self.section(name, rest, start, end, cursor, container, file_path, active)
+                        fast = state.fast  # a macro used in the section may have ended it
+                        continue
             if len(logical) == 3:
                 text, start, end = logical  # type: ignore[misc]
                 path = file_path
@@ -300,7 +314,14 @@ class _Reader:
             raise ConfigError(f"<{bare}> directive missing closing '>'", path, end,
                               "end the line with '>'")
         inner = raw_args[:bracket]
-        node = Section(bare, split_words(inner, state.plain), raw_args, path, start, end, active, container)
+        if state.fast:  # shared words, as for directives (see build)
+            found = self.words.get(inner)
+            if found is None:
+                found = self.words[inner] = (inner, split_words(inner, True))
+            args = found[1]
+        else:
+            args = split_words(inner, state.plain)
+        node = Section(bare, args, raw_args, path, start, end, active, container)
         if self.pending_expansion is not None:
             node.expansion, self.pending_expansion = self.pending_expansion, None
         state.section_depth += 1
