@@ -1,0 +1,207 @@
+"""`apache-advisor tune`: the plan, --dry-run, and every bad input as one line,
+exit 2, the server on its original config and the journal intact.
+
+No load is sent here: each case stops before the first trial. A real
+sandbox (apache2 on 127.0.0.1) stands behind the cases that need a server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_bench_support import SandboxRun, cli, one_error_line, require
+
+pytestmark = pytest.mark.httpd
+
+
+@pytest.fixture(scope="module")
+def run():
+    require("apache2", "httperf")
+    with SandboxRun(mpm="prefork") as sandbox:
+        yield sandbox
+
+
+def untouched(run: SandboxRun, generation: int | None = None) -> None:
+    """The server runs the config it had: the managed include as `staging up`
+    wrote it, nothing pending, and (when given) the same config generation."""
+    run.assert_stock_restored()
+    if generation is not None:
+        assert run.sandbox.status()["generation"] == generation
+
+
+def tune(run: SandboxRun, report: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    return cli("tune", "--workdir", str(run.dir), "--report", str(report), *args, check=False, **kwargs)
+
+
+def test_dry_run_prints_the_plan_and_leaves_the_server_alone(run, tmp_path):
+    generation = run.sandbox.status()["generation"]
+    lock = run.sandbox.managed_path.with_name("managed.conf.lock")
+    had_lock = lock.exists()
+    result = tune(run, tmp_path / "report", "--dry-run", "--budget", "15")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    # Each dimension with its range and why, then the workload, objective, budget and time.
+    assert "search space (" in out
+    assert "MaxRequestWorkers: 16.." in out and "what RAM holds by capacity's sizing" in out
+    assert "MaxConnectionsPerChild: 1,001..1,000,000" in out and "lint calls 1,000 or less an error" in out
+    assert "KeepAlive: On | Off" in out and "starts at On" in out
+    assert "workload: almeida-sessions" in out and "sessions of 5 requests, 0.2 s think time" in out
+    assert "objective: peak sustainable rate under the SLO" in out
+    assert "budget: 15 trials, bayesian search, seed 0" in out
+    assert "estimated time: about" in out and "min" in out
+    untouched(run, generation)
+    assert not (tmp_path / "report").exists()
+    assert lock.exists() == had_lock  # not even the run lock was taken
+
+
+def test_dry_run_as_json_and_the_estimate_grows_with_the_budget(run, tmp_path):
+    small = json.loads(tune(run, tmp_path / "r", "--dry-run", "--format", "json", "--budget", "3").stdout)
+    large = json.loads(tune(run, tmp_path / "r", "--dry-run", "--format", "json", "--budget", "30").stdout)
+    assert small["mpm"] == "prefork" and small["budget"] == 3
+    names = [d["name"] for d in small["dimensions"]]
+    assert "MaxRequestWorkers" in names and "KeepAliveTimeout" in names
+    assert all(d["text"].startswith(d["name"] + ":") for d in small["dimensions"])
+    assert 0 < small["estimate_s"] < large["estimate_s"]
+    untouched(run)
+
+
+def test_a_space_file_narrows_the_plan(run, tmp_path):
+    space = tmp_path / "space.toml"
+    space.write_text('[KeepAlive]\nvalue = "On"\n\n[MaxRequestWorkers]\nlow = 50\nhigh = 400\n')
+    out = tune(run, tmp_path / "r", "--dry-run", "--space", str(space)).stdout
+    assert "KeepAlive: fixed at On" in out and "MaxRequestWorkers: 50..400" in out
+    untouched(run)
+
+
+def test_budget_0_is_one_line(run, tmp_path):
+    line = one_error_line(tune(run, tmp_path / "r", "--budget", "0", "--yes"))
+    assert "--budget 0" in line and "at least one trial" in line
+    untouched(run)
+
+
+@pytest.mark.parametrize("body, fragments", [
+    ("[MaxRequestWorkers\nlow = 5\n", ["space.toml:1:", "not valid TOML"]),
+    ("[KeepAlive]\nvalue = \"On\"\n\n[MaxConnectionsPerChild]\nlow = 10\n",
+     ["space.toml:4:", "MaxConnectionsPerChild low = 10 is outside its guard 1,001..1,000,000"]),
+    ("[ServerLimit]\nhigh = 10\n", ["space.toml:1:", "ServerLimit cannot be set on its own"]),
+])
+def test_a_bad_space_file_is_one_line_and_the_journal_stays_as_it_was(run, tmp_path, body, fragments):
+    report = tmp_path / "report"
+    report.mkdir()
+    journal = report / "journal.jsonl"
+    journal.write_bytes(b'{"kind": "header"}\n{"kind": "trial", "trial": 1}\n')
+    space = tmp_path / "space.toml"
+    space.write_text(body)
+    line = one_error_line(tune(run, report, "--space", str(space), "--resume", "--yes"))
+    for fragment in fragments:
+        assert fragment in line, line
+    assert journal.read_bytes() == b'{"kind": "header"}\n{"kind": "trial", "trial": 1}\n'
+    untouched(run)
+
+
+def test_a_missing_space_file_is_one_line(run, tmp_path):
+    line = one_error_line(tune(run, tmp_path / "r", "--space", str(tmp_path / "nowhere.toml"), "--yes"))
+    assert "nowhere.toml: no such --space file" in line
+    untouched(run)
+
+
+def _journal_for(run: SandboxRun, report: Path) -> bytes:
+    """A journal as a default session on this sandbox starts it (header only)."""
+    from advisor.tuner.session import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
+                                       make_session_workload)
+    from advisor.tuner.target import SandboxTarget
+    from advisor.tuner.tune_journal import Journal, JournalHeader
+
+    target = SandboxTarget(run.sandbox)
+    workload = make_session_workload("almeida-sessions", run.dir)
+    session = TuneSession(target, run.dir, workload, ObjectiveSpec(), ProbeSettings(), SessionSettings(report))
+    session.prepare()
+    Journal.create(report, JournalHeader(space=session.space.signature(), workload=workload.identity(),
+                                         objective=ObjectiveSpec().identity(), seed=0))
+    return (report / "journal.jsonl").read_bytes()
+
+
+def test_resume_refuses_a_journal_of_another_objective_space_or_workload(run, tmp_path):
+    report = tmp_path / "report"
+    before = _journal_for(run, report)
+    # The same search resumes (shown here with --dry-run: nothing runs).
+    same = tune(run, report, "--resume", "--dry-run")
+    assert same.returncode == 0, same.stderr
+    other_space = tmp_path / "space.toml"
+    other_space.write_text("[MaxRequestWorkers]\nhigh = 100\n")
+    for args, what in ((["--objective", "throughput", "--rate", "5"], "objective"),
+                       (["--space", str(other_space)], "space"),
+                       (["--workload", "1k"], "workload")):
+        line = one_error_line(tune(run, report, "--resume", "--yes", *args))
+        assert f"journal.jsonl:1: this journal's {what} differs" in line, line
+        assert "--resume" in line or "new session directory" in line
+    assert (report / "journal.jsonl").read_bytes() == before
+    # And a new session will not write over it.
+    line = one_error_line(tune(run, report, "--yes"))
+    assert "a tuning journal is already here" in line and "--resume" in line
+    assert (report / "journal.jsonl").read_bytes() == before
+    untouched(run)
+
+
+def test_resume_without_a_journal_is_one_line(run, tmp_path):
+    line = one_error_line(tune(run, tmp_path / "empty", "--resume", "--yes"))
+    assert "no journal here" in line
+    untouched(run)
+
+
+def test_httperf_missing_is_one_line(run, tmp_path):
+    env = dict(os.environ, PATH=str(tmp_path))  # no httperf anywhere on it
+    result = subprocess.run([sys.executable, "-m", "advisor", "tune", "--workdir", str(run.dir), "--report",
+                             str(tmp_path / "r"), "--yes"], capture_output=True, text=True, timeout=60, env=env)
+    line = one_error_line(result)
+    assert "httperf not found" in line and "apt-get install httperf" in line
+    untouched(run)
+
+
+def test_stdin_that_is_not_a_terminal_needs_yes(run, tmp_path):
+    result = tune(run, tmp_path / "r", stdin=subprocess.DEVNULL)
+    line = one_error_line(result)
+    assert "stdin is not a terminal" in line and "--yes" in line and "--dry-run" in line
+    untouched(run)
+
+
+def test_objective_at_a_fixed_rate_needs_the_rate(run, tmp_path):
+    line = one_error_line(tune(run, tmp_path / "r", "--objective", "latency", "--yes"))
+    assert "--objective latency" in line and "--rate" in line
+    untouched(run)
+
+
+def test_no_staging_server_is_one_line(tmp_path):
+    require("httperf")
+    line = one_error_line(cli("tune", "--workdir", str(tmp_path), "--yes", check=False))
+    assert "no staging sandbox is running" in line and "staging up" in line
+
+
+def test_a_target_off_loopback_is_refused_unless_its_host_is_allowed(tmp_path):
+    require("httperf")
+    config = tmp_path / "httpd.conf"
+    managed = tmp_path / "apache-advisor-managed.conf"
+    config.write_text(f"Listen 127.0.0.1:8\nIncludeOptional {managed}\n")
+    common = ["tune", "--config", str(config), "--url", "http://192.0.2.10:8080/", "--yes"]
+    line = one_error_line(cli(*common, check=False))
+    assert "http://192.0.2.10:8080/ is not on loopback" in line and "--allow-host 192.0.2.10" in line
+    # Named, the host passes that check and the next one speaks (nothing answers there).
+    line = one_error_line(cli(*common, "--allow-host", "192.0.2.10", check=False, timeout=60))
+    assert "not on loopback" not in line and "not healthy" in line
+
+
+def test_the_command_is_listed_and_documented():
+    result = subprocess.run([sys.executable, "-m", "advisor", "tune", "--help"], capture_output=True, text=True,
+                            timeout=60, env=dict(os.environ, COLUMNS="200"))
+    assert result.returncode == 0
+    for option in ("--budget", "--workload", "--report", "--max-time", "--objective", "--space",
+                   "--allow-mpm-switch", "--allow-host", "--seed", "--resume", "--dry-run", "--yes", "--format",
+                   "--gain-replicates", "--search", "--workdir", "--config", "--url", "--reload-cmd", "--test-cmd",
+                   "--managed", "--server-cpus", "--client-cpus", "--duration"):
+        assert option in result.stdout, option
