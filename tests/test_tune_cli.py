@@ -205,3 +205,9 @@ def test_the_command_is_listed_and_documented():
                    "--gain-replicates", "--search", "--workdir", "--config", "--url", "--reload-cmd", "--test-cmd",
                    "--managed", "--server-cpus", "--client-cpus", "--duration"):
         assert option in result.stdout, option
+
+
+def test_an_mpm_switch_the_target_cannot_make_is_refused_before_anything_runs(run, tmp_path):
+    line = one_error_line(tune(run, tmp_path / "r", "--allow-mpm-switch", "--yes"))
+    assert "--allow-mpm-switch needs a target that can load another MPM" in line and "staging up --mpm" in line
+    untouched(run)

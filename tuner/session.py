@@ -396,7 +396,7 @@ class TuneSession:
             failed = True
             raise
         finally:
-            # Nothing may interrupt the restore: a second Ctrl-C or SIGTERM waits.
+            # Nothing may interrupt the restore: a second Ctrl-C or SIGTERM is ignored meanwhile.
             old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
@@ -439,6 +439,10 @@ class TuneSession:
         from advisor.tuner.space_lint import CandidateLint
         from advisor.tuner.tune_journal import read_journal
 
+        if self.settings.allow_mpm_switch and not getattr(self.target, "can_switch_mpm", False):
+            raise UsageError("--allow-mpm-switch needs a target that can load another MPM; this one changes only "
+                             "its managed include, where a second LoadModule for an MPM is refused",
+                             hint="tune each MPM on its own sandbox (staging up --mpm worker), then compare the reports")
         cfg = load_config_in_use(self.target)
         mpms = ("prefork", "worker", "event") if self.settings.allow_mpm_switch else (cfg.mpm,)
         bounds, why = ram_workers(cfg, [m for m in mpms if m], self.settings.ram_bytes, self._docroot())

@@ -182,8 +182,9 @@ class _Display:
         self.json = as_json
         self.session = None
         # Human lines go to stderr when stdout carries JSON.
-        self.console = Console(stderr=as_json, highlight=False, soft_wrap=not as_json)
+        self.console = Console(stderr=as_json, highlight=False)
         self.live = not as_json and self.console.is_terminal
+        self.console.soft_wrap = not self.live  # a log keeps one line per event
         self.progress = None
         self.task = None
         self.trial_text = ""
@@ -211,9 +212,10 @@ class _Display:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[left]}"), console=self.console)
+                                 TimeElapsedColumn(), TextColumn("{task.fields[best]}"),
+                                 TextColumn("{task.fields[left]}"), console=self.console)
         self.progress.start()
-        self.task = self.progress.add_task("starting", total=plan.budget, completed=plan.resumed,
+        self.task = self.progress.add_task("starting", total=plan.budget, completed=plan.resumed, best="",
                                            left=f"~{_minutes(plan.estimate_s)} left")
 
     def stop(self) -> None:
@@ -261,7 +263,8 @@ class _Display:
         line = f"trial {obs.trial}: {value} ({obs.verdict}{why}){best_text}{left}"
         if self.progress is not None:
             self.progress.console.print(f"{line}  [dim]{self._point(obs.point)}[/dim]", highlight=False)
-            self.progress.update(self.task, completed=obs.trial, left=f"~{_minutes(eta_s)} left" if eta_s else "")
+            self.progress.update(self.task, completed=obs.trial, left=f"~{_minutes(eta_s)} left" if eta_s else "",
+                                 best=f"best {best:,.1f} {unit}" if best is not None else "")
         else:
             self._print(line, markup=False)
 
