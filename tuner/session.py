@@ -166,11 +166,19 @@ class ObjectiveSpec:
         if self.kind == "throughput":
             return (f"throughput at {self.rate:g} {unit}, scaled down by mean reply time / {self.slo_ms:g} ms "
                     "past the bound")
-        return f"mean reply time at {self.rate:g} {unit}, told as its inverse (higher is faster)"
+        return f"mean reply time at {self.rate:g} {unit}, told as its inverse, 1000 / mean ms (higher is faster)"
+
+    def short_label(self, unit: str) -> str:
+        """The label for the report and its plots' axes."""
+        if self.kind == "peak":
+            return f"peak rate under the SLO ({self.slo_ms:g} ms, {self.slo_errors_pct:g} % errors)"
+        if self.kind == "throughput":
+            return f"throughput at {self.rate:g} {unit} (bound {self.slo_ms:g} ms)"
+        return f"inverse mean reply time at {self.rate:g} {unit}"
 
     @property
     def unit(self) -> str:
-        return "1/s (1000 / mean reply ms)" if self.kind == "latency" else "replies/s"
+        return "1/s" if self.kind == "latency" else "replies/s"
 
 
 @dataclass
@@ -503,10 +511,15 @@ class TuneSession:
             warm = max(1.5, session + 1.0) + 1.0
         return warm + p.duration_s + PROBE_OVERHEAD_S
 
-    def _trial_s(self, first: bool) -> float:
+    def _trial_s(self, first: bool, uncapped: bool = False) -> float:
         if self.objective.kind != "peak":
             return APPLY_S + self._probe_s()
-        probes = min(self.probes.first_max_probes, 6) if first else min(self.probes.max_probes, 3)
+        if first:
+            probes = min(self.probes.first_max_probes, 6)
+        elif uncapped:  # a gain replicate: doubling from its own peak, then bisecting
+            probes = min(self.probes.first_max_probes, 4)
+        else:
+            probes = min(self.probes.max_probes, 3)
         return APPLY_S + probes * self._probe_s()
 
     def estimate_s(self, done: int) -> float:
@@ -517,7 +530,7 @@ class TuneSession:
             search = self._trial_s(first=done == 0) + (left - 1) * self._trial_s(first=False)
         if self.settings.max_time_s is not None:
             search = min(search, self.settings.max_time_s)
-        replicates = 2 * self.settings.gain_replicates * self._trial_s(first=False)
+        replicates = 2 * self.settings.gain_replicates * self._trial_s(first=False, uncapped=True)
         return search + replicates + REPORT_S
 
     # ---- the search --------------------------------------------------------
@@ -661,7 +674,7 @@ class TuneSession:
 
         s = self.settings
         stop = result.stop_reason + (f": {result.advice}" if result.advice else "")
-        facts = SessionFacts(workload=self.workload.name, objective=self.objective.label(self.workload.unit),
+        facts = SessionFacts(workload=self.workload.name, objective=self.objective.short_label(self.workload.unit),
                              unit=self.objective.unit, budget=s.budget, max_time_s=s.max_time_s, search=s.search,
                              seed=s.seed, stop_reason=stop, elapsed_s=round(elapsed, 1),
                              target=str(self.target.base_url))
