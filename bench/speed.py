@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Speed goal: reading (and linting) a tree of N virtual hosts (default
 2,000) takes less wall time, and no more memory, than `apache2 -t` takes to
-check it. Whole processes, several runs each; prints the medians of wall
-time, CPU time and peak memory (max RSS) and the ratios ours / httpd's
-(below 1.0 is the goal).
+check it. Whole processes, several runs each, taken in rounds (every
+command once per round, so a host that is busy for a while slows all of
+them alike); prints the medians of wall time, CPU time and peak memory (max
+RSS) and the ratios ours / httpd's (below 1.0 is the goal).
 
 Lint is timed three ways: cold (`--no-cache`: any lint after a change), a
 first lint that saves its result to an empty cache (what a user's first run
@@ -25,6 +26,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from vhost_tree import generate  # noqa: E402
@@ -62,17 +64,32 @@ def run_once(command: list[str], env: dict[str, str]) -> tuple[float, float, int
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss * 1024
 
 
-def timed(command: list[str], runs: int, env: dict[str, str], before_each=None) -> Timing:
-    """Medians of `runs` whole runs; `before_each()` (untimed) prepares each."""
-    walls, cpus, peaks = [], [], []
+@dataclass
+class Job:
+    label: str
+    command: list[str]
+    env: dict[str, str]
+    before_each: Callable[[], None] | None = None
+    """Untimed preparation of each run (emptying the cache)."""
+
+
+def timed(command: list[str], runs: int, env: dict[str, str]) -> Timing:
+    """Medians of `runs` whole runs of one command."""
+    return interleaved([Job("", command, env)], runs)[0]
+
+
+def interleaved(jobs: list[Job], runs: int) -> list[Timing]:
+    """Medians of `runs` whole runs of each job, taken in rounds (each job
+    once per round, in order): a host that is slower for a while slows every
+    job alike instead of the ones that happened to run then."""
+    samples: list[list[tuple[float, float, int]]] = [[] for _ in jobs]
     for _ in range(runs):
-        if before_each is not None:
-            before_each()
-        wall, cpu, peak = run_once(command, env)
-        walls.append(wall)
-        cpus.append(cpu)
-        peaks.append(peak)
-    return Timing(statistics.median(walls), statistics.median(cpus), int(statistics.median(peaks)))
+        for job, taken in zip(jobs, samples):
+            if job.before_each is not None:
+                job.before_each()
+            taken.append(run_once(job.command, job.env))
+    return [Timing(statistics.median(s[0] for s in taken), statistics.median(s[1] for s in taken),
+                   int(statistics.median(s[2] for s in taken))) for taken in samples]
 
 
 def report(label: str, timing: Timing, reference: Timing | None = None) -> None:
@@ -130,24 +147,29 @@ def main() -> int:
         print(f"tree: {files - 1} virtual hosts, {files} files, {lines} lines")
         env = dict(os.environ)
         env.pop("APACHE_ADVISOR_NO_CACHE", None)
-        reference = timed([httpd, "-t", "-f", str(main_file)], args.runs, env)
-        report("apache2 -t", reference)
-        report("apache-advisor dump", timed(base + ["dump", str(main_file)], args.runs, env), reference)
-        lint = base + ["lint", "--fail-on", "never", str(main_file)]
-        report("lint, cold (--no-cache)", timed(lint + ["--no-cache"], args.runs, env), reference)
-        # The cache saves no result for a tree changed within its racy window.
-        _wait_out_racy_window(tree)
         cache_dir = Path(tmp) / "cache"
-        env["APACHE_ADVISOR_CACHE_DIR"] = str(cache_dir)
+        cached = {**env, "APACHE_ADVISOR_CACHE_DIR": str(cache_dir)}
+        lint = base + ["lint", "--fail-on", "never", str(main_file)]
 
         def empty_cache() -> None:
             shutil.rmtree(cache_dir, ignore_errors=True)
 
-        report("lint, first (saves to cache)", timed(lint, args.runs, env, before_each=empty_cache), reference)
-        if not any(cache_dir.glob("lint-*.json")):
-            raise SystemExit("the first lint saved no cache entry")
-        # The tree has not changed since: the saved result is reused.
-        report("lint, unchanged tree", timed(lint, args.runs, env), reference)
+        def saved_entry() -> None:
+            if not any(cache_dir.glob("lint-*.json")):
+                raise SystemExit("the first lint saved no cache entry")
+
+        # In each round the unchanged-tree lint reuses what the first lint
+        # just saved (the tree has not changed since).
+        jobs = [Job("apache2 -t", [httpd, "-t", "-f", str(main_file)], env),
+                Job("apache-advisor dump", base + ["dump", str(main_file)], env),
+                Job("lint, cold (--no-cache)", lint + ["--no-cache"], env),
+                Job("lint, first (saves to cache)", lint, cached, empty_cache),
+                Job("lint, unchanged tree", lint, cached, saved_entry)]
+        # The cache saves no result for a tree changed within its racy window.
+        _wait_out_racy_window(tree)
+        timings = interleaved(jobs, args.runs)
+        for job, timing in zip(jobs, timings):
+            report(job.label, timing, timings[0] if job is not jobs[0] else None)
         # Where the time goes: the fixed cost of starting Python and importing
         # the CLI (Typer) against the cost of reading this tree.
         python = _interpreter(base)

