@@ -99,3 +99,20 @@ def test_fast_path_reads_the_corpus_as_the_careful_path(sample, monkeypatch):
     main = SAMPLES / sample
     root = main.parent
     assert _model(main, root, False, monkeypatch) == _model(main, root, True, monkeypatch)
+
+
+# ---- Include wildcards ---------------------------------------------------------
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.sampled_from(list("*?[]^!.ab-")), min_size=1, max_size=6),
+       st.text(st.sampled_from(list(".ab-*")), max_size=6))
+def test_wildcard_matcher_matches_as_fnmatch_does(pattern, name):
+    from fnmatch import fnmatchcase
+
+    from advisor.config.includes import _matcher
+
+    # APR_FNM_PERIOD, then fnmatch with httpd's [^...] spelled as Python's [!...].
+    expected = not (name.startswith(".") and not pattern.startswith(".")) and \
+        fnmatchcase(name, pattern.replace("[^", "[!"))
+    assert _matcher(pattern)(name) == expected

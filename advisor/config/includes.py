@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from operator import itemgetter
+from operator import attrgetter
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
@@ -38,6 +38,10 @@ def has_wildcard(text: str) -> bool:
 def _matcher(pattern: str) -> Callable[[str], bool]:
     """apr_fnmatch of `pattern` against a directory entry's name, compiled
     once for a whole listing (thousands of names in a sites directory)."""
+    if pattern[:1] == "*" and not has_wildcard(pattern[1:]):
+        # `*.conf`: a suffix test (the leading dot rule as below).
+        suffix = pattern[1:]
+        return lambda name: name[:1] != "." and name.endswith(suffix)
     match = re.compile(fnmatch.translate(pattern.replace("[^", "[!"))).match
     if pattern.startswith("."):
         return lambda name: match(name) is not None
@@ -118,30 +122,31 @@ def _walk(directory: str, components: list[str], optional: bool,
                            "fix the path or use IncludeOptional") from None
     except OSError as exc:
         raise IncludeError(f"cannot open directory {directory}: {exc.strerror}") from None
-    candidates: list[tuple[str, bool]] = []
     matches = _matcher(head)
-    for entry in entries:
-        if not matches(entry.name):
-            continue
+    picked = [entry for entry in entries if matches(entry.name)]
+    if rest:
         # In the middle of the path only real directories match (httpd
         # looks at the directory entry's type, which a symlink is not).
-        if rest and not entry.is_dir(follow_symlinks=False):
-            continue
-        candidates.append((_join(directory, entry.name), entry.is_dir()))
-    if not candidates:
+        picked = [entry for entry in picked if entry.is_dir(follow_symlinks=False)]
+    if not picked:
         if optional:
             return []
         raise IncludeError(f"no matches for the wildcard '{head}' in '{directory}'",
                            "fix the pattern, or use IncludeOptional if the match is optional")
+    # One directory: sorting the names sorts the paths.
+    picked.sort(key=attrgetter("name"))
+    prefix = _join(directory, "")
+    if not rest and not any(entry.is_dir() for entry in picked):
+        # Files only (a sites directory): each was just listed, no need to
+        # stat it again.
+        return [prefix + entry.name for entry in picked]
     found: list[str] = []
-    # By path alone (paths are unique): comparing strings, not tuples.
-    candidates.sort(key=itemgetter(0))
-    for path, is_directory in candidates:
+    for entry in picked:
+        path = prefix + entry.name
         if rest:
             found.extend(_walk(path, rest, optional, recorder))
-        elif is_directory:
+        elif entry.is_dir():
             found.extend(_plain(path, optional, 0, recorder))
         else:
-            # The entry was just listed: no need to stat it again.
             found.append(path)
     return found

@@ -163,7 +163,7 @@ class _Reader:
         state.fast = plain and "${" not in text and "\\" not in text
         try:
             cursor = deque(logical_lines(text, path))
-            self.build(cursor, container, path, active=True, closing=None)
+            self.build(cursor, container, path, True, None)
         finally:
             state.include_stack.pop()
             state.plain, state.fast = saved_plain, saved_fast
