@@ -1,9 +1,10 @@
 """The reader's fast paths read exactly what its careful path reads.
 
 The fast path (a directive whose name was read before, in a file without
-${...}, backslashes or a macro's lines) and the regex split of quoted words
-exist for speed only: on any input they must build the same model, node for
-node, and split the same words, as the paths they shortcut.
+${...}, backslashes or a macro's lines), the regex split of quoted words and
+the effective tree built while reading exist for speed only: on any input
+they must build the same model, node for node, and split the same words, as
+the paths they shortcut.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 from advisor.config import loader
 from advisor.config.lexer import split_words, splits_like_httpd
 from advisor.config.loader import load_config
+from advisor.config.model import Section, effective_tree
 from advisor.config.options import LoadOptions
 from advisor.errors import ConfigError
 from advisor.output.dump import dump_json
@@ -47,6 +49,24 @@ class _Forgetful(dict):
         pass
 
 
+def _same_effective_trees(built: Section, copied: Section) -> None:
+    """Node for node: the same fields, the same raw node, the same shape."""
+    assert type(built) is type(copied)
+    for name in ("name", "args", "raw_args", "file", "line", "end_line", "active", "expansion"):
+        assert getattr(built, name) == getattr(copied, name), name
+    assert built.raw is copied.raw
+    assert built.close_line == copied.close_line
+    assert len(built.children) == len(copied.children)
+    for mine, theirs in zip(built.children, copied.children):
+        assert mine.parent is built and theirs.parent is copied
+        if isinstance(theirs, Section):
+            _same_effective_trees(mine, theirs)  # type: ignore[arg-type]
+        else:
+            assert type(mine) is type(theirs) and mine.raw is theirs.raw
+            for name in ("name", "args", "raw_args", "file", "line", "end_line", "active", "expansion"):
+                assert getattr(mine, name) == getattr(theirs, name), name
+
+
 def _model(main: Path, root: Path, careful: bool, monkeypatch) -> str | None:
     with monkeypatch.context() as patch:
         if careful:
@@ -58,11 +78,14 @@ def _model(main: Path, root: Path, careful: bool, monkeypatch) -> str | None:
 
             patch.setattr(loader._Reader, "__init__", forgetful)
         options = LoadOptions(server_root=str(root), environ={"HOME": "/root"},
-                              modules=["macro_module", "headers_module"])
+                              modules=["macro_module", "headers_module"], effective=not careful)
         try:
             config = load_config(str(main), options)
         except ConfigError as error:
             return f"error: {error.render()}"
+        if not careful:
+            # Built while reading: as the copy of the raw tree made afterwards.
+            _same_effective_trees(config.effective, effective_tree(config.raw))
         return dump_json(config, raw=True) + dump_json(config)
 
 
@@ -74,7 +97,9 @@ LINES = [
     "</VirtualHost>", "<Directory /srv>", "</Directory>", "<IfModule headers_module>", "</IfModule>",
     "<IfModule !headers_module>", "<Macro M $p>", "ServerAlias $p.test", "</Macro>", "Use M one",
     "Use M two", "UndefMacro M", "\"ServerName\" quoted", "Require all granted", "AllowOverride None",
-    "LogLevel warn", "Alias /a \xa0/b", "Listen 80",
+    "LogLevel warn", "Alias /a \xa0/b", "Listen 80", "<IfDefine NAME>", "</IfDefine>", "<If \"true\">",
+    "</If>", "IfModule as_a_directive", "<Location />", "</Location>", "IncludeOptional part*.conf",
+    "<IfVersion >= 2.4>", "</IfVersion>", "Undefine NAME",
 ]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import os
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
@@ -223,7 +222,8 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
                         options.server_root, options.allow_missing_includes,
                         mpm=_mpm_option(options, host))
     recorder = InputRecorder() if record else None
-    load = replace(load, recorder=recorder)
+    # The rules read the effective tree: built while reading, not copied after.
+    load = replace(load, recorder=recorder, effective=True)
 
     findings: list = []
     notes: list[str] = []
@@ -252,6 +252,8 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
 
 def write_atomically(path: str, text: str) -> None:
     """Write the whole report or nothing: a temporary file renamed into place."""
+    import tempfile  # only here: importing it costs every lint about 3 ms
+
     directory = os.path.dirname(os.path.abspath(path)) or "."
     if not os.path.isdir(directory):
         raise UsageError(f"cannot write {path}: directory {directory} does not exist")

@@ -32,6 +32,8 @@ from advisor.errors import ConfigError, UsageError
 # Directives the reader must act on (or that need the careful path): every
 # other directive is read by the inline fast path in _Reader.build.
 _SLOW_PATH_DIRECTIVES = READ_TIME_DIRECTIVES | {"use", "undefmacro"}
+# What the effective tree leaves out (see model.effective_tree).
+_NOT_EFFECTIVE = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
 
 # Far deeper than any real configuration, and well inside Python's recursion
 # limit even with includes nested as deep as httpd allows.
@@ -137,7 +139,8 @@ class _Reader:
             os.close(descriptor)
         return decode(b"".join(chunks)), (info.st_dev, info.st_ino)
 
-    def read_file(self, path: str, container: Section, where: tuple[str, int] | None) -> None:
+    def read_file(self, path: str, container: Section, where: tuple[str, int] | None,
+                  effective: Section | None = None) -> None:
         state = self.state
         if len(state.include_stack) > state.options.max_include_depth:
             raise ConfigError(
@@ -163,7 +166,7 @@ class _Reader:
         state.fast = plain and "${" not in text and "\\" not in text
         try:
             cursor = deque(logical_lines(text, path))
-            self.build(cursor, container, path, True, None)
+            self.build(cursor, container, path, True, None, effective)
         finally:
             state.include_stack.pop()
             state.plain, state.fast = saved_plain, saved_fast
@@ -171,12 +174,15 @@ class _Reader:
     # ---- one nesting level -----------------------------------------------
 
     def build(self, cursor: "deque[LogicalLine | MacroLine]", container: Section, path: str,
-              active: bool, closing: Section | None) -> None:
+              active: bool, closing: Section | None, effective: Section | None) -> None:
         """Read lines into `container` until `closing`'s end tag (or the end
-        of the file when `closing` is None)."""
+        of the file when `closing` is None). `effective`, when the effective
+        tree is built while reading: the section of that tree that receives
+        what these lines apply (None where nothing applies)."""
         state = self.state
         file_path = path
         append = container.children.append
+        effective_append = effective.children.append if effective is not None else None
         popleft = cursor.popleft
         plain = state.plain
         fast = state.fast
@@ -203,7 +209,11 @@ class _Reader:
                         rest, args = found
                     else:
                         rest, args = "", []
-                    append(Directive(shared, args, rest, file_path, start, end, active, container))
+                    node = Directive(shared, args, rest, file_path, start, end, active, container)
+                    append(node)
+                    if effective_append is not None:
+                        effective_append(Directive(shared, args, rest, file_path, start, end, True, effective,
+                                                   node))
                     continue
                 name = parts[0]
                 if name[0] == "<":
@@ -216,7 +226,7 @@ class _Reader:
                             closing.close_line = end
                         return
                     if not (active and "macro_module" in state.modules and name.lower() == "<macro"):
-                        self.section(name, rest, start, end, cursor, container, file_path, active)
+                        self.section(name, rest, start, end, cursor, container, file_path, active, effective)
                         fast = state.fast  # a macro used in the section may have ended it
                         continue
             if len(logical) == 3:
@@ -253,7 +263,7 @@ class _Reader:
                     continue
                 if expansion is not None:
                     self.pending_expansion = expansion
-                self.section(name, rest, start, end, cursor, container, path, active)
+                self.section(name, rest, start, end, cursor, container, path, active, effective)
                 fast = state.fast  # a macro used in the section may have ended it
                 continue
             lname = name.lower()
@@ -265,11 +275,17 @@ class _Reader:
                     args = rest.split()
                 else:
                     args = split_words(rest, plain)
-                append(Directive(name, args, rest, path, start, end, active, container))
+                node = Directive(name, args, rest, path, start, end, active, container)
+                append(node)
+                if effective_append is not None:
+                    effective_append(Directive(name, args, rest, path, start, end, True, effective, node))
                 continue
-            node = self.directive(name, rest, start, end, container, path, active)
+            node = self.directive(name, rest, start, end, container, path, active, effective)
             if expansion is not None:
                 node.expansion = expansion
+            if effective_append is not None and type(node) is Directive and lname not in _NOT_EFFECTIVE:
+                effective_append(Directive(node.name, node.args, node.raw_args, path, start, end, True,
+                                           effective, node, node.expansion))
             if active and lname in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
                 # The cursor may now hold a macro's lines (five-tuples, any text).
                 state.fast = fast = False
@@ -303,7 +319,7 @@ class _Reader:
                               f"<{closing.name}> opened on line {closing.line} is still open")
 
     def section(self, name: str, rest: str, start: int, end: int, cursor: "deque[LogicalLine | MacroLine]",
-                container: Section, path: str, active: bool) -> None:
+                container: Section, path: str, active: bool, effective: Section | None) -> None:
         state = self.state
         bare = name[1:]
         if bare.endswith(">"):
@@ -338,11 +354,24 @@ class _Reader:
             # mod_macro keeps a macro's body as text until `Use`: nothing in
             # it applies where it is written.
             child_active = False
-        self.build(cursor, node, path, child_active, closing=node)
+        # In the effective tree a conditional that holds is spliced away and
+        # one that fails takes its content along (see model.effective_tree).
+        copy = None
+        inner_effective = None
+        if effective is not None:
+            if lname in CONDITIONAL_SECTIONS:
+                inner_effective = effective if child_active else None
+            elif lname not in _NOT_EFFECTIVE:
+                copy = Section(bare, args, raw_args, path, start, end, True, effective, node, node.expansion)
+                effective.children.append(copy)
+                inner_effective = copy
+        self.build(cursor, node, path, child_active, node, inner_effective)
+        if copy is not None:
+            copy.close_line = node.close_line
         state.section_depth -= 1
 
     def directive(self, name: str, rest: str, start: int, end: int, container: Section,
-                  path: str, active: bool) -> Node:
+                  path: str, active: bool, effective: Section | None = None) -> Node:
         state = self.state
         lname = name.lower()
         args = split_words(rest, state.plain)
@@ -351,7 +380,7 @@ class _Reader:
                                  end_line=end, active=active, parent=container)
             container.children.append(node)
             if active:
-                self.include(node, args, optional=lname == "includeoptional")
+                self.include(node, args, lname == "includeoptional", effective)
             return node
         node = Directive(name, args, rest, path, start, end, active, container)
         container.children.append(node)
@@ -384,7 +413,7 @@ class _Reader:
             state.server_root = os.path.normpath(root)
         return node
 
-    def include(self, node: Include, args: list[str], optional: bool) -> None:
+    def include(self, node: Include, args: list[str], optional: bool, effective: Section | None = None) -> None:
         state = self.state
         if len(args) != 1:
             raise ConfigError(f"{node.name} takes one argument", node.file, node.end_line)
@@ -398,7 +427,7 @@ class _Reader:
             paths = []
         node.files = paths
         for path in paths:
-            self.read_file(path, node, (node.file, node.end_line))
+            self.read_file(path, node, (node.file, node.end_line), effective)
 
 
 # ---- the effective tree ------------------------------------------------------
@@ -458,12 +487,16 @@ def _load(path: str, options: LoadOptions, assumed_mpm: str | None) -> Config:
         assumed_mpm=assumed_mpm,
     )
     raw = Section(name="", args=[], raw_args="", file=main_file, line=0, end_line=0, is_root=True)
+    effective = None
+    if options.effective:
+        effective = Section(name="", args=[], raw_args="", file=main_file, line=0, end_line=0,
+                            is_root=True, raw=raw)
     # Every node we allocate lives as long as the model: the cyclic garbage
     # collector would rescan tens of thousands of them for nothing.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        _Reader(state).read_file(main_file, raw, None)
+        _Reader(state).read_file(main_file, raw, None, effective)
     finally:
         if collecting:
             gc.enable()
@@ -482,6 +515,7 @@ def _load(path: str, options: LoadOptions, assumed_mpm: str | None) -> Config:
         defines=state.defines,
         apache_version=state.version,
         diagnostics=state.diagnostics,
+        _effective=effective,
     )
 
 

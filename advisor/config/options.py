@@ -42,3 +42,7 @@ class LoadOptions:
     recorder: "InputRecorder | None" = None
     """Told of every file, directory and variable the reading depended on
     (for the lint result cache)."""
+    effective: bool = False
+    """Build the effective tree (`Config.effective`) while reading instead
+    of copying the raw tree afterwards: one pass less for a command that
+    needs it (lint); a dump of the raw tree does not."""
