@@ -5,7 +5,7 @@ findings, suppression comments and status pages in every host (the shapes
 that once made suppressions, S504 and S506 compare every host with every
 other) and holds the engine and the formatters to less than 6 times the CPU
 time for 4 times the tree (before the fix: 10-12 times). CPU time of this
-process, the best of three, so a busy host does not fail it.
+process, the best of five taken in turns, so a busy host does not fail it.
 
 The other tests hold each index that replaced a scan to the scan's answers.
 """
@@ -39,35 +39,46 @@ from vhost_tree import generate  # noqa: E402
 sys.path.pop(0)
 
 
-def _lint_and_render_cpu(main: Path) -> tuple[float, int]:
-    """CPU seconds of the engine plus every formatter (best of three), and
-    the number of findings."""
-    config = load_config(str(main), LoadOptions())
-    config.effective  # the reader's part, not timed here
-    rules = all_rules()
-    codes = {rule.code for rule in rules}
-    by_code = rule_by_code()
-    best = float("inf")
-    count = 0
-    for _ in range(3):
+class _Linted:
+    """One loaded tree, linted and rendered on demand."""
+
+    def __init__(self, main: Path) -> None:
+        self.config = load_config(str(main), LoadOptions())
+        self.config.effective  # the reader's part, not timed here
+        self.rules = all_rules()
+        self.codes = {rule.code for rule in self.rules}
+        self.by_code = rule_by_code()
+        self.findings = 0
+
+    def cpu(self) -> float:
+        """CPU seconds of the engine plus every formatter, once."""
+        config = self.config
         start = time.process_time()
-        result = lint_config(config, HostFacts(config.apache_version, config.mpm), rules, known_codes=codes)
+        result = lint_config(config, HostFacts(config.apache_version, config.mpm), self.rules,
+                             known_codes=self.codes)
         jsonfmt.render(result.findings)
-        sarif.render(result.findings, rules, result.notes)
-        github.render(result.findings, by_code)
+        sarif.render(result.findings, self.rules, result.notes)
+        github.render(result.findings, self.by_code)
         text.render(result.findings, io.StringIO(), notes=result.notes, colour=False)
-        best = min(best, time.process_time() - start)
-        count = len(result.findings)
-    return best, count
+        self.findings = len(result.findings)
+        return time.process_time() - start
 
 
 @pytest.mark.parametrize("inline", [False, True], ids=["file-per-host", "one-file"])
 def test_lint_cost_is_linear_in_the_number_of_hosts(tmp_path, inline):
-    small, small_count = _lint_and_render_cpu(generate(tmp_path / "small", 500, noisy=True, inline=inline))
-    large, large_count = _lint_and_render_cpu(generate(tmp_path / "large", 2000, noisy=True, inline=inline))
+    small = _Linted(generate(tmp_path / "small", 500, noisy=True, inline=inline))
+    large = _Linted(generate(tmp_path / "large", 2000, noisy=True, inline=inline))
+    # Alternately, best of five each: a spell of contention from other
+    # programs (which slows even CPU time, through shared caches) then hits
+    # both sizes or neither.
+    small_cpu = large_cpu = float("inf")
+    for _ in range(5):
+        small_cpu = min(small_cpu, small.cpu())
+        large_cpu = min(large_cpu, large.cpu())
     # At least two findings per host (S504, S506); each host's P109 is suppressed.
-    assert small_count >= 2 * 500 and large_count >= 2 * 2000
-    assert large < 6 * small, f"4x the hosts cost {large / small:.1f}x the CPU time ({small:.3f} s -> {large:.3f} s)"
+    assert small.findings >= 2 * 500 and large.findings >= 2 * 2000
+    assert large_cpu < 6 * small_cpu, \
+        f"4x the hosts cost {large_cpu / small_cpu:.1f}x the CPU time ({small_cpu:.3f} s -> {large_cpu:.3f} s)"
 
 
 # ---- suppressions: the sweep answers as comparing each finding with each comment ----
