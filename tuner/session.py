@@ -559,7 +559,9 @@ class TuneSession:
         for obs in done:
             if obs.verdict == REFUSED:
                 searcher.reject(obs.point)
-        runner = _TrialRunner(self, searcher)
+        runner = TrialObjective(self.target, self.managed, space, self.workload, self.objective, self.probes,
+                                server_cpus=s.server_cpus, client_cpus=s.client_cpus, events=self.events,
+                                registry=self.registry, incumbent=lambda: (searcher.incumbent() or (None,))[0])
         for obs in done:
             runner.learn(obs)
         began = time.monotonic()
@@ -577,7 +579,7 @@ class TuneSession:
         report = self._report(observations, winner, replicates, result, time.monotonic() - began)
         return SessionOutcome(report, result, observations, winner, replicates, normal)
 
-    def _search(self, searcher, runner: "_TrialRunner", journal, done: list[Observation],
+    def _search(self, searcher, runner: "TrialObjective", journal, done: list[Observation],
                 began: float) -> SearchResult:
         """run_search, restarted after each point httpd refused.
 
@@ -646,7 +648,7 @@ class TuneSession:
 
     # ---- the gain ----------------------------------------------------------
 
-    def _replicates(self, runner: "_TrialRunner", winner: dict[str, Value]):
+    def _replicates(self, runner: "TrialObjective", winner: dict[str, Value]):
         from advisor.tuner.tune_gain import Replicates, replicate_order
 
         space = self.space
@@ -701,12 +703,31 @@ class _Asking:
 # One trial on the real server
 
 
-class _TrialRunner:
-    """point -> TrialOutcome: apply the point, measure, check the server lived."""
+class TrialObjective:
+    """point -> TrialOutcome on a real staging server: apply the point through
+    ManagedConfig (a refusal raises PointRefused), measure it as `objective`
+    says, check the server is still there.
 
-    def __init__(self, session: TuneSession, searcher) -> None:
-        self.session = session
-        self.searcher = searcher
+    Used by TuneSession, and usable alone (a benchmark script): `incumbent`
+    returns the point whose peak the next knee search starts from (None:
+    the best peak measured so far, else `probes.start_rate`).
+    """
+
+    def __init__(self, target, managed, space: Space, workload: SessionWorkload, objective: ObjectiveSpec,
+                 probes: ProbeSettings, *, server_cpus: list[int] | None = None,
+                 client_cpus: list[int] | None = None, events: SessionEvents | None = None,
+                 registry: list | None = None,
+                 incumbent: Callable[[], Mapping[str, Value] | None] | None = None) -> None:
+        from advisor.tuner.trial import TrialInputs
+
+        self.target = target
+        self.managed = managed
+        self.space = space
+        self.objective = objective
+        self.probes = probes
+        self.events = events or SessionEvents()
+        self.registry = registry if registry is not None else []
+        self.incumbent = incumbent
         self.peaks: dict[tuple, list[float]] = {}
         self.last_elapsed = 0.0
         self.on_start: Callable[[dict], None] | None = None
@@ -714,42 +735,37 @@ class _TrialRunner:
         """Gain replicates: each knee search from the point's own peak, with
         no ceiling at twice the incumbent's, so that neither side of the ratio
         is a capped lower bound."""
-        s = session.settings
-        from advisor.tuner.trial import TrialInputs
-
-        workload = session.workload
         inputs: dict[str, Any] = dict(
-            workload=workload.name, uri=workload.uri, rate=session.probes.start_rate,
-            duration_s=session.probes.duration_s, num_calls=workload.num_calls, timeout_s=session.probes.timeout_s,
-            uri_list=workload.uri_list, wsess=workload.wsess, server_cpus=s.server_cpus, client_cpus=s.client_cpus,
-            slo_errors_pct=session.objective.slo_errors_pct, slo_reply_ms=session.objective.slo_ms)
+            workload=workload.name, uri=workload.uri, rate=probes.start_rate, duration_s=probes.duration_s,
+            num_calls=workload.num_calls, timeout_s=probes.timeout_s, uri_list=workload.uri_list,
+            wsess=workload.wsess, server_cpus=server_cpus, client_cpus=client_cpus,
+            slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms)
         # The warm-up knob arrives with the steady-state trials; an older trial layer has none.
         if "warmup_s" in {f.name for f in fields(TrialInputs)}:
-            inputs["warmup_s"] = session.probes.warmup_s
+            inputs["warmup_s"] = probes.warmup_s
         self.base = TrialInputs(**inputs)
 
     def learn(self, obs: Observation) -> None:
         """Remember a trial's peak rate, where the next knee search starts."""
         knee = obs.details.get("knee") if isinstance(obs.details, Mapping) else None
         if obs.valid and isinstance(knee, Mapping) and knee.get("peak_rate"):
-            self.peaks.setdefault(_key(self.session.space, obs.point), []).append(float(knee["peak_rate"]))
+            self.peaks.setdefault(_key(self.space, obs.point), []).append(float(knee["peak_rate"]))
 
     def __call__(self, point: dict[str, Value]) -> TrialOutcome:
-        session = self.session
         started = time.monotonic()
         self.last_elapsed = 0.0
         if self.on_start is not None:
             self.on_start(point)
         self._check_server()
-        directives = session.space.directives(point)
+        directives = self.space.directives(point)
         try:
-            session.managed.apply(directives)
+            self.managed.apply(directives)
         except AdvisorError as error:
             self._check_server()  # a dead server explains the refusal better than its symptom
             self.last_elapsed = time.monotonic() - started
             raise PointRefused(error) from None
         base = replace(self.base, directives=list(directives))
-        if session.objective.kind == "peak":
+        if self.objective.kind == "peak":
             outcome = self._peak(point, base)
         else:
             outcome = self._fixed(base)
@@ -760,7 +776,7 @@ class _TrialRunner:
         return outcome
 
     def _check_server(self) -> None:
-        target = self.session.target
+        target = self.target
         try:
             target.check_alive()
         except AdvisorError as error:
@@ -771,17 +787,17 @@ class _TrialRunner:
                 from None
 
     def _kwargs(self) -> dict[str, Any]:
-        return {"interval": self.session.probes.sample_interval, "registry": self.session.registry}
+        return {"interval": self.probes.sample_interval, "registry": self.registry}
 
     def _start_rate(self, point: Mapping[str, Value]) -> float | None:
         """The incumbent's peak (this point's own when it was measured)."""
-        space = self.session.space
+        space = self.space
         own = self.peaks.get(_key(space, point))
         if own:
             return sum(own) / len(own)
-        best = self.searcher.incumbent()
+        best = self.incumbent() if self.incumbent is not None else None
         if best is not None:
-            peaks = self.peaks.get(_key(space, best[0]))
+            peaks = self.peaks.get(_key(space, best))
             if peaks:
                 return sum(peaks) / len(peaks)
         known = [sum(v) / len(v) for v in self.peaks.values() if v]
@@ -790,7 +806,7 @@ class _TrialRunner:
     def _peak(self, point: Mapping[str, Value], base) -> TrialOutcome:
         from advisor.tuner.trial import knee_search
 
-        p = self.session.probes
+        p = self.probes
         start = self._start_rate(point)
         if start is None:
             start_rate, max_rate, probes = p.start_rate, p.max_rate, p.first_max_probes
@@ -800,9 +816,9 @@ class _TrialRunner:
         else:
             start_rate = max(1.0, min(start, p.max_rate))
             max_rate, probes = max(start_rate, min(p.max_rate, 2.0 * start_rate)), p.max_probes
-        knee = knee_search(self.session.target, base, start_rate=start_rate, max_rate=max_rate,
+        knee = knee_search(self.target, base, start_rate=start_rate, max_rate=max_rate,
                            tolerance=p.tolerance, max_probes=probes, retries=p.retries,
-                           on_trial=self.session.events.probe, **self._kwargs())
+                           on_trial=self.events.probe, **self._kwargs())
         peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
         failing = [r for r in knee.probes if not r.meets_slo
                    and (knee.peak_rate is None or r.inputs.rate > knee.peak_rate)]
@@ -835,25 +851,43 @@ class _TrialRunner:
         return TrialOutcome(value, not reasons, label or (verdict.label if verdict is not None else "none"), details)
 
     def _fixed(self, base) -> TrialOutcome:
+        """One run at the objective's fixed rate, run again (up to
+        `probes.retries` times) while a disturbance could have changed it."""
         from advisor.tuner.trial import run_trial, with_rate
 
-        objective = self.session.objective
-        result = run_trial(self.session.target, with_rate(base, float(objective.rate)), **self._kwargs())
-        self.session.events.probe(result)
-        reasons = list(result.invalid_reasons) + list(result.interference["reasons"])
+        objective = self.objective
+        for attempt in range(1, self.probes.retries + 2):
+            result = run_trial(self.target, with_rate(base, float(objective.rate)), **self._kwargs())
+            result.attempt = attempt
+            self.events.probe(result)
+            if not self._disturbed(result):
+                break
+        reasons = list(result.invalid_reasons)
+        if self._disturbed(result):
+            reasons += list(result.interference["reasons"])
         h = result.httperf
         if objective.kind == "throughput":
             over = h.reply_time_ms / objective.slo_ms if h.reply_time_ms > objective.slo_ms else 1.0
-            value = h.reply_rate / over
+            # Sessions: the rate over the window sessions started in (their think-time tail left out).
+            value = float(getattr(result, "served_rate", h.reply_rate)) / over
         else:
             # A request that got no reply counts as one that waited the whole timeout.
             attempted = result.attempted
             lost = min(result.errors, attempted)
             mean_ms = ((attempted - lost) * h.reply_time_ms + lost * base.timeout_s * 1000.0) / attempted
             value = 1000.0 / max(mean_ms, 1e-3)
-        details = {"objective_kind": objective.kind, "rate": objective.rate,
+        details = {"objective_kind": objective.kind, "rate": objective.rate, "attempts": result.attempt,
                    "verdict": result.verdict.to_dict(), "invalid_reasons": reasons, **_trial_summary(result)}
         return TrialOutcome(float(value), not reasons, result.verdict.label, details)
+
+    def _disturbed(self, result) -> bool:
+        """Other programs took the server's or httperf's cores in a way that
+        can have changed this run's figure. They can only take capacity
+        away: a throughput run that met the SLO all the same measured what
+        the point does; a mean reply time is stretched by any of it."""
+        if not result.interference["disturbed"]:
+            return False
+        return self.objective.kind == "latency" or not result.meets_slo
 
 
 # --------------------------------------------------------------------------
