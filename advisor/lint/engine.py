@@ -174,7 +174,8 @@ def lint_config(
 
     def runner(rule: Rule):
         def report(at: Location, message: str, *, fix: str | None = None,
-                   severity: str | None = None, evidence: str | None = None) -> None:
+                   severity: str | None = None, evidence: str | None = None,
+                   edit=None) -> None:
             file, line = _location(at)
             key = (rule.code, file, line, message)
             if key in seen:
@@ -182,7 +183,7 @@ def lint_config(
             seen.add(key)
             level = settings.severity.get(rule.code) or severity or rule.severity
             sink[0].append(Finding(rule.code, level, message, file, line,
-                                    evidence or rule.doc.evidence, fix))
+                                    evidence or rule.doc.evidence, fix, edit))
         return report
 
     skipped: dict[str, list[str]] = {}

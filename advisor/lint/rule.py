@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Union
 
 if TYPE_CHECKING:
     from advisor.lint.context import LintContext
+    from advisor.lint.edits import Edit
     from advisor.config.model import Node
 
 SEVERITIES = ("info", "warning", "error")
@@ -42,6 +43,7 @@ class Report(Protocol):
         fix: str | None = None,
         severity: str | None = None,
         evidence: str | None = None,
+        edit: Edit | None = None,
     ) -> None: ...
 
 
@@ -90,6 +92,8 @@ class Rule:
     `expected_clients`); the engine notes when it had to skip the rule."""
     post: bool = False
     """Runs after the other rules, on what they found (unused suppressions)."""
+    fixable: bool = False
+    """Its findings carry an `Edit` that `apache-advisor fix` applies."""
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
@@ -113,6 +117,9 @@ class Finding:
     line: int
     evidence: str
     fix: str | None = None
+    edit: Edit | None = field(default=None, compare=False)
+    """The mechanical edit behind `fix`, when there is one (not part of the
+    JSON contract: `apache-advisor fix` and SARIF `fixes` use it)."""
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.file, self.line, self.code)
