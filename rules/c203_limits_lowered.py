@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import Edit, add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 
 from ._mpm import HARD_SERVER_LIMIT, HARD_THREAD_LIMIT, Setting, pool
@@ -54,6 +55,16 @@ def _label(item: Setting) -> str:
     return f"{item.name} {item.value}" + (" (httpd's default)" if item.node is None else "")
 
 
+def _raise(ctx: LintContext, limit: Setting, value: int, beside: Setting) -> Edit | None:
+    """The edit that writes `limit` = value: in place when it is written,
+    else a new line next to the setting that needs it (same context)."""
+    if limit.node is not None:
+        return set_value(ctx, limit.node, str(value))
+    if beside.node is not None:
+        return add_directive(ctx, f"{limit.name} {value}", after=beside.node)
+    return None
+
+
 def check(ctx: LintContext, report: Report) -> None:
     mpm = ctx.mpm
     if mpm not in ("prefork", "worker", "event"):
@@ -67,14 +78,15 @@ def check(ctx: LintContext, report: Report) -> None:
     if limit > hard:
         report(_at(ctx, server_limit), f"ServerLimit {limit} is above httpd's compiled-in maximum "
                                        f"{hard} for {mpm}; httpd uses {hard}.",
-               fix=f"ServerLimit {hard}")
+               fix=f"ServerLimit {hard}", edit=_raise(ctx, server_limit, hard, server_limit))
         limit = hard
     if mpm == "prefork":
         if workers.value > limit:
             report(_at(ctx, workers, server_limit),
                    f"{_label(workers)} exceeds ServerLimit {limit}: httpd lowers "
                    f"MaxRequestWorkers to {limit} at start-up.",
-                   fix=f"ServerLimit {workers.value}" if workers.node is not None else f"MaxRequestWorkers {limit}")
+                   fix=f"ServerLimit {workers.value}" if workers.node is not None else f"MaxRequestWorkers {limit}",
+                   edit=_raise(ctx, server_limit, workers.value, workers) if workers.node is not None else None)
         return
     threads, thread_limit = s["threadsperchild"], s["threadlimit"]
     if threads.value is None or thread_limit.value is None or threads.value < 1:
@@ -83,13 +95,15 @@ def check(ctx: LintContext, report: Report) -> None:
     if tlimit > HARD_THREAD_LIMIT[mpm]:
         report(_at(ctx, thread_limit), f"ThreadLimit {tlimit} is above httpd's compiled-in "
                                        f"maximum {HARD_THREAD_LIMIT[mpm]}; httpd uses that.",
-               fix=f"ThreadLimit {HARD_THREAD_LIMIT[mpm]}")
+               fix=f"ThreadLimit {HARD_THREAD_LIMIT[mpm]}",
+               edit=_raise(ctx, thread_limit, HARD_THREAD_LIMIT[mpm], thread_limit))
         tlimit = HARD_THREAD_LIMIT[mpm]
     per_child = threads.value
     if per_child > tlimit:
         report(_at(ctx, threads, thread_limit),
                f"{_label(threads)} exceeds ThreadLimit {tlimit}: httpd lowers ThreadsPerChild "
-               f"to {tlimit}.", fix=f"ThreadLimit {per_child}")
+               f"to {tlimit}.", fix=f"ThreadLimit {per_child}",
+               edit=_raise(ctx, thread_limit, per_child, threads))
         per_child = tlimit
     wanted = workers.value
     ceiling = limit * per_child
@@ -98,7 +112,7 @@ def check(ctx: LintContext, report: Report) -> None:
         report(_at(ctx, workers, server_limit),
                f"{_label(workers)} exceeds ServerLimit {limit} x ThreadsPerChild {per_child} = "
                f"{ceiling}: httpd lowers MaxRequestWorkers to {ceiling}.",
-               fix=f"ServerLimit {needed_limit}")
+               fix=f"ServerLimit {needed_limit}", edit=_raise(ctx, server_limit, needed_limit, workers))
         wanted = ceiling
     if wanted < per_child:
         report(_at(ctx, workers, threads),
@@ -114,4 +128,4 @@ def check(ctx: LintContext, report: Report) -> None:
 
 RULE = Rule(code="C203", slug="limits-silently-lowered", severity="warning", category="capacity",
             directives=("MaxRequestWorkers", "MaxClients", "ServerLimit", "ThreadsPerChild",
-                        "ThreadLimit"), doc=DOC, check=check)
+                        "ThreadLimit"), doc=DOC, check=check, fixable=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import rename
 from advisor.lint.rule import Doc, Report, Rule
 
 RENAMED = {"maxclients": "MaxRequestWorkers", "maxrequestsperchild": "MaxConnectionsPerChild"}
@@ -81,7 +82,7 @@ def check(ctx: LintContext, report: Report) -> None:
         if lname in RENAMED:
             new = RENAMED[lname]
             report(node, f"{node.name} is the pre-2.4 name of {new}.",
-                   fix=f"{new} {node.raw_args}".rstrip())
+                   fix=f"{new} {node.raw_args}".rstrip(), edit=rename(ctx, node, new))
         elif lname == "namevirtualhost":
             report(node, "NameVirtualHost has no effect since httpd 2.3.11 (name-based virtual "
                          "hosting is automatic) and only produces a warning.", fix="")
@@ -105,4 +106,4 @@ def check(ctx: LintContext, report: Report) -> None:
 RULE = Rule(code="E404", slug="deprecated-directive", severity="warning", category="correctness",
             directives=("MaxClients", "MaxRequestsPerChild", "NameVirtualHost", "Order", "Allow",
                         "Deny", "Satisfy", "SSLCertificateChainFile", "DefaultType"),
-            doc=DOC, check=check)
+            doc=DOC, check=check, fixable=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import set_value
 from advisor.lint.rule import Doc, Report, Rule
 
 from ._mpm import setting
@@ -63,6 +64,7 @@ def check(ctx: LintContext, report: Report) -> None:
         f"{effect}. Use 0 (unlimited) unless a module is known to leak.",
         fix=f"{ctx.spelling('MaxConnectionsPerChild', 'MaxRequestsPerChild')} 0",
         severity=severity,
+        edit=set_value(ctx, node, "0"),
     )
 
 
@@ -74,4 +76,5 @@ RULE = Rule(
     directives=("MaxConnectionsPerChild", "MaxRequestsPerChild"),
     doc=DOC,
     check=check,
+    fixable=True,
 )

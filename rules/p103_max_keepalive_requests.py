@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import set_value
 from advisor.lint.rule import Doc, Report, Rule
 from advisor.lint.values import parse_int
 
@@ -41,8 +42,8 @@ def check(ctx: LintContext, report: Report) -> None:
                       else f"browsers must reconnect after every {value} requests")
             report(node, f"MaxKeepAliveRequests {value}: {effect}; throughput kept rising up "
                          "to 8 requests per connection in the measurements.",
-                   fix="MaxKeepAliveRequests 100")
+                   fix="MaxKeepAliveRequests 100", edit=set_value(ctx, node, "100"))
 
 
 RULE = Rule(code="P103", slug="max-keepalive-requests-low", severity="warning",
-            category="performance", directives=("MaxKeepAliveRequests",), doc=DOC, check=check)
+            category="performance", directives=("MaxKeepAliveRequests",), doc=DOC, check=check, fixable=True)

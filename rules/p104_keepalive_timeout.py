@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import set_value
 from advisor.lint.rule import Doc, Report, Rule
 from advisor.lint.values import parse_flag, parse_seconds
 
@@ -65,14 +66,16 @@ def check(ctx: LintContext, report: Report) -> None:
             report(node, f"KeepAliveTimeout {node.arg(0)}: even under event each idle "
                          f"connection holds a connection slot and its buffers for {seconds:g} s; "
                          f"over {EVENT_LIMIT:g} s rarely pays off.",
-                   fix=f"KeepAliveTimeout {EVENT_LIMIT:g}", severity="info")
+                   fix=f"KeepAliveTimeout {EVENT_LIMIT:g}", severity="info",
+                   edit=set_value(ctx, node, f"{EVENT_LIMIT:g}"))
         else:
             report(node, f"KeepAliveTimeout {node.arg(0)} under {mpm}: every idle keep-alive "
                          f"connection pins a worker for up to {seconds:g} s; keep it at "
                          f"{PINNING_LIMIT:g} s or less, or use the event MPM.",
-                   fix=f"KeepAliveTimeout {PINNING_LIMIT:g}")
+                   fix=f"KeepAliveTimeout {PINNING_LIMIT:g}",
+                   edit=set_value(ctx, node, f"{PINNING_LIMIT:g}"))
 
 
 RULE = Rule(code="P104", slug="keepalive-timeout-pins-workers", severity="warning",
             category="performance", directives=("KeepAliveTimeout", "KeepAlive"), doc=DOC,
-            check=check)
+            check=check, fixable=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import set_value
 from advisor.lint.rule import Doc, Report, Rule
 
 DOC = Doc(
@@ -42,8 +43,9 @@ def check(ctx: LintContext, report: Report) -> None:
         if value in ("on", "double"):
             report(node, f"HostnameLookups {node.arg(0)} makes every request wait for "
                          f"{'two DNS lookups' if value == 'double' else 'a reverse DNS lookup'} "
-                         "while it holds a worker.", fix="HostnameLookups Off")
+                         "while it holds a worker.", fix="HostnameLookups Off",
+                   edit=set_value(ctx, node, "Off"))
 
 
 RULE = Rule(code="P107", slug="hostname-lookups", severity="warning", category="performance",
-            directives=("HostnameLookups",), doc=DOC, check=check)
+            directives=("HostnameLookups",), doc=DOC, check=check, fixable=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 from advisor.lint.values import parse_flag
 
@@ -59,13 +60,13 @@ def check(ctx: LintContext, report: Report) -> None:
             if parse_flag(node.arg(0)) is False:
                 report(node, f"{name} Off for the whole {'server' if parent.is_root else 'virtual host'}: "
                              f"files are copied through user space; keep it On {_NFS_NOTE}.",
-                       fix=on_fix)
+                       fix=on_fix, edit=set_value(ctx, node, "On"))
         if name == "EnableSendfile" and not written and ctx.at_least(2, 3, 9) and ctx.complete:
             report(ctx.main_location(),
                    "EnableSendfile is Off: httpd's default since 2.3.9, not written anywhere; "
                    f"turn it On to send files without copying them {_NFS_NOTE}.",
-                   fix=on_fix, severity="info")
+                   fix=on_fix, severity="info", edit=add_directive(ctx, on_fix))
 
 
 RULE = Rule(code="P108", slug="mmap-sendfile-off", severity="warning", category="performance",
-            directives=("EnableMMAP", "EnableSendfile"), doc=DOC, check=check)
+            directives=("EnableMMAP", "EnableSendfile"), doc=DOC, check=check, fixable=True)

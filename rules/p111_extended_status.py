@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 from advisor.lint.values import parse_flag
 
@@ -42,15 +43,15 @@ def check(ctx: LintContext, report: Report) -> None:
         if parse_flag(node.arg(0)) is True:
             report(node, "ExtendedStatus On adds time stamps and scoreboard updates to every "
                          "request; keep it for measurement sessions only.",
-                   fix="ExtendedStatus Off")
+                   fix="ExtendedStatus Off", edit=set_value(ctx, node, "Off"))
         return
     if ctx.at_least(2, 3, 6) and ctx.has_module("status_module", "mod_status.c"):
         loaded = ctx.load_module_line("status_module")
         report(loaded or ctx.main_location(),
                "ExtendedStatus is On: httpd's default whenever mod_status is loaded (since "
                "2.3.6), not written anywhere; write ExtendedStatus Off unless you are measuring.",
-               fix="ExtendedStatus Off")
+               fix="ExtendedStatus Off", edit=add_directive(ctx, "ExtendedStatus Off"))
 
 
 RULE = Rule(code="P111", slug="extended-status", severity="info", category="performance",
-            directives=("ExtendedStatus",), doc=DOC, check=check)
+            directives=("ExtendedStatus",), doc=DOC, check=check, fixable=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 
 DOC = Doc(
@@ -37,13 +38,15 @@ def check(ctx: LintContext, report: Report) -> None:
             return
         report(ctx.main_location(),
                "ServerTokens is Full: httpd's default, not written anywhere; every response "
-               "names the httpd version, OS and modules.", fix="ServerTokens Prod")
+               "names the httpd version, OS and modules.", fix="ServerTokens Prod",
+               edit=add_directive(ctx, "ServerTokens Prod"))
         return
     value = node.arg(0).lower()
     if value not in ("prod", "productonly"):
         report(node, f"ServerTokens {node.arg(0)} discloses more than the product name in "
-                     "every Server header.", fix="ServerTokens Prod")
+                     "every Server header.", fix="ServerTokens Prod",
+               edit=set_value(ctx, node, "Prod"))
 
 
 RULE = Rule(code="S501", slug="server-tokens", severity="warning", category="security",
-            directives=("ServerTokens",), doc=DOC, check=check)
+            directives=("ServerTokens",), doc=DOC, check=check, fixable=True)

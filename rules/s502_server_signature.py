@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import set_value
 from advisor.lint.rule import Doc, Report, Rule
 
 DOC = Doc(
@@ -29,8 +30,9 @@ def check(ctx: LintContext, report: Report) -> None:
     for node in ctx.directives("ServerSignature"):
         if node.arg(0).lower() in ("on", "email"):
             report(node, f"ServerSignature {node.arg(0)} adds the server version and host to "
-                         "every error page and listing.", fix="ServerSignature Off")
+                         "every error page and listing.", fix="ServerSignature Off",
+                   edit=set_value(ctx, node, "Off"))
 
 
 RULE = Rule(code="S502", slug="server-signature", severity="warning", category="security",
-            directives=("ServerSignature",), doc=DOC, check=check)
+            directives=("ServerSignature",), doc=DOC, check=check, fixable=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 
 DOC = Doc(
@@ -32,7 +33,8 @@ def check(ctx: LintContext, report: Report) -> None:
     server = ctx.server_value("TraceEnable")
     if server is None and ctx.complete:
         report(ctx.main_location(), "TraceEnable is On: httpd's default, not written anywhere; "
-                                    "TRACE requests are echoed back.", fix="TraceEnable Off")
+                                    "TRACE requests are echoed back.", fix="TraceEnable Off",
+               edit=add_directive(ctx, "TraceEnable Off"))
     for node in ctx.directives("TraceEnable"):
         parent = node.parent
         if parent is None or not (parent.is_root or parent.lname == "virtualhost"):
@@ -41,8 +43,8 @@ def check(ctx: LintContext, report: Report) -> None:
             continue  # an earlier server-scope line that a later one overrides
         if node.arg(0).lower() != "off":
             report(node, f"TraceEnable {node.arg(0)} answers TRACE requests by echoing them.",
-                   fix="TraceEnable Off")
+                   fix="TraceEnable Off", edit=set_value(ctx, node, "Off"))
 
 
 RULE = Rule(code="S503", slug="trace-enabled", severity="warning", category="security",
-            directives=("TraceEnable",), doc=DOC, check=check)
+            directives=("TraceEnable",), doc=DOC, check=check, fixable=True)

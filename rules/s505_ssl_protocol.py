@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.lint.context import LintContext
+from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 
 # Versions mod_ssl knows, oldest first. `all` is every version the OpenSSL
@@ -79,7 +80,8 @@ def check(ctx: LintContext, report: Report) -> None:
         if found:
             severity, names = found
             report(node, f"SSLProtocol {' '.join(node.args)} admits {', '.join(names)}.",
-                   fix=RECOMMENDED, severity=severity)
+                   fix=RECOMMENDED, severity=severity,
+                   edit=set_value(ctx, node, RECOMMENDED.split(" ", 1)[1]))
     server = ctx.server_value("SSLProtocol")
     if server is not None or not ctx.at_least(2, 4, 17):
         return
@@ -90,8 +92,9 @@ def check(ctx: LintContext, report: Report) -> None:
         if ctx.own_value(vhost, "SSLProtocol") is not None:
             continue
         report(engine, "SSLProtocol is `all -SSLv3`: httpd's default, not written anywhere; it "
-                       "admits TLSv1 and TLSv1.1.", fix=RECOMMENDED)
+                       "admits TLSv1 and TLSv1.1.", fix=RECOMMENDED,
+               edit=add_directive(ctx, RECOMMENDED, after=engine))
 
 
 RULE = Rule(code="S505", slug="weak-tls-protocols", severity="warning", category="security",
-            directives=("SSLProtocol", "SSLEngine"), doc=DOC, check=check)
+            directives=("SSLProtocol", "SSLEngine"), doc=DOC, check=check, fixable=True)
