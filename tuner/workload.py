@@ -34,7 +34,7 @@ ALMEIDA_WORKLOAD_A: tuple[tuple[str, str, int, int, float], ...] = (
 ALMEIDA_SEED = 1996
 ALMEIDA_URI_COUNT = 4000
 
-WORKLOAD_NAMES = ("1k", "1m", "almeida", "cgi", "slow", "url")
+WORKLOAD_NAMES = ("1k", "1m", "almeida", "cgi", "slow", "mixed", "url")
 
 
 @dataclass(frozen=True)
@@ -124,6 +124,9 @@ def make_workload(
         return Workload("cgi", f"/cgi-bin/sum.cgi?n={cgi_n}", description=f"CPU-bound CGI summing {cgi_n} random numbers (Andersson)")
     if name == "slow":
         return Workload("slow", f"/cgi-bin/sleep.cgi?ms={sleep_ms}", description=f"slow endpoint sleeping {sleep_ms} ms")
+    if name == "mixed":
+        return Workload("mixed", f"/cgi-bin/sleep.cgi?n={cgi_n}&ms={sleep_ms}",
+                        description=f"endpoint summing {cgi_n} random numbers, then sleeping {sleep_ms} ms")
     if name == "almeida":
         if work_dir is None:
             raise UsageError("the almeida workload needs a sandbox or a work directory")
