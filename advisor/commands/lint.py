@@ -54,6 +54,8 @@ class LintRun:
     notes: list[str]
     files: list[str]
     exit_code: int
+    trees: list[tuple[str, str]] = field(default_factory=list)
+    """(main file, server root) of each config linted (`fix` copies them)."""
 
 
 def _display_path(path: str) -> str:
@@ -179,15 +181,18 @@ def run_lint(options: LintOptions) -> LintRun:
         if hit is not None:
             from advisor.lint.rule import Finding
 
-            return LintRun([Finding(*fields) for fields in hit.findings], hit.notes, hit.files,
-                           hit.exit_code)
+            from advisor.lint.edits import Edit
+
+            return LintRun([Finding(*fields[:7], edit=Edit(*fields[7]) if len(fields) > 7 and fields[7] else None)
+                            for fields in hit.findings], hit.notes, hit.files, hit.exit_code)
     started_ns = time.time_ns()
     run, recorder, probed_host = _lint_afresh(options, config_path, record=opened is not None)
     if opened is not None and recorder is not None and not probed_host:
         from advisor.lint.cache import CachedResult
 
         cache.store(key, recorder, CachedResult(
-            [[f.code, f.severity, f.message, f.file, f.line, f.evidence, f.fix] for f in run.findings],
+            [[f.code, f.severity, f.message, f.file, f.line, f.evidence, f.fix,
+              f.edit.fields() if f.edit else None] for f in run.findings],
             run.notes, run.files, run.exit_code), started_ns)
     return run
 
@@ -228,6 +233,7 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     findings: list = []
     notes: list[str] = []
     files: list[str] = []
+    trees: list[tuple[str, str]] = []
     probed_host = False
     for path in options.paths:
         config = load_config(path, load)
@@ -237,16 +243,19 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
         findings.extend(result.findings)
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
+        trees.append((config.main_file, config.server_root))
     # Files in the order httpd reads them (main file first), then by line.
     read_order = {path: position for position, path in enumerate(dict.fromkeys(files))}
     findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
     for finding in findings:
         finding.file = _display_path(finding.file)
+        if finding.edit is not None:
+            finding.edit = replace(finding.edit, file=_display_path(finding.edit.file))
 
     worst = max_severity(findings)
     failed = (fail_on != "never" and worst is not None
               and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on])
-    run = LintRun(findings, notes, list(dict.fromkeys(files)), 1 if failed else 0)
+    run = LintRun(findings, notes, list(dict.fromkeys(files)), 1 if failed else 0, trees)
     return run, recorder, probed_host
 
 
@@ -383,10 +392,11 @@ def register(app: typer.Typer) -> None:
             from rich.table import Table
 
             table = Table(show_lines=False, header_style="bold")
-            for column in ("code", "slug", "severity", "category", "flags"):
+            for column in ("code", "slug", "severity", "category", "fix", "flags"):
                 table.add_column(column, overflow="fold")
             for rule in rules:
-                table.add_row(rule.code, rule.slug, rule.severity, rule.category, rule.doc.summary)
+                table.add_row(rule.code, rule.slug, rule.severity, rule.category,
+                              "auto" if rule.fixable else "", rule.doc.summary)
             if output:
                 import io
 
@@ -422,6 +432,7 @@ def rule_metadata(rule) -> dict:
         "category": rule.category,
         "directives": list(rule.directives),
         "needs": [need.replace("_", "-") for need in rule.needs],
+        "fixable": rule.fixable,
         "summary": doc.summary,
         "what": doc.what,
         "why": doc.why,

@@ -90,6 +90,8 @@ def rule_text(rule: Rule) -> str:
         "",
         "How to fix:",
         _wrap(doc.fix),
+        "  " + ("`apache-advisor fix` applies this fix (it is one mechanical edit)." if rule.fixable
+                else "`apache-advisor fix` leaves this one to you: it needs a human decision."),
         "",
         "Directives: " + (", ".join(rule.directives) if rule.directives else "(whole config)"),
         "References:",

@@ -47,6 +47,28 @@ def _artifact(file: str) -> dict:
     return {"uri": quote(file.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}
 
 
+def _fixes(finding: Finding, artifacts: dict[str, dict]) -> list[dict]:
+    """The finding's edit as a SARIF fix: one replacement on one line
+    (columns are 1-based; an insertion deletes an empty region)."""
+    edit = finding.edit
+    if edit is None or not edit.applicable:
+        return []
+    artifact = artifacts.get(edit.file)
+    if artifact is None:
+        artifact = artifacts[edit.file] = _artifact(edit.file)
+    return [{
+        "description": {"text": edit.summary},
+        "artifactChanges": [{
+            "artifactLocation": dict(artifact),
+            "replacements": [{
+                "deletedRegion": {"startLine": edit.line, "startColumn": edit.start + 1,
+                                  "endLine": edit.line, "endColumn": edit.end + 1},
+                "insertedContent": {"text": edit.text},
+            }],
+        }],
+    }]
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -83,6 +105,9 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
         }
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
+        fixes = _fixes(finding, artifacts)
+        if fixes:
+            result["fixes"] = fixes
         results.append(result)
     root_uri = "file://" + quote(os.path.abspath(root or os.getcwd()).rstrip("/") + "/")
     version = _version()
