@@ -35,6 +35,7 @@ def _root() -> None:
 COMMAND_MODULES = {
     "dump": "advisor.commands.dump",
     "lint": "advisor.commands.lint",
+    "fix": "advisor.commands.fix",
     "rules": "advisor.commands.lint",
     "explain": "advisor.commands.lint",
     "capacity": "advisor.commands.capacity",
