@@ -30,13 +30,14 @@ def plan_fixes(options, check_cmd: str | None, write: bool, backup_suffix: str |
     """Lint, plan, splice, check on a copy, and (with `write`) replace."""
     from advisor.commands.lint import run_lint
     from advisor.fix.check import check_tree, resolve_command
-    from advisor.fix.plan import make_plan, splice, unified_diff
+    from advisor.fix.plan import keep_inside, make_plan, splice, tree_root, unified_diff
     from advisor.fix.write import Target, write_all
 
     # Resolved first: a missing check command is refused before any work.
     command = resolve_command(check_cmd)
     run = run_lint(options)
     plan = make_plan(run.findings)
+    keep_inside(plan, [tree_root(main, root) for main, root in run.trees])
     outcome = FixOutcome("")
     for skipped in plan.skipped:
         finding = skipped.finding

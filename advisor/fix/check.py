@@ -122,8 +122,6 @@ def check_tree(command: CheckCommand, main_file: str, server_root: str, files: l
     new bytes) in place; raise one line when it fails."""
     if command.skip:
         return
-    import tempfile
-
     root = _copy_root(main_file, server_root, files)
     if root == os.sep or _count_files(root) > MAX_COPY_FILES:
         raise UsageError(f"the tree under {root} is too large to copy for the check",
@@ -132,6 +130,27 @@ def check_tree(command: CheckCommand, main_file: str, server_root: str, files: l
         if not _inside(os.path.realpath(path), os.path.realpath(root)) and not _inside(path, root):
             raise UsageError(f"{path} lies outside {root}, so a copy cannot show httpd the edit",
                              hint="pass --check-cmd true to skip the check and review the diff")
+    done, copy_root, argv = _run_on_copy(command, main_file, server_root, files, contents, root, timeout)
+    if done.returncode == 0:
+        return
+    stderr = done.stderr.decode("utf-8", "surrogateescape")
+    stdout = done.stdout.decode("utf-8", "surrogateescape")
+    file, line, message = _explain(stderr, stdout, copy_root, root)
+    name = os.path.basename(argv[0])
+    # Was it the fix? The same check on the tree as it is tells.
+    as_is, _, _ = _run_on_copy(command, main_file, server_root, files, {}, root, timeout)
+    if as_is.returncode != 0:
+        raise UsageError(f"{name} refuses this config even before any fix: {message}; nothing was "
+                         "changed", file, line, hint="make httpd accept it first, then run fix")
+    raise UsageError(f"{name} refused the fixed config: {message}; nothing was changed", file, line,
+                     hint="fix that by hand, or leave out the rule with --ignore")
+
+
+def _run_on_copy(command: CheckCommand, main_file: str, server_root: str, files: list[str],
+                 contents: dict[str, bytes], root: str, timeout: float):
+    """(completed process, the copy's root, argv) of one check on a fresh copy."""
+    import tempfile
+
     with tempfile.TemporaryDirectory(prefix="apache-advisor-check-") as scratch:
         copy_root = os.path.join(scratch, "tree")
         try:
@@ -148,6 +167,8 @@ def check_tree(command: CheckCommand, main_file: str, server_root: str, files: l
             return os.path.join(copy_root, os.path.relpath(base, root))
 
         for path in dict.fromkeys(list(files) + list(contents)):
+            if not _inside(os.path.abspath(path), root) and not _inside(os.path.realpath(path), root):
+                continue  # read from where it is (outside the tree; never edited)
             target = in_copy(path)
             if path in contents:
                 data = contents[path]
@@ -183,10 +204,4 @@ def check_tree(command: CheckCommand, main_file: str, server_root: str, files: l
         except subprocess.TimeoutExpired:
             raise UsageError(f"the check command took over {timeout:g} s; nothing was changed",
                              hint="pass another --check-cmd") from None
-        if done.returncode != 0:
-            stderr = done.stderr.decode("utf-8", "surrogateescape")
-            stdout = done.stdout.decode("utf-8", "surrogateescape")
-            file, line, message = _explain(stderr, stdout, copy_root, root)
-            raise UsageError(f"{os.path.basename(argv[0])} refused the fixed config: {message}; "
-                             "nothing was changed", file, line,
-                             hint="fix that by hand, or leave out the rule with --ignore")
+    return done, copy_root, argv

@@ -68,6 +68,30 @@ def make_plan(findings: list[Finding]) -> Plan:
     return plan
 
 
+def tree_root(main_file: str, server_root: str) -> str:
+    """The directory a fix may write in: the server root when it holds the
+    main file, else the main file's directory."""
+    import os
+
+    main, root = os.path.realpath(main_file), os.path.realpath(server_root)
+    return root if main.startswith(root.rstrip(os.sep) + os.sep) else os.path.dirname(main)
+
+
+def keep_inside(plan: Plan, roots: list[str]) -> None:
+    """Leave alone files outside the trees being fixed: an absolute Include
+    can pull in another server's files (/etc/apache2 from a copy under
+    /tmp), and those are not the admin's to change from here."""
+    import os
+
+    for file in list(plan.edits):
+        real = os.path.realpath(file)
+        if any(real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+            continue
+        for _, finding in plan.edits.pop(file):
+            plan.skipped.append(Skipped(finding, f"{file} lies outside the tree being fixed "
+                                                 f"({', '.join(roots)}); fix it there"))
+
+
 def split_lines(data: bytes) -> list[bytes]:
     """The file cut after each LF; the last piece has no LF (maybe empty)."""
     pieces = data.split(b"\n")
