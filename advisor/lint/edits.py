@@ -178,7 +178,10 @@ def add_directive(ctx: LintContext, directive: str, after: Node | None = None) -
         return Edit(file, anchor, 0, 0, "", "", summary,
                     f"line {anchor} ends with a backslash that would join the new line; add "
                     f"{directive} by hand")
-    newline = "\r\n" if line.endswith("\r") else "\n"
+    # The file's own line ending: the anchor's, or for a last line without
+    # one, the line before it.
+    ending_from = line if anchor < len(lines) or anchor == 1 else lines[anchor - 2]
+    newline = "\r\n" if ending_from.endswith("\r") else "\n"
     indent = ""
     if after is not None:
         first = lines[after.line - 1]
