@@ -149,7 +149,6 @@ def test_kill_9_mid_session_then_resume_loses_no_trial_and_restores_the_config(t
         assert "restored the original managed include left by an interrupted run" in out
 
 
-@pytest.mark.unsettled
 def test_sigint_mid_session_restores_at_once_and_resume_loses_no_trial(tmp_path):
     require("apache2", "httperf")
     two_cores()
@@ -189,7 +188,6 @@ exec /usr/sbin/apache2 -t -f "{config}"
 """
 
 
-@pytest.mark.unsettled
 def test_refused_points_are_failed_trials_rolled_back_and_three_in_a_row_stop(tmp_path):
     require("apache2", "httperf")
     two_cores()
@@ -215,7 +213,6 @@ def test_refused_points_are_failed_trials_rolled_back_and_three_in_a_row_stop(tm
         assert (report / "report.md").exists()  # the measured start is still reported
 
 
-@pytest.mark.unsettled
 def test_a_server_that_dies_mid_session_is_one_line_and_the_journal_keeps_its_trials(tmp_path):
     require("apache2", "httperf")
     two_cores()
