@@ -19,7 +19,10 @@ DOC = Doc(
         "and expected more with richer formats or slower disks. Almeida et al. (sec. 4.2) "
         "found updating the log took about 23 ms per connection out of a fixed cost of about "
         "25 ms, dominating every other cost for files under about 30 KB, because of lock "
-        "contention on the log file's inode."
+        "contention on the log file's inode. The log is also the audit trail S512 (security) "
+        "asks every host to keep, so the advice is to make it cheaper, never to drop it; "
+        "`--profile performance` keeps this rule, `--profile security` keeps S512, the "
+        "default profile shows both and each names the other."
     ),
     evidence=(
         "Arlitt & Williamson (2004, sec. 5.1.2): a 74-byte access log cut the peak from 5,700 "
@@ -41,6 +44,7 @@ DOC = Doc(
         "Arlitt & Williamson 2004, sec. 5.1.2 (logging client requests)",
         "Almeida et al., sec. 4.2 (latency: logging time)",
         "https://httpd.apache.org/docs/2.4/mod/mod_log_config.html#bufferedlogs",
+        "S512 no-access-log: the security side of this trade-off",
     ),
 )
 
@@ -53,14 +57,16 @@ def check(ctx: LintContext, report: Report) -> None:
         if not node.args:
             continue
         target = node.args[0]
-        if target.startswith("|"):
-            continue
+        if target.startswith("|") or target == "/dev/null":
+            continue  # another process writes it, or nothing does (S512's concern)
         if any(arg.startswith(("env=", "expr=")) for arg in node.args[1:]):
             continue
         report(node, f"{node.name} writes every request to {target} unbuffered; an access log "
                      "measured about -10 % at 74 bytes per request. Consider BufferedLogs On, "
-                     "env=!static_asset for static files, or a piped log.")
+                     "env=!static_asset for static files, or a piped log. Trade-off: S512 (security) "
+                     "needs the log as an audit trail; make it cheaper, do not drop it.")
 
 
 RULE = Rule(code="P106", slug="access-log-cost", severity="info", category="performance",
-            directives=("CustomLog", "TransferLog", "BufferedLogs"), doc=DOC, check=check)
+            directives=("CustomLog", "TransferLog", "BufferedLogs"), doc=DOC, check=check,
+            trade_off="S512")

@@ -24,7 +24,10 @@ DOC = Doc(
         "and cannot cache the answer. Hu, Nanda & Yang (1999) measured 35-50 % of Apache's "
         "CPU in system calls; extra calls per request land there. The check is a security "
         "measure on shared hosts where users can plant links, which is why the rule is "
-        "informational: keep it where users you do not trust write the tree."
+        "informational: keep it where users you do not trust write the tree. S510 (security) "
+        "gives the opposite advice for that reason; `--profile performance` keeps this rule, "
+        "`--profile security` keeps S510, the default profile shows both and each names the "
+        "other."
     ),
     evidence=(
         "Hu, Nanda & Yang (1999): 35-50 % of Apache's CPU went to system calls; "
@@ -39,6 +42,7 @@ DOC = Doc(
     references=(
         "Hu, Nanda & Yang 1999, IPCCC'99 (system-call share of CPU)",
         "https://httpd.apache.org/docs/2.4/misc/perf-tuning.html#symlinks",
+        "S510 follow-symlinks: the security side of this trade-off",
         "https://httpd.apache.org/docs/2.4/mod/core.html#options",
     ),
 )
@@ -119,8 +123,10 @@ def check(ctx: LintContext, report: Report) -> None:
             else:
                 continue
             report(last, f"Options leave {path.rstrip('/') or '/'} with {problem}: httpd "
-                         "lstat()s every path component of every request there.")
+                         "lstat()s every path component of every request there. Trade-off: S510 (security) "
+                         "wants the owner check where untrusted users write the tree; --profile "
+                         "performance or security picks one.")
 
 
 RULE = Rule(code="P110", slug="symlink-checks", severity="info", category="performance",
-            directives=("Options",), doc=DOC, check=check)
+            directives=("Options",), doc=DOC, check=check, trade_off="S510")

@@ -26,6 +26,7 @@ DOC = Doc(
     fix="Set `ServerTokens Prod` at server scope.",
     references=(
         "CIS Apache HTTP Server 2.4 Benchmark (information leakage)",
+        "dev-sec apache-baseline apache-07 (Set the apache server token)",
         "https://httpd.apache.org/docs/2.4/mod/core.html#servertokens",
     ),
 )
@@ -49,4 +50,4 @@ def check(ctx: LintContext, report: Report) -> None:
 
 
 RULE = Rule(code="S501", slug="server-tokens", severity="warning", category="security",
-            directives=("ServerTokens",), doc=DOC, check=check, fixable=True)
+            directives=("ServerTokens",), doc=DOC, check=check, baseline=("apache-07",), fixable=True)

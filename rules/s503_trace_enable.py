@@ -24,6 +24,7 @@ DOC = Doc(
     fix="Set `TraceEnable Off` at server scope (and remove On from virtual hosts).",
     references=(
         "CIS Apache HTTP Server 2.4 Benchmark (TRACE method)",
+        "dev-sec apache-baseline apache-09 (Disable TRACE-methods)",
         "https://httpd.apache.org/docs/2.4/mod/core.html#traceenable",
     ),
 )
@@ -47,4 +48,5 @@ def check(ctx: LintContext, report: Report) -> None:
 
 
 RULE = Rule(code="S503", slug="trace-enabled", severity="warning", category="security",
-            directives=("TraceEnable",), doc=DOC, check=check, fixable=True)
+            directives=("TraceEnable",), doc=DOC, check=check, fixable=True,
+            baseline=("apache-09",))

@@ -28,6 +28,7 @@ DOC = Doc(
     fix="Remove Indexes from Options (or write -Indexes); list only directories that are meant to be browsed.",
     references=(
         "CIS Apache HTTP Server 2.4 Benchmark (directory listing)",
+        "dev-sec apache-baseline apache-12 (Disable Directory Listing for directories in alias.conf)",
         "https://httpd.apache.org/docs/2.4/mod/core.html#options",
         "https://httpd.apache.org/docs/2.4/mod/mod_autoindex.html",
     ),
@@ -86,4 +87,4 @@ def check(ctx: LintContext, report: Report) -> None:
 
 
 RULE = Rule(code="S504", slug="directory-listing", severity="warning", category="security",
-            directives=("Options",), doc=DOC, check=check)
+            directives=("Options",), doc=DOC, check=check, baseline=("apache-12",))

@@ -20,7 +20,7 @@ CLI = [sys.executable, "-m", "advisor"]
 EVENT = "LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so\n"
 REQTIMEOUT = "LoadModule reqtimeout_module /usr/lib/apache2/modules/mod_reqtimeout.so\n"
 CLEAN = (EVENT + REQTIMEOUT + "ServerName clean.test\nServerTokens Prod\nTraceEnable Off\n"
-         "EnableSendfile On\n")
+         "EnableSendfile On\nBufferedLogs On\nCustomLog /tmp/apache-advisor-clean-access.log common\n")
 
 
 def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -149,7 +149,8 @@ def test_defines_and_modules_reach_the_loader(tmp_path):
 
 
 def test_mpm_and_version_options_change_the_verdict(tmp_path):
-    body = REQTIMEOUT + "ServerName a.test\nServerTokens Prod\nTraceEnable Off\nEnableSendfile On\nKeepAliveTimeout 15\n"
+    body = (REQTIMEOUT + "ServerName a.test\nServerTokens Prod\nTraceEnable Off\nEnableSendfile On\nKeepAliveTimeout 15\n"
+            "BufferedLogs On\nCustomLog /tmp/apache-advisor-clean-access.log common\n")
     path = config(tmp_path, body)
     assert lint_json(str(path), "--mpm", "event") == []
     assert sorted(f["code"] for f in lint_json(str(path), "--mpm", "prefork")) == ["P104", "P113"]
@@ -164,7 +165,7 @@ def test_text_output_groups_by_file_with_summary(tmp_path):
     result = run("--isolated", str(main))
     out = result.stdout
     assert out.index(str(main)) < out.index("P102") < out.index(str(tmp_path / "extra.conf")) < out.index("R301")
-    assert re.search(r"^\s+7\s+warning\s+P102 ", out, re.M)
+    assert re.search(r"^\s+9\s+warning\s+P102 ", out, re.M)
     assert re.search(r"^\s+1\s+warning\s+R301 ", out, re.M)
     assert "why: Arlitt & Williamson (2004, sec. 5.1.6)" in out
     assert "Found 3 problems (2 warnings, 1 info) in 2 files" in out

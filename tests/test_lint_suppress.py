@@ -15,7 +15,9 @@ HEAD = ("LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so\n
 def lint_text(tmp_path: Path, body: str, *args: str) -> list[tuple[str, int]]:
     path = tmp_path / "httpd.conf"
     path.write_text(body)
-    return sorted((f["code"], f["line"]) for f in lint_json(str(path), *args))
+    # HEAD writes no access log; S512 would flag every body, and these tests
+    # are about the comments, not about logging.
+    return sorted((f["code"], f["line"]) for f in lint_json(str(path), "--ignore", "S512", *args))
 
 
 def test_comment_before_a_directive_silences_only_that_directive(tmp_path):

@@ -441,4 +441,6 @@ def rule_metadata(rule) -> dict:
         "good": doc.good,
         "fix": doc.fix,
         "references": list(doc.references),
+        "baseline": list(rule.baseline),
+        "trade_off": rule.trade_off,
     }

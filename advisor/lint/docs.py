@@ -146,6 +146,7 @@ def rules_document(rules: Iterable[Rule]) -> str:
         lines.append(f"| [{rule.code}](#{anchor}) | `{rule.slug}` | {rule.severity} | "
                      f"{rule.category} | {rule.doc.summary.replace('|', '/')} |")
     lines.append("")
+    lines += _trade_offs(rules) + _baseline_coverage(rules)
     for category in CATEGORIES:
         members = [rule for rule in rules if rule.category == category]
         if not members:
@@ -154,3 +155,56 @@ def rules_document(rules: Iterable[Rule]) -> str:
         for rule in members:
             lines.append(rule_markdown(rule))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _trade_offs(rules: list[Rule]) -> list[str]:
+    """Pairs of rules that give opposite advice for security and for speed."""
+    by_code = {rule.code: rule for rule in rules}
+    pairs = sorted({tuple(sorted((rule.code, rule.trade_off))) for rule in rules
+                    if rule.trade_off and rule.trade_off in by_code})
+    if not pairs:
+        return []
+    lines = [
+        "## Security against speed",
+        "",
+        "Some settings are safer one way and faster the other. For these the rules do not give",
+        "two silent, opposite orders: each rule of a pair names the other in its documentation and",
+        "in every finding, and the profile says which goal counts. `--profile security` (or",
+        "`profile = \"security\"` in the settings file) keeps the security rule, `--profile",
+        "performance` the performance rule; no config gets both findings of a pair under either.",
+        "The default profile, `all`, shows both: a tree or host gets at most one of the pair (they",
+        "flag opposite states), and each finding says what the other side would cost.",
+        "",
+        "| security rule | performance rule | the setting |",
+        "|---|---|---|",
+    ]
+    for first, second in pairs:
+        security, performance = sorted((by_code[first], by_code[second]),
+                                       key=lambda rule: rule.category != "security")
+        lines.append(f"| {security.code} `{security.slug}` | {performance.code} `{performance.slug}` | "
+                     f"{security.doc.summary.replace('|', '/')} |")
+    return lines + [""]
+
+
+def _baseline_coverage(rules: list[Rule]) -> list[str]:
+    """Each dev-sec apache-baseline control, and the rules that judge it."""
+    from advisor.lint.baseline import DEV_SEC_APACHE
+
+    lines = [
+        "## dev-sec apache-baseline coverage",
+        "",
+        "The dev-sec apache-baseline (InSpec) has 14 controls. Five need the running host and are",
+        "out of reach of a configuration linter; the nine others are judged by meaning (the value in",
+        "effect, inherited from the main server and `<Directory />`, modules really loaded), not by",
+        "matching text in a named file. `apache-advisor rules --format json` lists each rule's",
+        "`baseline` controls.",
+        "",
+        "| control | what it checks | needs a live host | rules |",
+        "|---|---|---|---|",
+    ]
+    for control in DEV_SEC_APACHE:
+        covering = [rule.code for rule in rules if control.id in rule.baseline]
+        lines.append(f"| {control.id} | {control.title.replace('|', '/')} | "
+                     f"{'yes' if control.live_host else 'no'} | "
+                     f"{', '.join(covering) if covering else '-'} |")
+    return lines + [""]

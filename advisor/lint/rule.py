@@ -94,6 +94,13 @@ class Rule:
     """Runs after the other rules, on what they found (unused suppressions)."""
     fixable: bool = False
     """Its findings carry an `Edit` that `apache-advisor fix` applies."""
+    baseline: tuple[str, ...] = ()
+    """dev-sec apache-baseline controls the rule covers (`apache-06`): listed by
+    `rules --format json` and in the coverage table of docs/rules.md."""
+    trade_off: str | None = None
+    """The rule that gives the opposite advice for the other goal (security
+    against speed); each names the other in its docs and findings, and the
+    profiles decide which one speaks."""
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

@@ -1,0 +1,120 @@
+"""S509: served trees that accept every HTTP method."""
+
+from __future__ import annotations
+
+from advisor.config.model import Node, Section
+from advisor.lint.context import LintContext
+from advisor.lint.rule import Doc, Report, Rule
+
+from ._served import deciding, normalize_dir, owned, sites
+
+DOC = Doc(
+    summary="No restriction of HTTP methods (LimitExcept, Require method, AllowMethods) on a served tree",
+    what=(
+        "In a whole config, notes each DocumentRoot and Alias target that no method "
+        "restriction reaches: no <LimitExcept> or <Limit> section, `Require method` or "
+        "AllowMethods in a <Directory> that covers it, in a <Location> over its URL, or at "
+        "the level of its virtual host or the main server (inherited). Trees whose access "
+        "is `Require all denied` are not served and are left alone. Informational."
+    ),
+    why=(
+        "A tree that only serves pages needs GET, HEAD and POST (and OPTIONS for CORS "
+        "preflights). Whatever else the handlers behind it accept (PUT and DELETE with "
+        "WebDAV, anything a CGI, PHP script or proxied application chooses to honour) is "
+        "reachable by every client unless a method list stops it first. Static files "
+        "alone answer other methods with 405, which is why this is information rather than "
+        "a warning. TRACE is handled by the core before these checks: S503 (TraceEnable "
+        "Off) covers it. dev-sec's apache-baseline (apache-10) and CIS's benchmark ask for "
+        "an explicit method list."
+    ),
+    evidence=(
+        "CIS Apache HTTP Server 2.4 Benchmark 5.7 (restrict HTTP request methods); dev-sec "
+        "apache-baseline apache-10 (<LimitExcept GET POST>)."
+    ),
+    bad="DocumentRoot /var/www/html\n<Directory /var/www/html>\n    Require all granted\n</Directory>",
+    good=(
+        "DocumentRoot /var/www/html\n<Directory /var/www/html>\n"
+        "    <LimitExcept GET POST HEAD OPTIONS>\n        Require all denied\n    </LimitExcept>\n"
+        "</Directory>"
+    ),
+    fix=(
+        "Inside the tree's <Directory>, write `<LimitExcept GET POST HEAD OPTIONS>` with "
+        "`Require all denied`, or (httpd 2.4) `Require method GET POST HEAD OPTIONS` next to "
+        "its other Require lines; mod_allowmethods' `AllowMethods GET POST OPTIONS` works too."
+    ),
+    references=(
+        "dev-sec apache-baseline apache-10 (Disable insecure HTTP-methods)",
+        "CIS Apache HTTP Server 2.4 Benchmark 5.7 (Ensure HTTP request methods are restricted)",
+        "https://httpd.apache.org/docs/2.4/mod/core.html#limitexcept",
+        "https://httpd.apache.org/docs/2.4/mod/mod_authz_core.html#reqmethod",
+        "https://httpd.apache.org/docs/2.4/mod/mod_allowmethods.html",
+    ),
+)
+
+_SCOPES = ("directory", "directorymatch", "location", "locationmatch", "files", "filesmatch",
+           "virtualhost")
+
+
+def _markers(ctx: LintContext) -> list[Node]:
+    """Every node that restricts methods somewhere."""
+    found: list[Node] = list(ctx.sections("LimitExcept", "Limit"))
+    for node in ctx.directives("Require"):
+        words = [arg.lower() for arg in node.args[:2]]
+        if words[:1] == ["method"] or words == ["not", "method"]:
+            found.append(node)
+    for node in ctx.directives("AllowMethods"):
+        if node.args and node.arg(0).lower() != "reset":
+            found.append(node)
+    return found
+
+
+def _scope(node: Node) -> tuple[Section | None, Section | None]:
+    """(the <Directory>/<Location>/... that holds the marker or None, its owner:
+    the root or a <VirtualHost>)."""
+    inner: Section | None = None
+    parent = node.parent
+    while parent is not None and not parent.is_root:
+        if parent.lname == "virtualhost":
+            return inner, parent
+        if inner is None and parent.lname in _SCOPES:
+            inner = parent
+        parent = parent.parent
+    return inner, parent
+
+
+def _reaches(inner: Section | None, path: str, url: str | None) -> bool:
+    """Whether a restriction held in `inner` applies to the served `path`
+    (reached at URL prefix `url`, None for a DocumentRoot)."""
+    if inner is None:
+        return True  # at server or virtual-host level: everything it serves
+    if inner.lname == "directory" and inner.args and inner.args[0] != "~":
+        return path.startswith(normalize_dir(inner.args[0]))
+    if inner.lname == "location" and inner.args and inner.args[0] != "~":
+        prefix = inner.args[0].strip('"')
+        return prefix == "/" or (url is not None and url.startswith(prefix))
+    return True  # regex and <Files> sections: too dynamic to judge, so no finding
+
+
+def check(ctx: LintContext, report: Report) -> None:
+    if not ctx.complete:
+        return  # a fragment's restriction may sit in the main config
+    scoped = [_scope(node) for node in _markers(ctx)]
+    requires = owned(ctx, "Require")
+    for site in sites(ctx):
+        visible = [inner for inner, owner in scoped
+                   if owner is not None and (owner.is_root or owner is site.section)]
+        for path, origin in site.served_paths():
+            url = origin.arg(0) if origin is not None and origin.lname != "documentroot" else None
+            if any(_reaches(inner, path, url) for inner in visible):
+                continue
+            decided, _ = deciding(requires, site, path)
+            if decided is not None and [a.lower() for a in decided.args] == ["all", "denied"]:
+                continue
+            where = origin if origin is not None else ctx.context_location(site.section)
+            report(where, f"{path.rstrip('/') or '/'} accepts every HTTP method its handlers "
+                          "honour: no <LimitExcept>, Require method or AllowMethods reaches it.")
+
+
+RULE = Rule(code="S509", slug="methods-unrestricted", severity="info", category="security",
+            directives=("LimitExcept", "Limit", "Require", "AllowMethods"), doc=DOC, check=check,
+            baseline=("apache-10",))
