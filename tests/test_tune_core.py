@@ -384,3 +384,53 @@ def test_tuner_reaches_the_simulated_optimum(stock_space):
     assert sum(b >= 0.95 * optimum for b in tuner) >= 8, report
     assert statistics.median(tuner) > statistics.median(baseline), report
     assert sum(b >= 1.2 * stock for b in tuner) >= 8 and statistics.median(tuner) >= 1.2 * stock, report
+
+
+def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_the_missing(tmp_path,
+                                                                                            stock_space):
+    """The gain's interleaved replicates go to the journal one line each; a
+    session stopped among them and resumed to the same winner measures only
+    those it lacks, and takes none from a journal of another winner."""
+    from types import SimpleNamespace
+
+    from advisor.tuner.session import SessionEvents, TuneSession
+
+    sim = SimulatedObjective(stock_space, HOST, seed=2)
+    winner = dict(stock_space.start, KeepAlive="Off" if stock_space.start["KeepAlive"] == "On" else "On")
+    other = dict(stock_space.start, MaxRequestWorkers=stock_space.start["MaxRequestWorkers"] * 2)
+
+    class Runner:
+        """Counts the measurements; stops the session at `stop_at`, like Ctrl-C."""
+
+        def __init__(self, stop_at=None):
+            self.uncapped, self.calls, self.stop_at = False, [], stop_at
+
+        def __call__(self, point):
+            if self.stop_at is not None and len(self.calls) == self.stop_at:
+                raise KeyboardInterrupt
+            self.calls.append(dict(point))
+            return sim(point)
+
+    session = TuneSession.__new__(TuneSession)
+    session.space, session.events = stock_space, SessionEvents()
+    session.settings = SimpleNamespace(gain_replicates=3)
+    journal = Journal.create(tmp_path, header(stock_space))
+    with pytest.raises(KeyboardInterrupt):
+        session._replicates(Runner(stop_at=4), winner, journal, [])
+    first = read_journal(journal.path)
+    assert [(g.index, g.role) for g in first.gain_runs] == [(1, "start"), (2, "winner"), (3, "start"), (4, "winner")]
+    assert first.trials == []  # gain runs are no trials: the optimizer is never told them
+
+    again, contents = Journal.resume(tmp_path, space=stock_space.signature(), workload=header(stock_space).workload,
+                                     objective=header(stock_space).objective)
+    resumed = Runner()
+    replicates = session._replicates(resumed, winner, again, contents.gain_runs)
+    assert len(resumed.calls) == 2 and resumed.calls == [stock_space.start, winner]
+    assert len(replicates.start) == 3 and len(replicates.winner) == 3
+    assert replicates.start[:2] == [g.objective for g in first.gain_runs if g.role == "start"]
+    assert len(read_journal(journal.path).gain_runs) == 6
+
+    # A resume that ends on another winner measures its own comparison from the start.
+    fresh = Runner()
+    session._replicates(fresh, other, again, read_journal(journal.path).gain_runs)
+    assert len(fresh.calls) == 6

@@ -550,9 +550,11 @@ class TuneSession:
             journal, contents = Journal.resume(s.session_dir, space=header.space, workload=header.workload,
                                                objective=header.objective)
             done = list(contents.trials)
+            earlier_gain = list(contents.gain_runs)
         else:
             journal = Journal.create(s.session_dir, header)
             done = []
+            earlier_gain = []
         settings = SearchSettings(budget=s.budget, max_time_s=s.max_time_s, seed=s.seed)
         searcher = make_searcher(s.search, space, settings)
         searcher.replay(done)
@@ -575,7 +577,7 @@ class TuneSession:
         normal = result.advice is None
         replicates = None
         if s.gain_replicates and normal:
-            replicates = self._replicates(runner, winner)
+            replicates = self._replicates(runner, winner, journal, earlier_gain)
         report = self._report(observations, winner, replicates, result, time.monotonic() - began)
         return SessionOutcome(report, result, observations, winner, replicates, normal)
 
@@ -648,25 +650,43 @@ class TuneSession:
 
     # ---- the gain ----------------------------------------------------------
 
-    def _replicates(self, runner: "TrialObjective", winner: dict[str, Value]):
+    def _replicates(self, runner: "TrialObjective", winner: dict[str, Value], journal, earlier: list):
+        """The interleaved gain runs, each journalled as it completes; runs an
+        interrupted session journalled for this same start and winner are
+        taken from the journal instead of measured again."""
         from advisor.tuner.tune_gain import Replicates, replicate_order
+        from advisor.tuner.tune_journal import GainRun
 
         space = self.space
         if _key(space, winner) == _key(space, space.start):
             self.events.note("the starting config is the winner: no gain to measure")
             return None
         roles = replicate_order(self.settings.gain_replicates)
+        points = {"start": dict(space.start), "winner": dict(winner)}
+        # Runs of another winner measured another comparison: none of them counts.
+        same = all(_key(space, run.point) == _key(space, points[run.role]) for run in earlier)
+        kept = {run.index: run for run in earlier if same and run.index <= len(roles)
+                and roles[run.index - 1] == run.role}
+        if kept:
+            self.events.note(f"{len(kept)} gain run(s) taken from the journal")
         runner.uncapped = True
         runs: list[tuple[str, TrialOutcome]] = []
         for index, role in enumerate(roles, start=1):
-            point = dict(space.start) if role == "start" else dict(winner)
+            point = points[role]
+            if index in kept:
+                run = kept[index]
+                runs.append((role, TrialOutcome(run.objective if run.objective is not None else 0.0, run.valid,
+                                                run.verdict, dict(run.details))))
+                continue
             try:
-                outcome = runner(point)
+                outcome = runner(dict(point))
                 if not outcome.valid:
-                    outcome = runner(point)  # once more, as the search does
+                    outcome = runner(dict(point))  # once more, as the search does
             except PointRefused as refused:
                 self.events.note(f"replicate {index} of the {role} was refused: {refused.error.render()}")
                 continue
+            journal.append_gain(GainRun(index, role, dict(point), float(outcome.objective), outcome.valid,
+                                        outcome.verdict, outcome.details))
             runs.append((role, outcome))
             self.events.replicate_done(index, len(roles), role, outcome)
         return Replicates.from_outcomes(runs)

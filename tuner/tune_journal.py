@@ -2,11 +2,16 @@
 
     {"kind": "header", "version": 1, "space": {...}, "workload": {...}, "objective": {...}, "seed": 0, ...}
     {"kind": "trial", "trial": 1, "point": {...}, "objective": 812.4, "valid": true, "verdict": "...", ...}
+    {"kind": "gain", "index": 1, "role": "start", "point": {...}, "objective": 640.2, "valid": true, ...}
 
 Each line is written with one write() on a file opened for appending and is
 fsynced before the next trial starts, so after a crash or kill -9 the file
 holds every completed trial and at most one torn line at the end. Reading
 drops that torn tail; resuming cuts it off before appending.
+
+The gain's interleaved replicates (after the search) are journalled the same
+way, as "gain" lines, so that a resumed session that ends on the same winner
+does not measure them again.
 
 `--resume` rebuilds the optimizer by telling it every completed trial, and
 refuses a journal whose space, workload or objective differ from the ones
@@ -61,6 +66,37 @@ class JournalContents:
     """The last line was cut short (a crash mid-write); it is not a trial."""
     good_bytes: int
     """Length of the file up to the end of the last complete line."""
+    gain_runs: list["GainRun"] = field(default_factory=list)
+
+
+@dataclass
+class GainRun:
+    """One completed replicate of the gain measurement."""
+
+    index: int
+    """Its place in the interleaved order (1-based)."""
+    role: str
+    """"start" or "winner"."""
+    point: dict[str, Any]
+    objective: float | None
+    valid: bool
+    verdict: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "gain", "index": self.index, "role": self.role, "point": dict(self.point),
+                "objective": self.objective, "valid": self.valid, "verdict": self.verdict,
+                "details": self.details}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "GainRun":
+        role = str(data["role"])
+        if role not in ("start", "winner"):
+            raise ValueError(f"role {role!r}")
+        objective = data.get("objective")
+        return cls(index=int(data["index"]), role=role, point=dict(data["point"]),
+                   objective=None if objective is None else float(objective), valid=bool(data["valid"]),
+                   verdict=str(data.get("verdict", "")), details=dict(data.get("details") or {}))
 
 
 def journal_path(session_dir: str | os.PathLike) -> Path:
@@ -107,10 +143,11 @@ def read_journal(path: str | os.PathLike) -> JournalContents:
     try:
         header = JournalHeader.from_dict(head)
         trials = [Observation.from_dict(r) for _, r in records[1:] if r.get("kind") == "trial"]
+        gain_runs = [GainRun.from_dict(r) for _, r in records[1:] if r.get("kind") == "gain"]
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"journal entry lacks {exc}", file=str(path),
                          hint="the journal was edited or damaged; start a new session") from None
-    return JournalContents(header, trials, torn, good_bytes)
+    return JournalContents(header, trials, torn, good_bytes, gain_runs)
 
 
 def _differences(mine: Any, theirs: Any, prefix: str = "") -> list[str]:
@@ -185,7 +222,12 @@ class Journal:
         return cls(path), contents
 
     def append(self, observation: Observation) -> None:
-        record = {"kind": "trial", **observation.to_dict()}
+        self._append({"kind": "trial", **observation.to_dict()})
+
+    def append_gain(self, run: GainRun) -> None:
+        self._append(run.to_dict())
+
+    def _append(self, record: Mapping[str, Any]) -> None:
         descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         try:
             _write_line(descriptor, record)
