@@ -197,26 +197,12 @@ CRLF_CONFIG = (
     b"hostnamelookups   Double\r\n"
     b"ServerTokens OS"
 )
-CRLF_EXPECTED = (
-    b"# apache-advisor fix test: CRLF, tabs and comments\r\n"
-    b"LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so\r\n"
-    b"ServerName crlf.test\r\n"
-    b"ErrorLog /tmp/apache-advisor-fix-crlf.log\r\n"
-    b"# caf\xe9: a Latin-1 byte that is not UTF-8\r\n"
-    b"\r\n"
-    b"ServerAdmin \\\r\n"
-    b"\twebmaster@crlf.test\r\n"
-    b"<IfModule mpm_event_module>\r\n"
-    b"\tThreadsPerChild\t25\r\n"
-    b"\tMaxRequestWorkers\t1000\t\r\n"
-    b"\tServerLimit 40\r\n"
-    b"</IfModule>\r\n"
-    b"KeepAlive On # it was off for a reason once\r\n"
-    b"hostnamelookups   Off\r\n"
-    b"ServerTokens Prod\r\n"
-    b"EnableSendfile On\r\n"
-    b"TraceEnable Off"
-)
+# What fix makes of it, change by change; every other byte is the same.
+CRLF_EXPECTED = (CRLF_CONFIG
+                 .replace(b"\tMaxRequestWorkers\t1000\t\r\n", b"\tMaxRequestWorkers\t1000\t\r\n\tServerLimit 40\r\n")
+                 .replace(b"KeepAlive Off #", b"KeepAlive On #")
+                 .replace(b"hostnamelookups   Double", b"hostnamelookups   Off")
+                 .replace(b"ServerTokens OS", b"ServerTokens Prod\r\nEnableSendfile On\r\nTraceEnable Off"))
 
 
 @pytest.mark.httpd
@@ -406,14 +392,12 @@ def test_read_only_directory(tmp_path):
 def test_check_command_that_fails_names_the_file_and_line_in_the_tree(tmp_path):
     path = _fixable(tmp_path)
     before = path.read_bytes()
-    # A stand-in that answers like httpd does, about the copy it was given.
-    script = ("echo \"AH00526: Syntax error on line 4 of $(dirname $0)/x/bad.conf:\" >&2; "
-              "echo 'KeepAlive must be On or Off' >&2; exit 1")
+    # A stand-in that answers like httpd does, about the copy it was given
+    # (-d ROOT -f CONFIG are appended: $4 is the copy's main file).
     checker = tmp_path / "checker.sh"
     checker.write_text(f"#!/bin/sh\necho \"AH00526: Syntax error on line 4 of $4:\" >&2\n"
                        "echo 'Invalid command KeepAlive' >&2\nexit 1\n")
     checker.chmod(0o755)
-    del script
     result = run_fix("--write", "--check-cmd", str(checker), str(path))
     assert_one_line_error(result, f"{path}:4:", "Invalid command KeepAlive", "nothing was changed")
     _unchanged(path, before)
@@ -496,3 +480,76 @@ def test_failure_on_the_second_file_restores_the_first(tmp_path, monkeypatch, ca
     assert any(str(c).endswith("main.conf") for c in calls)  # the first was replaced, then restored
     for path, data in originals.items():
         _unchanged(path, data)
+
+
+# ---- a whole Debian tree: links, includes, envvars, the real apache2 -------------
+
+
+@pytest.mark.httpd
+def test_debian_tree_is_fixed_through_its_links_and_checked_by_apache2(tmp_path, test_envvars):
+    require_httpd()
+    tree = tmp_path / "apache2"
+    shutil.copytree(SAMPLES / "debian", tree, symlinks=True)
+    # The envvars of the host (run and log directories) for this test's httpd.
+    shutil.copyfile(test_envvars, tree / "envvars")
+    link = tree / "conf-enabled" / "security.conf"
+    target = tree / "conf-available" / "security.conf"
+    assert link.is_symlink()
+    target_before = target.read_bytes()
+    untouched = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file() and not p.is_symlink()}
+    result = run_fix("--write", str(tree / "apache2.conf"))  # default check: apache2 -t on a copy
+    assert result.returncode == 0, result.stderr
+    assert f"+++ {tree}/conf-enabled/security.conf" in result.stdout  # the path as included
+    assert link.is_symlink() and os.readlink(link) == "../conf-available/security.conf"
+    assert (tree / "conf-available" / "security.conf.orig").read_bytes() == target_before
+    changed = {p for p, data in untouched.items() if p.read_bytes() != data}
+    assert target in changed and tree / "apache2.conf" in changed
+    for path in changed:
+        replaced, inserted, deleted = changed_lines(untouched[path], path.read_bytes())
+        assert deleted == [] and replaced or inserted
+    after = findings_of(tree / "apache2.conf")
+    assert [f for f in after if f.edit is not None and f.edit.applicable] == []
+    # httpd itself, on the tree in place, as apache2ctl would run it.
+    env = dict(os.environ)
+    from advisor.config.envvars import read_envvars
+
+    env.update(read_envvars(str(tree / "envvars"), env))
+    done = subprocess.run([require_httpd(), "-t", "-d", str(tree), "-f", str(tree / "apache2.conf")],
+                          capture_output=True, text=True, env=env, timeout=30, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_rename_and_a_new_value_on_one_line_both_apply(tmp_path):
+    path = tmp_path / "legacy.conf"
+    shutil.copyfile(RULES_CORPUS / "P101" / "legacy_name.conf", path)
+    result = run_fix("--write", "--check-cmd", "true", "--select", "P101,E404", str(path))
+    assert result.returncode == 0, result.stderr
+    assert path.read_text().splitlines()[7] == "MaxConnectionsPerChild 0"
+
+
+def test_two_fixes_of_the_same_text_apply_one_and_report_the_other():
+    from advisor.fix.plan import make_plan
+    from advisor.lint.edits import Edit
+    from advisor.lint.rule import Finding
+
+    line = "ServerLimit 10"
+    first = Edit("f.conf", 3, 12, 14, "40", line, "ServerLimit 10 -> 40")
+    second = Edit("f.conf", 3, 12, 14, "64", line, "ServerLimit 10 -> 64")
+    same = Edit("f.conf", 3, 12, 14, "40", line, "ServerLimit 10 -> 40")
+    added = Edit("f.conf", 3, 14, 14, "\nThreadLimit 64", line, "add ThreadLimit 64")
+    findings = [Finding(code, "warning", "m", "f.conf", 3, "e", "fix", edit)
+                for code, edit in (("C203", first), ("C203", second), ("C203", same), ("C203", added))]
+    plan = make_plan(findings)
+    assert [edit for edit, _ in plan.edits["f.conf"]] == [first, added]
+    assert len(plan.skipped) == 1 and "same text" in plan.skipped[0].reason
+    assert splice("f.conf", b"a\nb\nServerLimit 10\n", [first, added]) == b"a\nb\nServerLimit 40\nThreadLimit 64\n"
+
+
+def test_a_line_that_changed_since_lint_read_it_is_refused():
+    from advisor.errors import ConfigError
+    from advisor.lint.edits import Edit
+
+    edit = Edit("f.conf", 2, 10, 13, "On", "KeepAlive Off", "KeepAlive Off -> On")
+    assert splice("f.conf", b"# x\nKeepAlive Off\n", [edit]) == b"# x\nKeepAlive On\n"
+    with pytest.raises(ConfigError, match="changed since it was read"):
+        splice("f.conf", b"# x\nKeepAlive  Off\n", [edit])
