@@ -553,3 +553,16 @@ def test_a_line_that_changed_since_lint_read_it_is_refused():
     assert splice("f.conf", b"# x\nKeepAlive Off\n", [edit]) == b"# x\nKeepAlive On\n"
     with pytest.raises(ConfigError, match="changed since it was read"):
         splice("f.conf", b"# x\nKeepAlive  Off\n", [edit])
+
+
+def test_a_finding_a_fix_uncovers_is_reported_and_a_second_run_fixes_it(tmp_path):
+    path = tmp_path / "keepalive.conf"
+    path.write_text(HEADER.replace("mpm_event", "mpm_prefork") + "KeepAlive Off\nKeepAliveTimeout 15\n")
+    first = run_fix("--write", "--check-cmd", "true", "--select", "P102,P104", str(path))
+    assert first.returncode == 0, first.stderr
+    assert f"{path}:5: after the fixes lint also reports P104" in first.stderr
+    assert path.read_text().endswith("KeepAlive On\nKeepAliveTimeout 15\n")
+    second = run_fix("--write", "--check-cmd", "true", "--select", "P102,P104", str(path))
+    assert second.returncode == 0 and "also reports" not in second.stderr, second.stderr
+    assert path.read_text().endswith("KeepAlive On\nKeepAliveTimeout 5\n")
+    assert run_fix("--check-cmd", "true", "--select", "P102,P104", str(path)).returncode == 0

@@ -68,7 +68,29 @@ def plan_fixes(options, check_cmd: str | None, write: bool, backup_suffix: str |
     if write:
         write_all(targets, backup_suffix)
         outcome.written = True
+        outcome.notes.extend(_uncovered(options, run.findings))
     return outcome
+
+
+def _uncovered(options, before: list) -> list[str]:
+    """What lint reports now that it did not before: a fix can bring a
+    setting into play that an earlier value hid (KeepAliveTimeout matters
+    once KeepAlive is On). Said, not hidden; a second `fix` handles the
+    mechanical ones."""
+    from collections import Counter
+
+    from advisor.commands.lint import run_lint
+
+    after = run_lint(options).findings
+    earlier = Counter(finding.code for finding in before)
+    grown = Counter(finding.code for finding in after) - earlier
+    notes = []
+    for finding in after:
+        if grown[finding.code] > 0:
+            grown[finding.code] -= 1
+            notes.append(f"{finding.file}:{finding.line}: after the fixes lint also reports "
+                         f"{finding.code}: {finding.message}")
+    return notes
 
 
 def register(app: typer.Typer) -> None:
