@@ -155,29 +155,62 @@ def test_default_rates_span_capacity():
     assert report["model"]["worst_response_current"] == pytest.approx(2.56)
 
 
-def test_fit_from_bench_json_drives_the_model(tmp_path):
-    from advisor.capacity.queueing import Arrivals, SimulationOptions, simulate
+def _bench_trial(rate: float, result, workers: int, duration: float = 6.0) -> dict:
+    """A trial as bench writes it, with what the pool model predicts as the measurement."""
+    samples = [{"busy_workers": round(result.busy_workers) + 1, "httpd_cpu_pct": 100 * result.cpu_cores_used}] * 5
+    return {"kind": "trial", "valid": True, "request_rate": rate, "reply_rate": result.throughput,
+            "reply_time_ms": result.response_time * 1000,
+            "inputs": {"rate": rate, "duration_s": duration, "num_calls": 1, "server_cpus": [0],
+                       "server_cpu_quota_pct": None, "directives": [f"MaxRequestWorkers {workers}"]},
+            "httperf": {"replies": round(result.throughput * duration)},
+            "pool": {"configured": workers}, "metrics": samples}
 
-    trials = []
-    for i, rate in enumerate((20, 60, 100, 115, 130, 160, 220)):
-        p = simulate(rate, 0.008, 300, Arrivals("poisson"),
-                     options=SimulationOptions(replications=3, arrivals_per_replication=12_000, seed=i))
-        trials.append({"request_rate": rate, "reply_rate": p.throughput.value,
-                       "reply_time_ms": p.response_time.value * 1000, "errors": 0})
-    bench = write(tmp_path / "ramp.json", json.dumps({"trials": trials}))
-    report = run_json([DEBIAN, "--ram", "8G", *FIXED, "--fit", str(bench), "--rate", "100"])
+
+def test_fit_from_bench_json_drives_the_pool_model(tmp_path):
+    """The issue's ramp: four workers, a sleeping endpoint. Fitted on the
+    model's own numbers, the fit is wait-bound and its K counts the workers
+    and the listen queue, never a negative queue, never K = 1."""
+    from advisor.capacity.pool import ServerModel, solve
+
+    truth = ServerModel(0.008, 0.2, cores=1, backlog=512)
+    rates = [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
+    trials = [_bench_trial(r, p, 4) for r, p in zip(rates, solve(rates, truth, 4))]
+    bench = write(tmp_path / "ramp.json", "\n".join(json.dumps(t) for t in trials))
+    args = [DEBIAN, "--ram", "8G", *FIXED, "--fit", str(bench), "--max-workers", "4",
+            "--rate", "10", "--rate", "14", "--rate", "30"]
+    report = run_json(args)
     fit = report["fit"]
-    assert fit["service_time"] == pytest.approx(0.008, rel=0.1)
-    assert fit["k"] == pytest.approx(300, rel=0.1)
+    assert fit["regime"] == "wait-bound"
+    assert fit["model"]["cpu_demand"] == pytest.approx(0.008, rel=0.05)
+    assert fit["capacity"] == pytest.approx(truth.capacity(4), rel=0.05)
+    assert len(fit["comparisons"]) == 6
     model = report["model"]
-    assert model["service_time_source"] == "fitted"
-    # The fitted K beyond MaxRequestWorkers (the listen queue) carries over.
-    assert model["queue_offset"] == fit["k"] - 256
-    rec = report["recommendations"]["prefork"]["max_request_workers"]
-    assert model["k_recommended"] == rec + model["queue_offset"]
-    # --service-time still wins as a what-if.
+    assert model["listen_queue"] > 0 and model["k_current"] == 4 + model["listen_queue"]
+    at_10 = report["predictions"][0]["current"]
+    assert at_10["throughput"]["value"] == pytest.approx(10, rel=0.02)
+    assert at_10["blocking"]["value"] < 0.01
+    text = run_cli(["capacity", *args])[1]
+    assert "wait-bound" in text and "Measured vs predicted" in text and "K=1 " not in text
+    assert "MaxRequestWorkers -" not in text
+    # --service-time still wins as a what-if (on the processor-sharing model).
     what_if = run_json([DEBIAN, "--ram", "8G", *FIXED, "--fit", str(bench), "--service-time", "0.02"])
     assert what_if["model"]["service_time"] == 0.02 and what_if["model"]["service_time_source"] == "--service-time"
+
+
+def test_fit_plot_draws_the_measured_points(tmp_path):
+    from advisor.capacity.pool import ServerModel, solve
+
+    truth = ServerModel(0.02, 0.1, cores=1, backlog=5)
+    trials = []
+    for workers in (4, 8):
+        rates = [8.0, 16.0, 24.0, 40.0]
+        trials += [_bench_trial(r, p, workers) for r, p in zip(rates, solve(rates, truth, workers))]
+    bench = write(tmp_path / "ramp.json", json.dumps(trials))
+    target = tmp_path / "fit.png"
+    code, out, err = run_cli(["capacity", DEBIAN, "--ram", "2G", *FIXED, "--fit", str(bench), "--plot", str(target)])
+    assert code == 0, err
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "mixed" in out or "wait-bound" in out or "CPU-bound" in out
 
 
 def test_plot_is_written(tmp_path):

@@ -37,6 +37,18 @@ class Observation:
     throughput: float
     """Completed requests per second."""
     source: str = ""
+    # What bench measures beside httperf's numbers (None from a CSV): the
+    # pool model's fit uses them (advisor.capacity.poolfit).
+    turned_away: float | None = None
+    """Share of the requests asked for that got no reply."""
+    workers: int | None = None
+    """MaxRequestWorkers of the server the trial ran against."""
+    cores: float | None = None
+    """Cores the server could use (its pinned cores, or its CPU quota)."""
+    busy_workers: float | None = None
+    """Mean busy workers on the scoreboard, the status request not counted."""
+    cpu_cores: float | None = None
+    """Mean cores the httpd tree used (CPU seconds per second)."""
 
 
 @dataclass
@@ -171,8 +183,55 @@ def read_bench_json(text: str, path: str) -> tuple[list[Observation], list[str]]
                 f"trial {index}: request_rate, reply_rate and reply_time_ms must be numbers",
                 path, None, "check the file is bench output",
             )
-        observations.append(Observation(rate, response, throughput, where))
+        observation = Observation(rate, response, throughput, where)
+        _bench_extras(trial, observation)
+        observations.append(observation)
     return observations, skipped
+
+
+def _middle(values: list[float]) -> float | None:
+    """Mean of the per-second samples without the first and last (start-up, drain)."""
+    inner = values[1:-1] if len(values) > 2 else values
+    return sum(inner) / len(inner) if inner else None
+
+
+def _bench_extras(trial: dict, obs: Observation) -> None:
+    """Fill what bench measures beside httperf: offered rate, share unanswered,
+    pool size, cores, busy workers and CPU (all optional)."""
+    inputs = trial.get("inputs") if isinstance(trial.get("inputs"), dict) else {}
+    httperf = trial.get("httperf") if isinstance(trial.get("httperf"), dict) else {}
+    rate, duration = _number(inputs.get("rate")), _number(inputs.get("duration_s"))
+    calls = _number(inputs.get("num_calls")) or 1.0
+    if rate and duration and not inputs.get("wsess"):
+        # The offered rate is what the trial asked for; httperf's request rate
+        # counts only connections that got through to send a request.
+        obs.rate = rate * calls
+        replies = _number(httperf.get("replies"))
+        if replies is not None:
+            asked = max(1.0, round(rate * duration)) * calls
+            obs.turned_away = min(max(1.0 - replies / asked, 0.0), 1.0)
+    pool = trial.get("pool") if isinstance(trial.get("pool"), dict) else {}
+    configured = _number(pool.get("configured"))
+    if configured is None:
+        for directive in inputs.get("directives") or []:
+            name, _, value = str(directive).partition(" ")
+            if name.lower() in ("maxrequestworkers", "maxclients") and value.strip().isdigit():
+                configured = float(value)
+    obs.workers = int(configured) if configured else None
+    quota = _number(inputs.get("server_cpu_quota_pct"))
+    cpus = inputs.get("server_cpus")
+    if quota:
+        obs.cores = quota / 100.0
+    elif isinstance(cpus, list) and cpus:
+        obs.cores = float(len(cpus))
+    samples = [s for s in trial.get("metrics") or [] if isinstance(s, dict)]
+    busy = [float(s["busy_workers"]) for s in samples if isinstance(s.get("busy_workers"), (int, float))]
+    if busy:
+        # The collector's own status request holds one worker while it is read.
+        obs.busy_workers = max((_middle(busy) or 0.0) - 1.0, 0.0)
+    cpu = [float(s["httpd_cpu_pct"]) for s in samples if isinstance(s.get("httpd_cpu_pct"), (int, float))]
+    if cpu:
+        obs.cpu_cores = (_middle(cpu) or 0.0) / 100.0
 
 
 CSV_COLUMNS = ("rate", "response_time", "throughput")

@@ -8,11 +8,12 @@ the rates the admin asked about. Drawing only: the numbers come in computed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from advisor.capacity.queueing import Curve
 
 COLOURS = ("#c0392b", "#1f5fa8", "#2e8b57", "#7d3c98")
+FIT_COLOURS = ("#e67e22", "#16a085", "#8e44ad")
 
 
 @dataclass
@@ -21,6 +22,10 @@ class PlotSpec:
     service_time: float
     marked_rates: list[float]
     subtitle: str
+    fit_curves: list[Curve] = field(default_factory=list)
+    """The fitted model at the pool sizes the trials ran with."""
+    measured: list = field(default_factory=list)
+    """poolfit.TrialComparison rows: drawn as points over `fit_curves`."""
 
 
 def _spread(values: list[float], min_gap: float) -> list[float]:
@@ -81,6 +86,19 @@ def draw(spec: PlotSpec, path: str) -> None:
                   color=colour, ms=5)
         ax_b.plot([p.rate for p in marked], [p.blocking.value * 100 for p in marked], "o",
                   color=colour, ms=5)
+
+    for index, curve in enumerate(spec.fit_curves):
+        colour = FIT_COLOURS[index % len(FIT_COLOURS)]
+        rates = [p.rate for p in curve.points]
+        ax_t.plot(rates, [p.response_time.value * 1000 for p in curve.points], color=colour, lw=1.4, ls="--")
+        ax_b.plot(rates, [p.blocking.value * 100 for p in curve.points], color=colour, lw=1.4, ls="--")
+        rows = [r for r in spec.measured if r.workers == curve.k]
+        ax_t.plot([r.rate for r in rows], [r.response_time * 1000 for r in rows], "s", color=colour, ms=6,
+                  mfc="white", mew=1.6, label=f"measured, {curve.k} workers (dashed: model)")
+        ax_b.plot([r.rate for r in rows], [(r.turned_away or 0.0) * 100 for r in rows], "s", color=colour, ms=6,
+                  mfc="white", mew=1.6)
+    if spec.fit_curves:
+        ax_t.legend(loc="upper left", fontsize=8.5, frameon=False)
 
     ax_t.set_yscale("log")
     t_lo, t_hi = ax_t.get_ylim()

@@ -379,22 +379,49 @@ def _mmpp_chain(lam1, lam2, r1: float, r2: float, service_time: float, k: int) -
         raise ValueError("K must be at least 1")
     l1 = np.asarray(lam1, dtype=float)
     l2 = np.asarray(lam2, dtype=float)
-    mu = 1.0 / service_time
+    probs, blocking = _level_chain(l1, l2, r1, r2, np.full(k, 1.0 / service_time))
+    mean_n = (probs * np.arange(k + 1)[:, None]).sum(axis=0)
+    lam = (l1 * r2 + l2 * r1) / (r1 + r2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        throughput = lam * (1 - blocking)
+        response = np.where(throughput > 0, mean_n / throughput, np.inf)
+    return [MM1KResult(float(b_), float(n_), float(h_), float(t_))
+            for b_, n_, h_, t_ in zip(blocking, mean_n, throughput, response)]
+
+
+def _level_chain(lam1, lam2, r1: float, r2: float, service_rates):
+    """`_mmpp_chain` with a service rate that depends on the level.
+
+    service_rates[n-1] is the completion rate with n requests inside (the
+    worker pool of advisor.capacity.pool). The same level reduction holds:
+    U_n = -(A1(n) + mu_{n+1} R_{n+1}) still has rows summing to mu_n, the
+    only way down from level n. Returns (P(level) as [L+1, rates], blocking
+    as arrivals see it).
+    """
+    import numpy as np
+
+    mu = np.asarray(service_rates, dtype=float)
+    k = mu.size
+    if k < 1:
+        raise ValueError("K must be at least 1")
+    l1 = np.asarray(lam1, dtype=float)
+    l2 = np.asarray(lam2, dtype=float)
     ra = np.empty((k + 1, l1.size))
     rb = np.empty_like(ra)
     rc = np.empty_like(ra)
     rd = np.empty_like(ra)
-    b = np.zeros(l1.size)  # off-diagonal entries of R_{n+1}
+    b = np.zeros(l1.size)
     c = np.zeros(l1.size)
     for n in range(k, 0, -1):
-        p = r1 + mu * b  # phase 1 -> 2 in the censored chain
-        q = r2 + mu * c  # phase 2 -> 1
-        det = mu * (p + q + mu)  # of U_n = [[p + mu, -p], [-q, q + mu]]
-        ra[n], b, c, rd[n] = l1 * (q + mu) / det, l1 * p / det, l2 * q / det, l2 * (p + mu) / det
+        up = mu[n] if n < k else 0.0  # mu_{n+1}: the way back down from level n+1
+        here = mu[n - 1]
+        p = r1 + up * b
+        q = r2 + up * c
+        det = here * (p + q + here)
+        ra[n], b, c, rd[n] = l1 * (q + here) / det, l1 * p / det, l2 * q / det, l2 * (p + here) / det
         rb[n], rc[n] = b, c
-    # Level 0 has no way down: pi_0 U_0 = 0 with U_0 = [[p, -p], [-q, q]].
-    x = r2 + mu * rc[1]
-    y = r1 + mu * rb[1]
+    x = r2 + mu[0] * rc[1]
+    y = r1 + mu[0] * rb[1]
     px = np.empty_like(ra)
     py = np.empty_like(ra)
     log_scale = np.empty_like(ra)
@@ -407,17 +434,11 @@ def _mmpp_chain(lam1, lam2, r1: float, r2: float, service_time: float, k: int) -
         px[n], py[n] = x / s, y / s
         log_scale[n] = log_scale[n - 1] + np.log(s)
     weights = np.exp(log_scale - log_scale.max(axis=0))
-    total = weights.sum(axis=0)
-    mean_n = (weights * np.arange(k + 1)[:, None]).sum(axis=0) / total
+    probs = weights / weights.sum(axis=0)
     lam = (l1 * r2 + l2 * r1) / (r1 + r2)
-    top = weights[k] / total
     with np.errstate(divide="ignore", invalid="ignore"):
-        # Arrivals see the state in proportion to their phase's rate (no PASTA).
-        blocking = np.where(lam > 0, top * (l1 * px[k] + l2 * py[k]) / lam, 0.0)
-        throughput = lam * (1 - blocking)
-        response = np.where(throughput > 0, mean_n / throughput, np.inf)
-    return [MM1KResult(float(b_), float(n_), float(h_), float(t_))
-            for b_, n_, h_, t_ in zip(blocking, mean_n, throughput, response)]
+        blocking = np.where(lam > 0, probs[k] * (l1 * px[k] + l2 * py[k]) / lam, 0.0)
+    return probs, blocking
 
 
 # --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from advisor.capacity.jsonable import to_jsonable
+from advisor.capacity.poolfit import PoolFit
 from advisor.capacity.queueing import Estimate, Prediction
 from advisor.capacity.report import CapacityReport
 from advisor.capacity.sizing import format_size
@@ -128,7 +129,9 @@ def render_text(report: CapacityReport, console) -> None:
         f"{format_size(report.current_total)}: it {fits} in {format_size(mem.ram.bytes)}."
     )
 
-    if report.fit:
+    if isinstance(report.fit, PoolFit):
+        _render_pool_fit(report.fit, console)
+    elif report.fit:
         f = report.fit
         console.print(
             f"Fit from {f.points} trials: mean service time {_seconds(f.service_time)} ± "
@@ -145,12 +148,21 @@ def render_text(report: CapacityReport, console) -> None:
         console.print("No predictions: give --service-time SECONDS or --fit FILE to predict "
                       "response time and blocking.")
     else:
-        console.print(
-            f"Queueing model (Andersson et al. 2003): {m.arrivals} arrivals, {m.service} service, "
-            f"mean service time {_seconds(m.service_time)} ({m.service_time_source}), "
-            f"capacity {m.capacity:,.0f} req/s."
-        )
-        if m.queue_offset:
+        if m.regime:
+            console.print(
+                f"Worker-pool model ({m.regime}): {m.arrivals} arrivals, a worker held "
+                f"{_seconds(m.service_time)} per request ({m.service_time_source}), "
+                f"capacity {m.capacity:,.3g} req/s with the current pool."
+            )
+            console.print(f"  K = MaxRequestWorkers + {m.listen_queue} (the listen queue: ListenBacklog, "
+                          f"capped by net.core.somaxconn, plus one).")
+        else:
+            console.print(
+                f"Queueing model (Andersson et al. 2003): {m.arrivals} arrivals, {m.service} service, "
+                f"mean service time {_seconds(m.service_time)} ({m.service_time_source}), "
+                f"capacity {m.capacity:,.0f} req/s."
+            )
+        if m.queue_offset and not m.regime:
             console.print(f"  K = MaxRequestWorkers {m.queue_offset:+d} (the listen queue, from the fit).")
         pred = Table(title="Predictions", title_justify="left", show_edge=False)
         pred.add_column("rate (req/s)", justify="right")
@@ -162,10 +174,40 @@ def render_text(report: CapacityReport, console) -> None:
             pred.add_row(f"{row.rate:,.4g}", *_prediction_cells(row.current), *_prediction_cells(row.recommended))
         console.print(pred)
         console.print(
-            f"In overload a request waits about K x service time: {_seconds(m.worst_response_current)} now, "
+            f"In overload a request waits about K / capacity: {_seconds(m.worst_response_current)} now, "
             f"{_seconds(m.worst_response_recommended)} recommended; throughput stays at capacity either way."
         )
         methods = sorted({row.current.method for row in report.predictions})
         console.print(f"  method: {', '.join(methods)}")
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}")
+
+
+def _render_pool_fit(f: PoolFit, console) -> None:
+    from rich.table import Table
+
+    pm = f.model
+    cpu = "measured" if f.cpu_measured else "fitted"
+    console.print(
+        f"Fit from {f.points} trials: [bold]{f.regime}[/]. Per request {_seconds(pm.cpu_demand)} of CPU "
+        f"({cpu}, {pm.cores:g} core(s)) and {_seconds(pm.wait)} waiting without CPU "
+        f"({_seconds(pm.reply_tail)} of it after the reply); capacity {f.capacity:,.3g} req/s with "
+        f"{f.workers} workers (CPU alone: {pm.cpu_limit():,.3g}, workers alone: {pm.pool_limit(f.workers):,.3g}); "
+        f"typical error {f.rms_log_error:.1%}."
+    )
+    table = Table(title="Measured vs predicted, per trial fitted on", title_justify="left", show_edge=False)
+    for column in ("rate", "workers", "replies/s", "model", "reply time", "model", "turned away", "model",
+                   "busy workers", "model"):
+        table.add_column(column, justify="right")
+    for row in f.comparisons:
+        table.add_row(
+            f"{row.rate:,.4g}", str(row.workers), f"{row.throughput:,.1f}", f"{row.throughput_predicted:,.1f}",
+            _seconds(row.response_time), _seconds(row.response_time_predicted),
+            "-" if row.turned_away is None else _percent(row.turned_away), _percent(row.turned_away_predicted),
+            "-" if row.busy_workers is None else f"{row.busy_workers:.1f}", f"{row.busy_workers_predicted:.1f}",
+        )
+    console.print(table)
+    for warning in f.warnings:
+        console.print(f"  [yellow]fit: {warning}[/]")
+    for skipped in f.skipped:
+        console.print(f"  fit: skipped {skipped}")

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from advisor.capacity.fit import FitResult
+from advisor.capacity.pool import ServerModel, predict_pool
+from advisor.capacity.poolfit import PoolFit
 from advisor.capacity.queueing import (
     Arrivals,
     Curve,
@@ -47,7 +49,10 @@ class CapacityRequest:
     rates: list[float] = field(default_factory=list)
     service_time: float | None = None
     service_time_source: str = ""
-    fit: FitResult | None = None
+    fit: FitResult | PoolFit | None = None
+    pool_model: ServerModel | None = None
+    """The worker-pool model (from --fit): predictions use it, with c =
+    MaxRequestWorkers workers and its listen queue, instead of K."""
     fit_max_request_workers: int | None = None
     """MaxRequestWorkers of the server the fit's trials ran against (the
     config's own, before any --max-workers what-if)."""
@@ -81,6 +86,10 @@ class ModelSummary:
     service: str
     worst_response_current: float
     worst_response_recommended: float
+    regime: str = ""
+    """Pool model: CPU-bound, wait-bound or mixed."""
+    listen_queue: int = 0
+    """Pool model: connections the listen queue holds beyond the workers."""
 
 
 @dataclass
@@ -97,6 +106,8 @@ class CapacityReport:
     predictions: list[PredictionRow]
     curves: list[Curve]
     notes: list[str]
+    fit_curves: list[Curve] = field(default_factory=list)
+    """Pool fit: the model at each pool size the trials ran with (for the plot)."""
 
     @property
     def recommended(self) -> Recommendation:
@@ -155,7 +166,10 @@ def build_report(request: CapacityRequest) -> CapacityReport:
     predictions: list[PredictionRow] = []
     curves: list[Curve] = []
     x = request.service_time
-    if x is not None:
+    fit_curves: list[Curve] = []
+    if request.pool_model is not None:
+        model, predictions, curves, fit_curves = _pool_predictions(request, settings, rec, notes)
+    elif x is not None:
         k_now = max(1, settings.max_request_workers + offset)
         k_rec = max(1, rec.max_request_workers + offset)
         model = ModelSummary(
@@ -198,7 +212,52 @@ def build_report(request: CapacityRequest) -> CapacityReport:
         predictions=predictions,
         curves=curves,
         notes=notes,
+        fit_curves=fit_curves,
     )
+
+
+def _pool_predictions(request: CapacityRequest, settings: MpmSettings, rec: Recommendation, notes: list[str]):
+    """Predictions of the worker-pool model for the current and recommended pools."""
+    pm = request.pool_model
+    c_now, c_rec = settings.max_request_workers, rec.max_request_workers
+    cap_now = pm.capacity(c_now)
+    hold = pm.hold_time
+    # Saturated, the server holds c + b requests and completes cap per second.
+    worst_now = (c_now + pm.backlog) / cap_now
+    worst_rec = (c_rec + pm.backlog) / pm.capacity(c_rec)
+    model = ModelSummary(
+        service_time=hold, service_time_source=request.service_time_source, capacity=cap_now,
+        k_current=c_now + pm.backlog, k_recommended=c_rec + pm.backlog, queue_offset=pm.backlog,
+        arrivals=request.arrivals.describe(), service="any (exact for Poisson arrivals)",
+        worst_response_current=worst_now, worst_response_recommended=worst_rec,
+        regime=pm.regime(c_now), listen_queue=pm.backlog,
+    )
+    if pm.capacity(c_rec) < 1.05 * cap_now and c_rec > c_now:
+        notes.append(f"the server is {pm.regime(c_now)}: more workers add little throughput "
+                     f"({cap_now:.3g} -> {pm.capacity(c_rec):.3g} req/s); the CPU is the limit")
+    rates = request.rates or [float(f"{f * cap_now:.3g}") for f in DEFAULT_LOAD_FACTORS]
+    now = predict_pool(rates, pm, c_now, request.arrivals)
+    later = predict_pool(rates, pm, c_rec, request.arrivals)
+    predictions = [PredictionRow(r, a, b) for r, a, b in zip(rates, now, later)]
+    curves: list[Curve] = []
+    fit_curves: list[Curve] = []
+    if request.curve_points:
+        top = max([2.5 * cap_now] + [1.15 * r for r in rates])
+        grid = sorted({top * (i + 1) / request.curve_points for i in range(request.curve_points)} | set(rates))
+        for c, label in _curve_labels(settings, rec, c_now + pm.backlog, c_rec + pm.backlog):
+            workers = c - pm.backlog
+            curves.append(Curve(c, label, predict_pool(grid, pm, workers, request.arrivals)))
+        fit = request.fit
+        if isinstance(fit, PoolFit):
+            from advisor.capacity.queueing import Arrivals
+
+            sizes = sorted({row.workers for row in fit.comparisons})
+            top_fit = 1.2 * max(row.rate for row in fit.comparisons)
+            fit_grid = [top_fit * (i + 1) / request.curve_points for i in range(request.curve_points)]
+            for c in sizes:
+                fit_curves.append(Curve(c, f"model, {c} workers",
+                                        predict_pool(fit_grid, pm, c, Arrivals("poisson"))))
+    return model, predictions, curves, fit_curves
 
 
 def _queue_offset(request: CapacityRequest) -> int:
@@ -210,7 +269,7 @@ def _queue_offset(request: CapacityRequest) -> int:
     another pool size.
     """
     fit = request.fit
-    if fit is None or not fit.k_identified or not request.fit_max_request_workers:
+    if not isinstance(fit, FitResult) or not fit.k_identified or not request.fit_max_request_workers:
         return 0
     return fit.k - request.fit_max_request_workers
 

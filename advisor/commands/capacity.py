@@ -207,6 +207,21 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reser
     return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q)
 
 
+def _listen_queue(cfg) -> int:
+    """Connections the kernel queues beyond the workers: ListenBacklog (httpd's
+    default 511), capped by net.core.somaxconn, plus the one more Linux admits."""
+    from advisor.capacity.pool import DEFAULT_LISTEN_BACKLOG, LINUX_EXTRA_SLOT
+
+    written = _int_directive(cfg, "ListenBacklog")
+    backlog = written if written is not None else DEFAULT_LISTEN_BACKLOG
+    try:
+        with open("/proc/sys/net/core/somaxconn", encoding="ascii") as handle:
+            backlog = min(backlog, int(handle.read().strip()))
+    except (OSError, ValueError):
+        pass
+    return backlog + LINUX_EXTRA_SLOT
+
+
 def _curve_points(plot: str | None, arrivals, service) -> int:
     if not plot:
         return 0
@@ -234,7 +249,7 @@ def register(app: typer.Typer) -> None:
         service_time: Optional[float] = typer.Option(None, "--service-time", help="Mean service time in seconds (what-if; overrides a fit)."),
         max_workers: Optional[int] = typer.Option(None, "--max-workers", help="What-if MaxRequestWorkers for the current pool."),
         target_response: Optional[float] = typer.Option(None, "--target-response", help="Worst-case response time to allow (s): caps the recommendation at target / service time."),
-        arrivals: str = typer.Option("mmpp", "--arrivals", help="poisson or mmpp (bursty, the paper's model)."),
+        arrivals: Optional[str] = typer.Option(None, "--arrivals", help="poisson or mmpp (bursty, the paper's model); default mmpp, or poisson with --fit (httperf's load is not bursty)."),
         burst: Optional[str] = typer.Option(None, "--burst", help="MMPP r1,r2,l1factor; default 0.05,0.95,0.75 (Andersson et al.)."),
         service_dist: str = typer.Option("exponential", "--service-dist", help=f"Service time law: {SERVICE_DISTRIBUTIONS}."),
         service_samples: Optional[str] = typer.Option(None, "--service-samples", help="File of observed service times (s), one per line: fits a lognormal."),
@@ -258,7 +273,8 @@ def run_capacity(
     service_dist, service_samples, fit, plot, output_format, define, module, modules_from,
     apache_version, server_root, allow_missing_includes=False,
 ) -> None:
-    from advisor.capacity.fit import fit_service_time_and_k, read_measurements
+    from advisor.capacity.fit import read_measurements
+    from advisor.capacity.poolfit import fit_pool
     from advisor.capacity.queueing import Arrivals, Service, SimulationOptions, fit_lognormal_cv
     from advisor.capacity.report import CapacityRequest, build_report
     from advisor.capacity.sizing import MPM_DEFAULTS, effective_mpm_settings
@@ -268,6 +284,8 @@ def run_capacity(
     # Check the flags before reading anything, so a typo fails fast.
     if output_format not in ("text", "json"):
         raise UsageError(f"--format {output_format!r}: use text or json")
+    if arrivals is None:
+        arrivals = "poisson" if fit and not burst else "mmpp"
     if arrivals not in ("poisson", "mmpp"):
         raise UsageError(f"--arrivals {arrivals!r}: use poisson or mmpp")
     if mpm is not None and mpm not in MPM_DEFAULTS:
@@ -330,12 +348,17 @@ def run_capacity(
         if len(observations) < 3:
             raise AdvisorError(f"--fit needs at least three valid trials, found {len(observations)}",
                                fit[0], None, "run bench at several rates, some past saturation")
-        fit_result = fit_service_time_and_k(observations)
+        backlog = _listen_queue(cfg)
+        fit_result = fit_pool(observations, as_configured.max_request_workers, float(os.cpu_count() or 1),
+                              backlog)
         fit_result.skipped = skipped
     x = service_time
     source = "--service-time"
+    pool_model = None
     if x is None and fit_result is not None:
-        x, source = fit_result.service_time, "fitted"
+        # --service-time stays a what-if on the processor-sharing model.
+        pool_model = fit_result.model
+        x, source = fit_result.service_time, "fitted: time a worker is held"
     if x is None and service_samples is not None:
         x, source = sum(samples) / len(samples), "mean of --service-samples"
     if x is None and (rate or plot or target_response):
@@ -353,6 +376,7 @@ def run_capacity(
         service_time=x,
         service_time_source=source,
         fit=fit_result,
+        pool_model=pool_model,
         fit_max_request_workers=as_configured.max_request_workers,
         target_response=target_response,
         arrivals=arrival_model,
@@ -371,8 +395,10 @@ def run_capacity(
 
         subtitle = (f"{report.model.arrivals} arrivals, {report.model.service} service, "
                     f"mean service time {report.model.service_time * 1000:.3g} ms ({report.model.service_time_source})")
-        spec = PlotSpec(report.curves, report.model.service_time, list(rate or [r.rate for r in report.predictions]),
-                        subtitle)
+        spec = PlotSpec(report.curves, 1.0 / report.model.capacity,
+                        list(rate or [r.rate for r in report.predictions]), subtitle,
+                        fit_curves=report.fit_curves,
+                        measured=getattr(report.fit, "comparisons", []))
         _write_atomically(plot, lambda target: draw(spec, target))
 
     from advisor.capacity.render import render_text, to_json
