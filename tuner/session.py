@@ -575,11 +575,24 @@ class TuneSession:
             raise AdvisorError(f"no trial measured the server ({result.stop_reason})",
                                hint=result.advice or "see the journal for each trial's reasons")
         normal = result.advice is None
+        simplified = self._simplify(observations, winner)
+        for note in simplified.notes():
+            self.events.note(note)
+        winner = simplified.point
         replicates = None
         if s.gain_replicates and normal:
             replicates = self._replicates(runner, winner, journal, earlier_gain)
-        report = self._report(observations, winner, replicates, result, time.monotonic() - began)
+        report = self._report(observations, winner, replicates, result, time.monotonic() - began,
+                              simplified.notes())
         return SessionOutcome(report, result, observations, winner, replicates, normal)
+
+    def _simplify(self, observations: list[Observation], best: dict[str, Value]):
+        """The search's best point less the changes the trials do not back (tune_simplify)."""
+        from advisor.tuner.tune_simplify import simplify
+        from advisor.tuner.tune_surrogate import Surrogate
+
+        surrogate = Surrogate.fit(self.space, observations, seed=self.settings.seed)
+        return simplify(self.space, best, lint=self.lint, surrogate=surrogate)
 
     def _search(self, searcher, runner: "TrialObjective", journal, done: list[Observation],
                 began: float) -> SearchResult:
@@ -691,7 +704,8 @@ class TuneSession:
             self.events.replicate_done(index, len(roles), role, outcome)
         return Replicates.from_outcomes(runs)
 
-    def _report(self, observations, winner, replicates, result: SearchResult, elapsed: float):
+    def _report(self, observations, winner, replicates, result: SearchResult, elapsed: float,
+                notes: list[str] | None = None):
         from advisor.tuner.tune_report import SessionFacts, build_report
 
         s = self.settings
@@ -700,7 +714,8 @@ class TuneSession:
                              unit=self.objective.unit, budget=s.budget, max_time_s=s.max_time_s, search=s.search,
                              seed=s.seed, stop_reason=stop, elapsed_s=round(elapsed, 1),
                              target=str(self.target.base_url))
-        return build_report(self.cfg, self.space, observations, winner, facts, replicates=replicates, seed=s.seed)
+        return build_report(self.cfg, self.space, observations, winner, facts, replicates=replicates, seed=s.seed,
+                            notes=notes or [])
 
 
 class _Asking:

@@ -62,14 +62,22 @@ class CandidateLint:
 
     def check(self, point: Mapping[str, "Value"], *, reload_safe: bool = False) -> LintVerdict:
         lines = self.space.directives(point, reload_safe=reload_safe)
-        mpm = self.space.mpm_of(point)
-        if mpm not in self._base:
-            self._base[mpm] = self._errors([], mpm)
-        found = self._errors(lines, mpm)
-        new = sorted(found - self._base[mpm], key=lambda k: (k[1], k[2], k[0]))
+        new = self._new(lines, self.space.mpm_of(point), ("error",))
         return LintVerdict([_render(key) for key in new], lines)
 
-    def _errors(self, lines: list[str], mpm: str) -> set[Key]:
+    def warnings(self, point: Mapping[str, "Value"]) -> list[str]:
+        """Codes of the warnings and errors the candidate brings (sorted, one per code)."""
+        new = self._new(self.space.directives(point), self.space.mpm_of(point), ("error", "warning"))
+        return sorted({key[0] for key in new})
+
+    def _new(self, lines: list[str], mpm: str, severities: tuple[str, ...]) -> list[Key]:
+        base_key = mpm if severities == ("error",) else f"{mpm}:{','.join(severities)}"
+        if base_key not in self._base:
+            self._base[base_key] = self._errors([], mpm, severities)
+        found = self._errors(lines, mpm, severities)
+        return sorted(found - self._base[base_key], key=lambda k: (k[1], k[2], k[0]))
+
+    def _errors(self, lines: list[str], mpm: str, severities: tuple[str, ...] = ("error",)) -> set[Key]:
         from advisor.lint.context import HostFacts
         from advisor.lint.engine import lint_config
         from advisor.rules import all_rules
@@ -91,7 +99,7 @@ class CandidateLint:
             if self.facts is not None and facts.mpm != config.mpm:
                 facts = replace(facts, mpm=config.mpm)
             result = lint_config(config, facts, rules, known_codes={r.code for r in rules})
-        return {(f.code, f.file, f.line, f.message) for f in result.findings if f.severity == "error"}
+        return {(f.code, f.file, f.line, f.message) for f in result.findings if f.severity in severities}
 
     def _wrapper(self, mpm: str, candidate: Path) -> str:
         if mpm == self.cfg.mpm:

@@ -299,10 +299,11 @@ class TuneReport:
 
 def build_report(cfg: "Config", space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
                  facts: SessionFacts, *, replicates: Replicates | None = None, surrogate: Surrogate | None = None,
-                 seed: int = 0) -> TuneReport:
+                 seed: int = 0, notes: Sequence[str] = ()) -> TuneReport:
     """Everything the report says, decided once.
 
-    `winner`: the point the search settled on (SearchResult.best).
+    `winner`: the point recommended (the search's best less the changes the
+    trials do not back: tune_simplify); `notes`: what that left out and why.
     `replicates`: the interleaved runs of start and winner after the search.
     `surrogate`: a model to ask (Surrogate.from_optimizer); by default a GP
     is fitted to the observations and the replicates, which tell it the
@@ -318,7 +319,7 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
         surrogate = Surrogate.fit(space, observations, extra=runs, seed=seed)
     recommendation = recommend(cfg, space, winner)
     gain = None
-    notes: list[str] = []
+    notes = list(notes)
     if replicates is not None and min(len(replicates.start), len(replicates.winner)) >= 2:
         try:
             gain = measure_gain(replicates)

@@ -1,0 +1,98 @@
+"""The recommendation keeps only the changes the trials back (tuner/tune_simplify)."""
+
+from __future__ import annotations
+
+import pytest
+
+from advisor.config import LoadOptions, load_config
+from advisor.tuner.optimizer import Observation
+from advisor.tuner.simulated import SimulatedHost, SimulatedObjective
+from advisor.tuner.space import derive_space
+from advisor.tuner.space_lint import CandidateLint
+from advisor.tuner.tune_simplify import simplify
+from advisor.tuner.tune_surrogate import Surrogate
+
+from test_tune_core import DEBIAN_STOCK
+
+HOST = SimulatedHost()
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("stock")
+    (directory / "apache2.conf").write_text(DEBIAN_STOCK)
+    cfg = load_config(str(directory / "apache2.conf"), LoadOptions(server_root=str(directory)))
+    space = derive_space(cfg, HOST.ram_workers["prefork"])
+    return cfg, space, CandidateLint(cfg, space)
+
+
+class Model:
+    """A stand-in for the fitted GP: the modelled effect of each dimension's
+    change, as `Surrogate.ratio` reports it. The decision rule is what is
+    under test here; the GP's fit is tested with the report."""
+
+    def __init__(self, effects):
+        self.effects = effects
+
+    def ratio(self, point, other):
+        changed = [name for name in point if point[name] != other[name]]
+        assert len(changed) == 1
+        return self.effects.get(changed[0], (1.0, 0.9, 1.1))
+
+
+def test_inert_lint_worse_and_unmeasured_changes_go_back_to_the_start(stock):
+    cfg, space, lint = stock
+    assert space.start["KeepAlive"] == "On" and space.start["HostnameLookups"] == "Off"
+    best = dict(space.start, KeepAlive="Off", KeepAliveTimeout=9000, MaxKeepAliveRequests=500,
+                HostnameLookups="On", ListenBacklog=300, MaxRequestWorkers=400)
+    model = Model({"KeepAlive": (1.6, 1.2, 2.1), "MaxRequestWorkers": (1.01, 0.97, 1.05),
+                   "ListenBacklog": (1.0, 0.95, 1.05), "HostnameLookups": (1.03, 0.9, 1.2)})
+    result = simplify(space, best, lint=lint, surrogate=model)
+    kept = result.point
+    assert kept["KeepAlive"] == "Off"  # lint's P102 disagrees, the trials measured a gain: kept
+    assert kept["KeepAliveTimeout"] == space.start["KeepAliveTimeout"]
+    assert kept["MaxKeepAliveRequests"] == space.start["MaxKeepAliveRequests"]
+    assert kept["HostnameLookups"] == "Off"
+    assert kept["ListenBacklog"] == space.start["ListenBacklog"]
+    assert kept["MaxRequestWorkers"] == space.start["MaxRequestWorkers"]
+    reasons = {r.dimension: r.why for r in result.reverted}
+    assert "no effect while KeepAlive is Off" in reasons["KeepAliveTimeout"]
+    assert "P107" in reasons["HostnameLookups"]
+    assert "no effect of it" in reasons["ListenBacklog"]
+    assert set(reasons) == {"KeepAliveTimeout", "MaxKeepAliveRequests", "HostnameLookups", "ListenBacklog",
+                            "MaxRequestWorkers"}
+    assert not lint.check(kept).errors
+    assert any(note.startswith("HostnameLookups stays Off (the search's best point had On)")
+               for note in result.notes())
+
+
+def test_without_a_model_lint_decides_and_a_measured_gain_is_never_dropped(stock):
+    cfg, space, lint = stock
+    best = dict(space.start, KeepAlive="Off", MaxRequestWorkers=400)
+    # Too few trials for a model: the change lint calls worse goes back, the other stays.
+    plain = simplify(space, best, lint=lint)
+    assert plain.point["KeepAlive"] == "On" and plain.point["MaxRequestWorkers"] == 400
+    assert "too few trials for a model" in plain.reverted[0].why
+    # A clear gain is kept whatever lint says.
+    measured = simplify(space, best, lint=lint, surrogate=Model({"KeepAlive": (1.3, 1.05, 1.6),
+                                                                 "MaxRequestWorkers": (1.2, 1.1, 1.3)}))
+    assert measured.point == best and measured.reverted == []
+
+
+def test_a_real_model_of_simulated_trials_keeps_what_it_measured(stock):
+    """The GP of tune_surrogate on trials of the simulated host: a change it
+    models as a gain with an interval above 1.0 is never taken back."""
+    cfg, space, lint = stock
+    sim = SimulatedObjective(space, HOST, seed=4)
+    best = dict(space.start, MaxRequestWorkers=min(space.dimension("MaxRequestWorkers").high, 400))
+    observations = []
+    for number, point in enumerate([dict(space.start), dict(best)] * 4, start=1):
+        outcome = sim(point)
+        observations.append(Observation(number, point, outcome.objective, outcome.valid, outcome.verdict))
+    surrogate = Surrogate.fit(space, observations, seed=0)
+    ratio, low, high = surrogate.ratio(best, space.start)
+    result = simplify(space, best, lint=lint, surrogate=surrogate)
+    if low > 1.0:
+        assert result.point["MaxRequestWorkers"] == best["MaxRequestWorkers"]
+    else:
+        assert result.point["MaxRequestWorkers"] == space.start["MaxRequestWorkers"] or abs(ratio - 1) > 0.02
