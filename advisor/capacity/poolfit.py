@@ -29,6 +29,8 @@ from advisor.capacity.pool import ServerModel, solve
 # Weight of a turned-away share residual against a log residual: a 5-point
 # miss weighs like a 10 % miss of throughput or reply time.
 SHARE_WEIGHT = 2.0
+# Residuals beyond about this size (30 % in log terms) count less than squares.
+ROBUST_SCALE = 0.3
 # A trial is light when fewer than this share of its workers were busy.
 LIGHT_SHARE = 0.6
 
@@ -99,7 +101,11 @@ def _residuals(model: ServerModel, obs: list[Observation], groups, rates) -> lis
 
 
 def _ssr(model, obs, groups, rates) -> float:
-    return sum(r * r for r in _residuals(model, obs, groups, rates))
+    # A robust (Cauchy) loss: a trial bench measured in a transient (a long
+    # listen queue still filling) misses by an order of magnitude in reply
+    # time, and squares would let that one residual pull every parameter.
+    scale = ROBUST_SCALE * ROBUST_SCALE
+    return sum(math.log1p(r * r / scale) for r in _residuals(model, obs, groups, rates))
 
 
 def fit_pool(observations: list[Observation], workers: int, cores: float, backlog: int) -> PoolFit:
