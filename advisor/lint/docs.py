@@ -28,6 +28,7 @@ def rule_markdown(rule: Rule, heading_level: int = 3) -> str:
     ]
     if rule.needs:
         parts.append(f"- Needs: {', '.join(n.replace('_', '-') for n in rule.needs)}")
+    parts.append("- Fix: " + ("automatic (`apache-advisor fix`)" if rule.fixable else "by hand"))
     parts += [
         "",
         f"{sub} What it flags",
@@ -138,13 +139,13 @@ def rules_document(rules: Iterable[Rule]) -> str:
         "",
         "## Rules",
         "",
-        "| code | slug | severity | category | flags |",
-        "|---|---|---|---|---|",
+        "| code | slug | severity | category | fix | flags |",
+        "|---|---|---|---|---|---|",
     ]
     for rule in rules:
         anchor = f"{rule.code.lower()}-{rule.slug}"
         lines.append(f"| [{rule.code}](#{anchor}) | `{rule.slug}` | {rule.severity} | "
-                     f"{rule.category} | {rule.doc.summary.replace('|', '/')} |")
+                     f"{rule.category} | {'auto' if rule.fixable else ''} | {rule.doc.summary.replace('|', '/')} |")
     lines.append("")
     lines += _trade_offs(rules) + _baseline_coverage(rules)
     for category in CATEGORIES:
