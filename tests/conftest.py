@@ -83,3 +83,24 @@ def assert_one_line_error(result, *fragments: str) -> None:
     assert len(lines) == 1, result.stderr
     for fragment in fragments:
         assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="session")
+def netns_topology(tmp_path_factory):
+    """Server + two client network namespaces, an sshd in each (tests/netns_topology.py).
+
+    A machine that cannot build it skips on a developer's machine and FAILS
+    under CI with the reason; teardown removes it even after a failure."""
+    import netns_topology
+
+    try:
+        topo = netns_topology.build(tmp_path_factory.mktemp("netns"))
+    except netns_topology.TopologyUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield topo
+    finally:
+        left = topo.close()
+        assert not left, f"the test network left {left} behind"
