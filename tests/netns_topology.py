@@ -10,7 +10,8 @@ Every namespace reaches every other over one bridge, so the tool (in the
 root namespace) can ssh into the server and into both clients, and a client
 can load the server. Each namespace runs its own sshd (Debian's
 openssh-server) with host keys made for this run in a temporary directory;
-one user key, also made here, is the only authorized key. Addresses exist
+one user key, also made here, is the only authorized key. Each sshd
+also listens on port 2200, where sessions get a PATH without python3. Addresses exist
 only inside these namespaces and on the root end of one veth pair, which
 goes with the topology.
 
@@ -32,6 +33,7 @@ from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
 NEEDED_TOOLS = ("ip", "ssh", "ssh-keygen")
+NO_PYTHON_PORT = 2200  # each sshd also listens here, with a PATH that holds no python3
 _BUILT = 0  # topologies built by this process: part of the names
 
 
@@ -219,25 +221,35 @@ def _attach(netns: str, port: str) -> None:
     _sh("ip", "-n", netns, "link", "set", port, "up")
 
 
+def _keygen(path: Path, comment: str) -> None:
+    for old in (path, Path(str(path) + ".pub")):
+        old.unlink(missing_ok=True)  # ssh-keygen would ask before overwriting
+    _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
+
+
 def _start_sshds(topo: Topology) -> None:
-    _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"apache-advisor-test-{topo.tag}", "-f",
-        str(topo.user_key))
+    _keygen(topo.user_key, f"apache-advisor-test-{topo.tag}")
     authorized = topo.work / "authorized_keys"
     authorized.write_text(Path(str(topo.user_key) + ".pub").read_text())
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation directory
     known = []
     for node in topo.nodes:
-        _sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(node.host_key))
+        _keygen(node.host_key, f"{node.role}-{topo.tag}")
         key_type, key = Path(str(node.host_key) + ".pub").read_text().split()[:2]
-        known.append(f"{node.addr} {key_type} {key}\n")
+        known.append(f"{node.addr},[{node.addr}]:{NO_PYTHON_PORT} {key_type} {key}\n")
         config = topo.work / f"sshd_{node.role}.conf"
         config.write_text(
-            f"ListenAddress {node.addr}\nPort 22\nHostKey {node.host_key}\n"
+            f"ListenAddress {node.addr}\nPort 22\nPort {NO_PYTHON_PORT}\nHostKey {node.host_key}\n"
             f"PidFile {topo.work / f'sshd_{node.role}.pid'}\nAuthorizedKeysFile {authorized}\n"
             "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             "UsePAM no\nStrictModes no\nPrintMotd no\nLogLevel ERROR\n"
             # One multiplexed connection carries many sessions (httperf, sampler, commands).
             "MaxSessions 64\nMaxStartups 64\n"
+            # A second port whose sessions find no python3: the remote target's error for that.
+            # (A forced command, since the login shell's profile may set PATH again.)
+            f"Match LocalPort {NO_PYTHON_PORT}\n"
+            '    ForceCommand env PATH=/nonexistent /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+
         )
         node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, SSHD, "-D", "-e", "-f", str(config)],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

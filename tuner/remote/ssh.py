@@ -1,0 +1,228 @@
+"""One multiplexed OpenSSH connection to a staging host.
+
+We drive the system's `ssh` rather than a library: it reads the admin's
+~/.ssh/config, agent and known_hosts as they expect. Every command shares
+one master connection (ControlMaster, kept for ControlPersist seconds after
+the last use), so a command costs a round trip, not a handshake. BatchMode
+is always on: a password or host-key prompt would hang a trial, so ssh
+fails instead and the failure becomes one AdvisorError line that says what
+to do.
+
+The control socket's path is derived from the destination and the options,
+so a run killed with -9 leaves a master that the next run with the same
+options reuses (and that exits by itself after ControlPersist).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.errors import AdvisorError, UsageError
+
+SSH_FAILED = 255  # ssh's own exit status for a connection or authentication failure
+PERSIST_S = 60
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """`[user@]host[:port]`; an IPv6 address with a port goes in brackets."""
+
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> "HostSpec":
+        raw = text.strip()
+        user = None
+        if "@" in raw:
+            user, raw = raw.rsplit("@", 1)
+            if not user:
+                raise UsageError(f"bad --host {text!r}: empty user", hint="write it like [user@]host[:port]")
+        port_text = None
+        if raw.startswith("["):
+            host, sep, rest = raw[1:].partition("]")
+            if not sep or (rest and not rest.startswith(":")):
+                raise UsageError(f"bad --host {text!r}", hint="write an IPv6 address like [2001:db8::1]:22")
+            port_text = rest[1:] if rest else None
+        elif raw.count(":") == 1:
+            host, port_text = raw.split(":")
+        else:
+            host = raw  # a name, an IPv4 address, or a bare IPv6 address (no port)
+        if not host or host.startswith("-") or any(c.isspace() for c in host):
+            raise UsageError(f"bad --host {text!r}", hint="write it like [user@]host[:port]")
+        if user is not None and (user.startswith("-") or any(c.isspace() for c in user)):
+            raise UsageError(f"bad user in --host {text!r}", hint="write it like [user@]host[:port]")
+        port = None
+        if port_text is not None:
+            if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+                raise UsageError(f"bad port in --host {text!r}", hint="a port is a number from 1 to 65535")
+            port = int(port_text)
+        return cls(host=host, user=user, port=port)
+
+    @property
+    def destination(self) -> str:
+        """What ssh takes as its destination argument (the port goes in -p)."""
+        return f"{self.user}@{self.host}" if self.user else self.host
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host and self.port else self.host
+        return (f"{self.user}@" if self.user else "") + host + (f":{self.port}" if self.port else "")
+
+
+class SshError(AdvisorError):
+    """ssh itself failed: host unreachable, authentication refused, connection lost."""
+
+
+@dataclass
+class SshConnection:
+    """Commands and files on one host over one multiplexed ssh connection."""
+
+    spec: HostSpec
+    options: list[str] = field(default_factory=list)  # `-o` values, e.g. "UserKnownHostsFile=/x"
+    identity: str | None = None
+    connect_timeout_s: float = 10.0
+    ssh_bin: str = "ssh"
+    _control_dir: Path | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for option in self.options:
+            if "=" not in option and " " not in option.strip():
+                raise UsageError(f"bad --ssh-option {option!r}", hint="write it like ServerAliveInterval=5, as for ssh -o")
+        if self.identity is not None and not os.path.isfile(self.identity):
+            raise UsageError(f"identity file not found: {self.identity}", hint="pass the private key ssh should use")
+
+    # -- the command line --------------------------------------------------------
+    @property
+    def control_path(self) -> Path:
+        """The master's socket: one per destination and option set, under a private directory."""
+        if self._control_dir is None:
+            base = Path(tempfile.gettempdir()) / f"apache-advisor-{os.getuid()}" / "ssh"
+            base.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(base, 0o700)
+            self._control_dir = base
+        key = "\0".join([self.spec.destination, str(self.spec.port or ""), self.identity or "", *self.options])
+        # Short on purpose: a unix socket's path is limited to about 104 bytes.
+        return self._control_dir / hashlib.sha1(key.encode()).hexdigest()[:16]
+
+    def base_argv(self) -> list[str]:
+        # The first value ssh reads for an option wins: BatchMode comes before the
+        # user's options so it cannot be turned off; our defaults come after them.
+        argv = [self.ssh_bin, "-o", "BatchMode=yes"]
+        for option in self.options:
+            argv += ["-o", option]
+        argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_path}",
+                 "-o", f"ControlPersist={PERSIST_S}", "-o", f"ConnectTimeout={int(self.connect_timeout_s)}",
+                 "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
+        if self.identity:
+            argv += ["-i", self.identity, "-o", "IdentitiesOnly=yes"]
+        if self.spec.port:
+            argv += ["-p", str(self.spec.port)]
+        return argv
+
+    def argv(self, command: str | list[str]) -> list[str]:
+        """The local command line that runs `command` (a shell string, or argv) remotely."""
+        remote = command if isinstance(command, str) else shlex.join(command)
+        return [*self.base_argv(), "--", self.spec.destination, remote]
+
+    # -- connection --------------------------------------------------------------
+    def connect(self, require_python: bool = True) -> None:
+        """Open (or reuse) the master connection; check python3 is there when asked."""
+        if shutil.which(self.ssh_bin) is None:
+            raise UsageError(f"ssh client not found: {self.ssh_bin}", hint="install openssh-client")
+        if self.control_path.exists() and not self.master_alive():
+            self.control_path.unlink(missing_ok=True)  # left by a master that died; ssh would not replace it
+        probe = "command -v python3 >/dev/null 2>&1 && echo python3=yes || echo python3=no"
+        result = self.run(probe, timeout=self.connect_timeout_s + 20)
+        if require_python and "python3=yes" not in result.stdout:
+            raise AdvisorError(f"python3 not found on {self.spec}: the metrics sampler runs there",
+                               hint="install it on the staging host (apt-get install python3-minimal)")
+
+    def master_alive(self) -> bool:
+        result = subprocess.run([*self.base_argv(), "-O", "check", "--", self.spec.destination],
+                                capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+        return result.returncode == 0
+
+    def close(self) -> None:
+        """End the master connection (a no-op when there is none)."""
+        if self.control_path.exists():
+            subprocess.run([*self.base_argv(), "-O", "exit", "--", self.spec.destination],
+                           capture_output=True, text=True, timeout=10, stdin=subprocess.DEVNULL)
+
+    # -- commands and files -------------------------------------------------------
+    def run(self, command: str | list[str], *, input: str | None = None, timeout: float = 60.0,
+            check: bool = False) -> subprocess.CompletedProcess:
+        """Run a command remotely; SshError when ssh itself failed, and with
+        check=True an AdvisorError when the command exited non-zero."""
+        try:
+            result = subprocess.run(self.argv(command), input=input, capture_output=True, text=True,
+                                    timeout=timeout, stdin=None if input is not None else subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise SshError(f"ssh to {self.spec} timed out after {timeout:.0f} s",
+                           hint="check the host answers, or raise ConnectTimeout with --ssh-option") from None
+        if result.returncode == SSH_FAILED:
+            raise ssh_failure(self.spec, result.stderr)
+        if check and result.returncode != 0:
+            shown = command if isinstance(command, str) else shlex.join(command)
+            raise AdvisorError(f"on {self.spec}: `{shown}` failed: {_last_line(result.stderr or result.stdout)}")
+        return result
+
+    def read_file(self, path: str) -> str | None:
+        """The file's text, or None when it does not exist."""
+        quoted = shlex.quote(path)
+        result = self.run(f"if [ -e {quoted} ]; then cat -- {quoted}; else exit 3; fi")
+        if result.returncode == 3:
+            return None
+        if result.returncode != 0:
+            raise AdvisorError(f"cannot read {self.spec}:{path}: {_last_line(result.stderr)}",
+                               hint="check the path and that the ssh user may read it")
+        return result.stdout
+
+    def write_file(self, path: str, text: str | None, mode: int = 0o644) -> None:
+        """Replace the file atomically: a temporary file beside it, then rename.
+        None removes it."""
+        quoted = shlex.quote(path)
+        if text is None:
+            script = f"rm -f -- {quoted}"
+        else:
+            # mktemp in the same directory, so the rename stays on one file system.
+            script = (f"set -e; tmp=$(mktemp {shlex.quote(path + '.tmp.')}XXXXXX); "
+                      "trap 'rm -f -- \"$tmp\"' EXIT; "
+                      f"cat > \"$tmp\"; chmod {mode:o} \"$tmp\"; mv -f -- \"$tmp\" {quoted}; trap - EXIT")
+        result = self.run(script, input=text if text is not None else "")
+        if result.returncode != 0:
+            raise AdvisorError(f"cannot write {self.spec}:{path}: {_last_line(result.stderr)}",
+                               hint="check the directory exists and the ssh user may write it")
+
+
+def ssh_failure(spec: HostSpec, stderr: str) -> SshError:
+    """ssh's complaint as one line with what to do."""
+    text = stderr.strip()
+    last = _last_line(text)
+    if "Permission denied" in text:
+        return SshError(f"ssh to {spec}: authentication refused ({last})",
+                        hint="install your key there (ssh-copy-id) or pass --identity KEY; "
+                             "passwords are not asked for (BatchMode)")
+    if "Host key verification failed" in text or "REMOTE HOST IDENTIFICATION HAS CHANGED" in text:
+        return SshError(f"ssh to {spec}: the host key is not known or has changed",
+                        hint="check the key and add it to known_hosts (ssh-keyscan), or pass "
+                             "--ssh-option UserKnownHostsFile=FILE")
+    if re.search(r"Connection refused|timed out|No route to host|Could not resolve|Network is unreachable|"
+                 r"Name or service not known|Connection closed|Connection reset", text):
+        return SshError(f"ssh to {spec}: host unreachable ({last})",
+                        hint="check the address and port, and that sshd runs there")
+    return SshError(f"ssh to {spec} failed: {last or 'exit status 255'}",
+                    hint="run the same ssh command by hand to see why")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
