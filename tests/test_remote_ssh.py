@@ -139,6 +139,7 @@ def test_missing_python3_says_what_to_do(netns_topology):
         with pytest.raises(AdvisorError) as caught:
             conn.connect()
         assert "python3 not found on root@" in str(caught.value) and "apt-get install" in str(caught.value)
+        assert not conn.master_alive()  # closed with the error
         conn.connect(require_python=False)  # the connection itself is fine
     finally:
         conn.close()

@@ -4,8 +4,8 @@
 managed include, validate, reload, health-check, find the server's processes).
 `ManagedConfig` builds the safe workflow on top of any target: journal first,
 write, validate, reload, health-check, roll back on failure, restore at the end.
-Two local targets exist now (the sandbox and an existing server on this host);
-a remote one only has to implement the primitives over SSH.
+Two local targets live here (the sandbox and an existing server on this host);
+the remote one (advisor.tuner.remote.target) implements the primitives over SSH.
 """
 
 from __future__ import annotations
@@ -72,15 +72,31 @@ class StagingTarget(ABC):
     def health_url(self) -> str:
         return self.base_url + "/"
 
+    def server_children(self) -> set[int]:
+        """The pids of the parent httpd's children (a reload replaces them)."""
+        import psutil
+
+        pid = self.server_pid()
+        try:
+            return {c.pid for c in psutil.Process(pid).children()} if pid else set()
+        except psutil.Error:
+            return set()
+
     @property
     def config_file(self) -> Path | None:
         """The httpd.conf the server reads, if known: the verdict quotes its lines."""
         return None
 
     @property
+    def state_base(self) -> Path:
+        """A file on this machine beside which the journal, the lock and the load
+        record live: the managed include itself, or a stand-in for a remote one."""
+        return self.managed_path
+
+    @property
     def load_record(self) -> Path:
         """Beside the managed include: the load generators running against this target."""
-        return self.managed_path.with_name(self.managed_path.name + ".load")
+        return self.state_base.with_name(self.state_base.name + ".load")
 
     def cpu_quota(self):
         """A CPU quota the server runs under (advisor.tuner.cgroup.CpuQuota), if any."""
@@ -226,7 +242,26 @@ class SandboxTarget(StagingTarget):
         return info
 
 
-class LocalServerTarget(StagingTarget):
+class ExistingServerTarget(StagingTarget):
+    """A staging httpd the admin runs (here or on another host), named by its URL."""
+
+    def _set_url(self, url: str, status_url: str | None) -> None:
+        self._base, self._path = split_url(url)
+        self._status = status_url or f"{self._base}/server-status?auto"
+
+    @property
+    def base_url(self) -> str:
+        return self._base
+
+    @property
+    def status_url(self) -> str | None:
+        return self._status
+
+    def health_url(self) -> str:
+        return self._base + self._path
+
+
+class LocalServerTarget(ExistingServerTarget):
     """An existing staging httpd on this host, driven by its own config and reload command."""
 
     kind = "local"
@@ -240,14 +275,7 @@ class LocalServerTarget(StagingTarget):
         self.reload_cmd = reload_cmd
         self.test_cmd = test_cmd
         self._managed = Path(managed) if managed else Path(self.config).parent / "apache-advisor-managed.conf"
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UsageError(f"bad --url {url!r}", hint="write it like http://127.0.0.1:8080/")
-        self._base = f"{parts.scheme}://{parts.netloc}"
-        self._path = parts.path or "/"
-        self._status = status_url or f"{self._base}/server-status?auto"
+        self._set_url(url, status_url)
         text = Path(self.config).read_text(errors="replace")
         if str(self._managed) not in text:
             raise ConfigError(
@@ -257,19 +285,8 @@ class LocalServerTarget(StagingTarget):
             )
 
     @property
-    def base_url(self) -> str:
-        return self._base
-
-    @property
-    def status_url(self) -> str | None:
-        return self._status
-
-    @property
     def managed_path(self) -> Path:
         return self._managed
-
-    def health_url(self) -> str:
-        return self._base + self._path
 
     @property
     def config_file(self) -> Path | None:
@@ -316,6 +333,16 @@ class LocalServerTarget(StagingTarget):
         info = super().describe()
         info.update(config=self.config, reload_cmd=self.reload_cmd)
         return info
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """`http://host:port/path` -> ("http://host:port", "/path"); UsageError when it is no such URL."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"bad --url {url!r}", hint="write it like http://127.0.0.1:8080/")
+    return f"{parts.scheme}://{parts.netloc}", parts.path or "/"
 
 
 def _run(command: list[str]) -> subprocess.CompletedProcess:
@@ -373,8 +400,8 @@ class ManagedConfig:
 
     def __init__(self, target: StagingTarget):
         self.target = target
-        self.journal_path = target.managed_path.with_name(target.managed_path.name + ".journal")
-        self.lock_path = target.managed_path.with_name(target.managed_path.name + ".lock")
+        self.journal_path = target.state_base.with_name(target.state_base.name + ".journal")
+        self.lock_path = target.state_base.with_name(target.state_base.name + ".lock")
         self._lock_fd: int | None = None
         self.recovered: Journal | None = None
         # ServerLimit/ThreadLimit the server was started with, as far as we know.
@@ -509,13 +536,7 @@ class ManagedConfig:
         self._settle(old_children)
 
     def _children(self) -> set[int]:
-        import psutil
-
-        pid = self.target.server_pid()
-        try:
-            return {c.pid for c in psutil.Process(pid).children()} if pid else set()
-        except psutil.Error:
-            return set()
+        return self.target.server_children()
 
     def _settle(self, old_children: set[int], timeout: float = 8.0, steady_s: float = 1.2) -> None:
         """Let the restart finish before a trial measures.

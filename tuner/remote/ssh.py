@@ -143,6 +143,7 @@ class SshConnection:
         probe = "command -v python3 >/dev/null 2>&1 && echo python3=yes || echo python3=no"
         result = self.run(probe, timeout=self.connect_timeout_s + 20)
         if require_python and "python3=yes" not in result.stdout:
+            self.close()
             raise AdvisorError(f"python3 not found on {self.spec}: the metrics sampler runs there",
                                hint="install it on the staging host (apt-get install python3-minimal)")
 
