@@ -44,12 +44,16 @@ CustomLog /var/log/apache2/access.log combined
 HOST = SimulatedHost()
 
 
-@pytest.fixture(scope="module")
-def stock_space(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("stock")
+def load_stock(directory):
+    """Debian's stock prefork config, read from `directory`, and its tune space on the simulated host."""
     (directory / "apache2.conf").write_text(DEBIAN_STOCK)
     cfg = load_config(str(directory / "apache2.conf"), LoadOptions(server_root=str(directory)))
-    return derive_space(cfg, HOST.ram_workers["prefork"])
+    return cfg, derive_space(cfg, HOST.ram_workers["prefork"])
+
+
+@pytest.fixture(scope="module")
+def stock_space(tmp_path_factory):
+    return load_stock(tmp_path_factory.mktemp("stock"))[1]
 
 
 def settings(**changes) -> SearchSettings:

@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.config import LoadOptions, load_config
 from advisor.tuner.optimizer import Observation
-from advisor.tuner.simulated import SimulatedHost, SimulatedObjective
-from advisor.tuner.space import derive_space
+from advisor.tuner.simulated import SimulatedObjective
 from advisor.tuner.space_lint import CandidateLint
 from advisor.tuner.tune_simplify import simplify
 from advisor.tuner.tune_surrogate import Surrogate
 
-from test_tune_core import DEBIAN_STOCK
-
-HOST = SimulatedHost()
+from test_tune_core import HOST, load_stock
 
 
 @pytest.fixture(scope="module")
 def stock(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("stock")
-    (directory / "apache2.conf").write_text(DEBIAN_STOCK)
-    cfg = load_config(str(directory / "apache2.conf"), LoadOptions(server_root=str(directory)))
-    space = derive_space(cfg, HOST.ram_workers["prefork"])
+    cfg, space = load_stock(tmp_path_factory.mktemp("stock"))
     return cfg, space, CandidateLint(cfg, space)
 
 
