@@ -150,6 +150,9 @@ class TrialResult:
     @property
     def invalid_reasons(self) -> list[str]:
         """Why the trial does not measure what it claims; empty when it does."""
+        return self._measurement_reasons() + self.short_capacity_reasons
+
+    def _measurement_reasons(self) -> list[str]:
         reasons = []
         if self.verdict.label == "client-bound":
             # Client limits that began after the server saturated are its
@@ -157,6 +160,15 @@ class TrialResult:
             reasons.append("client-bound: the load generator, not the server, limited the run")
         if self.verdict.label == CLOSED_BY_SERVER or "closed_by_server" in self.verdict.evidence:
             reasons.append("the server closed connections before httperf's calls on them were done")
+        return reasons
+
+    @property
+    def short_capacity_reasons(self) -> list[str]:
+        """Ways the server ran with less than the config claims (a pool still
+        growing or short of its limit, start-up limits a reload kept). They
+        make a failure at this rate doubtful, never a success: a server that
+        met the SLO with less met it."""
+        reasons = []
         if self.warmup is not None and not self.warmup.steady:
             reasons.append(f"the server's pool was still growing when the {self.warmup.seconds:.0f} s warm-up ended: "
                            "the window measured its growth")
@@ -235,7 +247,7 @@ class TrialResult:
 
     @property
     def meets_slo(self) -> bool:
-        return self.valid and not self.slo_failures()
+        return not self._measurement_reasons() and not self.slo_failures()
 
     def to_dict(self) -> dict[str, object]:
         h = self.httperf

@@ -1,0 +1,36 @@
+"""What makes a probe pass: a server that met the SLO with less than its
+config claims (a pool short of its limit) met it; only a failure is in doubt."""
+
+from __future__ import annotations
+
+from advisor.tuner.httperf import HttperfResult
+from advisor.tuner.pool import PoolCheck
+from advisor.tuner.trial import TrialInputs, TrialResult
+from advisor.tuner.verdict import CLOSED_BY_SERVER, Verdict
+
+SHORT = "the pool held 6 workers in 3 of 3 seconds it was full, not the 65 the server should run"
+
+
+def probe(replies: int, *, pool_reasons=(), label="worker pool exhausted", reply_ms=2.0) -> TrialResult:
+    inputs = TrialInputs(workload="1k", uri="/", rate=100.0, duration_s=3.0)
+    run = HttperfResult(connections=300, requests=300, replies=replies, test_duration_s=3.0,
+                        reply_response_ms=reply_ms, errors={"total": 300 - replies})
+    pool = PoolCheck(64, 65, 0, 3, 3, 6, 0, list(pool_reasons))
+    return TrialResult(inputs, run, [], [], Verdict(label, {}), 0, 0, 0.0, 3.0, pool=pool)
+
+
+def test_a_short_pool_does_not_turn_a_pass_into_a_failure():
+    passed = probe(300, pool_reasons=[SHORT])
+    assert not passed.valid and passed.invalid_reasons == [SHORT]  # still reported
+    assert passed.meets_slo
+
+
+def test_a_short_pool_keeps_a_failure_in_doubt_and_a_full_one_is_plain():
+    failed = probe(200, pool_reasons=[SHORT])
+    assert not failed.meets_slo and not failed.valid
+    assert probe(200).valid and not probe(200).meets_slo
+
+
+def test_a_client_bound_or_closed_connection_run_never_passes():
+    assert not probe(300, label="client-bound").meets_slo
+    assert not probe(300, label=CLOSED_BY_SERVER).meets_slo
