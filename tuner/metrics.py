@@ -207,6 +207,29 @@ def read_disk_ticks() -> dict[str, int]:
     return ticks
 
 
+def read_loadavg() -> float | None:
+    try:
+        return float(_read("/proc/loadavg").split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def proc_snapshot(net_dir: str, port: int | None) -> dict[str, object]:
+    """The kernel's counters at one instant, as `_sample` turns pairs of them into rates.
+
+    Self-contained on purpose (standard library and the readers above only):
+    the remote sampler (advisor.tuner.remote.sampler) sends this function's
+    source to the staging host, so both sides read the same figures.
+    """
+    cores, extra = read_cpu_ticks()
+    return {
+        "time": time.monotonic(), "cores": cores, "extra": extra,
+        "vm": read_kv("/proc/vmstat"), "mem": read_kv("/proc/meminfo"), "loadavg": read_loadavg(),
+        "disk": read_disk_ticks(), "net": read_net_dev(net_dir), "tcpext": read_tcp_ext(net_dir),
+        "tw": read_time_wait(net_dir), "queue": read_listener(net_dir, port),
+    }
+
+
 _RATE = re.compile(r"\brate (\d+(?:\.\d+)?)([KMG]?)bit", re.I)
 _QSTATS = re.compile(r"dropped (\d+).*?backlog (\d+)b", re.S)
 
@@ -399,18 +422,10 @@ class MetricsCollector(threading.Thread):
             previous = current
 
     def _snapshot(self) -> dict[str, object]:
-        cores, extra = read_cpu_ticks()
-        queue = read_listener(self._net_dir, self.port)
-        time_wait = read_time_wait(self._net_dir)
-        snap: dict[str, object] = {
-            "time": time.monotonic(), "cores": cores, "extra": extra,
-            "vm": read_kv("/proc/vmstat"), "mem": read_kv("/proc/meminfo"),
-            "disk": read_disk_ticks(), "net": read_net_dev(self._net_dir),
-            "tcpext": read_tcp_ext(self._net_dir), "tw": time_wait, "queue": queue,
-            "httpd": self._httpd_cpu(), "children": self._watcher.counts() if self._watcher else None,
-            "throttling": self.cpu_quota.throttling() if self.cpu_quota else None,
-            "qdisc": {i: qdisc_stats(self.server_pid, i) for i in self._shaped},
-        }
+        snap = proc_snapshot(self._net_dir, self.port)
+        snap.update(httpd=self._httpd_cpu(), children=self._watcher.counts() if self._watcher else None,
+                    throttling=self.cpu_quota.throttling() if self.cpu_quota else None,
+                    qdisc={i: qdisc_stats(self.server_pid, i) for i in self._shaped})
         return snap
 
     def _httpd_cpu(self) -> tuple[float, int] | None:
@@ -444,10 +459,8 @@ class MetricsCollector(threading.Thread):
         sample.procs_running = b["extra"].get("procs_running", 0)
         sample.procs_blocked = b["extra"].get("procs_blocked", 0)
         sample.forks_per_s = round((b["extra"].get("processes", 0) - a["extra"].get("processes", 0)) / dt, 1)
-        try:
-            sample.loadavg1 = float(_read("/proc/loadavg").split()[0])
-        except (IndexError, ValueError):
-            pass
+        if b.get("loadavg") is not None:
+            sample.loadavg1 = b["loadavg"]
         mem = b["mem"]
         if mem.get("MemTotal"):
             sample.mem_available_pct = round(100.0 * mem.get("MemAvailable", 0) / mem["MemTotal"], 1)
