@@ -79,6 +79,8 @@ class SessionWorkload:
     think_s: float | None
     """Seconds between a session's requests; None: no sessions."""
     description: str
+    session_log: str | None = None
+    """A replayed access log's --wsesslog file: calls and think_s are then its means."""
 
     @property
     def wsess(self) -> tuple[int, int, float] | None:
@@ -775,6 +777,8 @@ class TrialObjective:
             num_calls=workload.num_calls, timeout_s=probes.timeout_s, uri_list=workload.uri_list,
             wsess=workload.wsess, server_cpus=server_cpus, client_cpus=client_cpus,
             slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms)
+        if workload.session_log:
+            inputs["session_log"] = workload.session_log
         # The warm-up knob arrives with the steady-state trials; an older trial layer has none.
         if "warmup_s" in {f.name for f in fields(TrialInputs)}:
             inputs["warmup_s"] = probes.warmup_s

@@ -78,6 +78,18 @@ class TrialInputs:
     # session keeps its connection; None, decided from the config in effect
     # (session_connections).
     connection_per_request: bool | None = None
+    # Sessions from a prepared --wsesslog file (a replayed access log): its
+    # sessions differ in calls and think times, so wsess's calls and think
+    # are means, and the counts come from the file (advisor.tuner.replay).
+    session_log: str | None = None
+
+    def replayed(self):
+        """The prepared session file's shape, or None."""
+        if not (self.session_log and self.wsess):
+            return None
+        from advisor.tuner.replay import session_shape
+
+        return session_shape(self.session_log)
 
     @property
     def num_conns(self) -> int:
@@ -85,6 +97,9 @@ class TrialInputs:
 
     @property
     def target_request_rate(self) -> float:
+        shape = self.replayed()
+        if shape is not None:
+            return self.rate * shape.requests_for(self.wsess[0]) / max(1, self.wsess[0])
         calls = self.wsess[1] if self.wsess else self.num_calls
         return self.rate * calls
 
@@ -186,6 +201,9 @@ class TrialResult:
     @property
     def attempted(self) -> int:
         """Requests the workload asked for."""
+        shape = self.inputs.replayed()
+        if shape is not None:
+            return max(1, shape.requests_for(self.inputs.wsess[0]))
         if self.inputs.wsess:
             return max(1, self.inputs.wsess[0] * self.inputs.wsess[1])
         return max(1, self.inputs.num_conns * self.inputs.num_calls)
@@ -228,8 +246,10 @@ class TrialResult:
         h = self.httperf
         if not self.inputs.wsess:
             return h.reply_rate
-        _sessions, calls, think = self.inputs.wsess
-        window = h.test_duration_s - max(0, calls - 1) * think
+        sessions, calls, think = self.inputs.wsess
+        shape = self.inputs.replayed()
+        tail = shape.tail_s(sessions, self.inputs.rate) if shape is not None else max(0, calls - 1) * think
+        window = h.test_duration_s - tail
         return h.replies / window if window > 0 else 0.0
 
     def slo_failures(self) -> list[str]:
@@ -418,7 +438,9 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                uri_list=inputs.uri_list, wsess=inputs.wsess, client_cpus=inputs.client_cpus)
     connections = ""
     if inputs.wsess:
-        if inputs.uri_list:
+        if inputs.session_log:
+            spec.session_log = inputs.session_log
+        elif inputs.uri_list:
             from advisor.tuner.workload import session_log
 
             spec.session_log = session_log(inputs.uri_list, inputs.wsess[1])
@@ -435,6 +457,8 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     collector.client_pid = process.pid
     # Bounded: the planned duration, httperf's own timeout, think times, slack.
     think = inputs.wsess[1] * inputs.wsess[2] if inputs.wsess else 0.0
+    if inputs.replayed() is not None:
+        think = inputs.replayed().longest_s
     limit = inputs.duration_s + 2 * inputs.timeout_s + think + 10.0
     overran = False
     try:
@@ -515,6 +539,8 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
     fixed = inputs.warmup_s
     bound = fixed if fixed is not None else WARMUP_MAX_S
     session_s = (inputs.wsess[1] - 1) * inputs.wsess[2] if inputs.wsess else 0.0
+    if inputs.replayed() is not None:
+        session_s = inputs.replayed().mean_s
     least = max(WARMUP_MIN_S, session_s + 1.0)
     count = max(1, int(math.ceil(inputs.rate * (bound + 1.0))))
     sized = httperf.HttperfSpec(**{**asdict(spec), "num_conns": count,

@@ -14,13 +14,15 @@ from typing import Optional
 
 import typer
 
+from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
+                                          SPEEDUP_HELP)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.errors import AdvisorError, UsageError
 
 
 def bench(
-    workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, cgi, slow, mixed (computes --cgi-n, then sleeps --sleep-ms) or url (the path of --url)."),
+    workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, cgi, slow, mixed (computes --cgi-n, then sleeps --sleep-ms), url (the path of --url) or log:PATH (sessions replayed from an access log; PATH may be a glob of rotated logs)."),
     mode: str = typer.Option("fixed", "--mode", help="fixed (one rate), ramp (stepped rates) or knee (peak under the SLO)."),
     rate: float = typer.Option(100.0, "--rate", help="Fixed mode: connections (or sessions) per second."),
     rates: Optional[str] = typer.Option(None, "--rates", help="Ramp mode: comma-separated rates, e.g. 500,1000,1500."),
@@ -52,6 +54,11 @@ def bench(
     url: Optional[str] = typer.Option(None, "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html."),
     managed: Optional[str] = typer.Option(None, "--managed", help="Existing server: the managed include (default: beside CONFIG)."),
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
+    log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
+    session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
+    dynamic: str = typer.Option("static", "--dynamic", help=DYNAMIC_HELP),
+    anonymize: bool = typer.Option(False, "--anonymize", help=ANONYMIZE_HELP),
+    speedup: Optional[float] = typer.Option(None, "--speedup", help=SPEEDUP_HELP + " Sets --rate (fixed) or --start-rate (knee)."),
 ) -> None:
     """Closed-loop httperf trials with per-second metrics and a bottleneck verdict."""
     try:
@@ -61,6 +68,7 @@ def bench(
 
 
 def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
+    from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
     from advisor.commands.targets import place_processes, resolve_target
     from advisor.tuner import httperf, workload
     from advisor.tuner.target import ManagedConfig
@@ -76,6 +84,17 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         raise UsageError("--warmup must be between 0 and 120 seconds", hint="leave it out to warm up until the pool is steady")
     if opts["num_calls"] < 1 or opts["burst_length"] < 1 or opts["burst_length"] > opts["num_calls"]:
         raise UsageError("need 1 <= --burst-length <= --num-calls")
+    log = None
+    if is_log_workload(opts["workload_name"]):
+        # Derived before any server is touched: a bad log changes nothing.
+        refuse_shape_options(opts["think"], opts["num_calls"], opts["burst_length"])
+        log = prepare_log(opts["workload_name"], workdir=opts["workdir"], config=opts["config"], url=opts["url"],
+                          log_format=opts["log_format"], session_gap=opts["session_gap"], dynamic=opts["dynamic"],
+                          anonymize=opts["anonymize"], speedup=opts["speedup"])
+        if opts["speedup"] is not None:
+            opts["rate"] = opts["start_rate"] = log.rate_for(opts["speedup"])
+    elif opts["speedup"] is not None:
+        raise UsageError("--speedup scales a log's session rate", hint="use it with --workload log:PATH")
     httperf.find_httperf(opts["httperf_bin"])
     if opts["httperf_bin"]:
         os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
@@ -93,9 +112,14 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
             raise UsageError("--workload url needs --url")
         parts = urlsplit(opts["url"])
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-    work = workload.make_workload(opts["workload_name"], work_dir, cgi_n=opts["cgi_n"],
-                                  sleep_ms=opts["sleep_ms"], uri=path)
     wsess = None
+    if log is not None:
+        log.install(work_dir)
+        work = workload.Workload(log.name, "/", description="sessions replayed from an access log")
+        wsess = (1, log.replay.mean_calls, log.replay.mean_think_s)
+    else:
+        work = workload.make_workload(opts["workload_name"], work_dir, cgi_n=opts["cgi_n"],
+                                      sleep_ms=opts["sleep_ms"], uri=path)
     if opts["think"] is not None:
         wsess = (1, opts["num_calls"], opts["think"])
     base = TrialInputs(
@@ -103,7 +127,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         num_calls=opts["num_calls"], burst_length=opts["burst_length"], timeout_s=opts["timeout"],
         uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
         directives=list(opts["directives"] or []), slo_errors_pct=opts["slo_errors"], slo_reply_ms=opts["slo_ms"],
-        warmup_s=opts["warmup"])
+        warmup_s=opts["warmup"], session_log=log.replay.session_log if log is not None else None)
     interval = opts["interval"] or (1.0 if opts["duration"] >= 10 else max(0.25, opts["duration"] / 6))
 
     report = _Reporter(opts["output_format"], opts["plot"])
@@ -115,6 +139,9 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
 
     signal.signal(signal.SIGTERM, on_sigterm)
     trials = []
+    if log is not None:
+        for line in log.summary_lines():
+            report.info(line)
     try:
         with ManagedConfig(target) as managed_config:
             if managed_config.stray_load:
@@ -199,6 +226,12 @@ class _Reporter:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+
+    def info(self, text: str) -> None:
+        if self.json:
+            sys.stderr.write(f"apache-advisor: {text}\n")
+        else:
+            self.console.print(text, markup=False, highlight=False)
 
     def note(self, text: str) -> None:
         if self.json:

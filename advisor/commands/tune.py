@@ -15,6 +15,8 @@ from typing import Any, List, Optional
 
 import typer
 
+from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
+                                          SPEEDUP_HELP)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.errors import AdvisorError, UsageError
@@ -23,7 +25,7 @@ from advisor.errors import AdvisorError, UsageError
 def tune(
     budget: int = typer.Option(15, "--budget", help="Trials (replicates of near-ties included)."),
     max_time: Optional[float] = typer.Option(None, "--max-time", help="Start no trial after this many seconds; the gain replicates and the report follow."),
-    workload_name: str = typer.Option("almeida-sessions", "--workload", "-w", help="almeida-sessions (default: 5-request sessions with think time over Almeida's file set), or bench's 1k, 1m, almeida, cgi, slow, url."),
+    workload_name: str = typer.Option("almeida-sessions", "--workload", "-w", help="almeida-sessions (default: 5-request sessions with think time over Almeida's file set), bench's 1k, 1m, almeida, cgi, slow, url, or log:PATH (sessions replayed from an access log)."),
     objective: str = typer.Option("peak", "--objective", help="peak (highest rate under the SLO), throughput (at --rate, bounded by --slo-ms) or latency (mean reply time at --rate)."),
     rate: Optional[float] = typer.Option(None, "--rate", help="throughput/latency: the offered rate (sessions or connections per second)."),
     slo_ms: float = typer.Option(100.0, "--slo-ms", help="SLO: mean reply time below this (ms)."),
@@ -62,6 +64,11 @@ def tune(
     url: Optional[str] = typer.Option(None, "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html."),
     managed: Optional[str] = typer.Option(None, "--managed", help="Existing server: the managed include (default: beside CONFIG)."),
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
+    log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
+    session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
+    dynamic: str = typer.Option("static", "--dynamic", help=DYNAMIC_HELP),
+    anonymize: bool = typer.Option(False, "--anonymize", help=ANONYMIZE_HELP),
+    speedup: Optional[float] = typer.Option(None, "--speedup", help=SPEEDUP_HELP + " Sets --start-rate (peak) or --rate (throughput, latency)."),
 ) -> None:
     """Tune a staging server: Bayesian search over its directives, then the recommended include and its measured gain."""
     try:
@@ -73,10 +80,11 @@ def tune(
 def _tune(**opts: Any) -> None:
     from pathlib import Path
 
+    from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
     from advisor.commands.targets import place_processes, resolve_target
     from advisor.tuner import httperf
     from advisor.tuner.session import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
-                                       TuneSession, make_session_workload)
+                                       SessionWorkload, TuneSession, make_session_workload)
 
     if opts["output_format"] not in ("text", "json"):
         raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
@@ -93,8 +101,21 @@ def _tune(**opts: Any) -> None:
                                gain_replicates=opts["gain_replicates"], space_file=opts["space_file"],
                                allow_mpm_switch=opts["allow_mpm_switch"], ram_bytes=ram_bytes)
     settings.check()
+    log = None
+    if is_log_workload(opts["workload_name"]):
+        # Derived before any server is touched: a bad log changes nothing.
+        refuse_shape_options(opts["think"], opts["num_calls"])
+        log = prepare_log(opts["workload_name"], workdir=opts["workdir"], config=opts["config"], url=opts["url"],
+                          log_format=opts["log_format"], session_gap=opts["session_gap"], dynamic=opts["dynamic"],
+                          anonymize=opts["anonymize"], speedup=opts["speedup"])
+        if opts["speedup"] is not None:
+            opts["start_rate"] = log.rate_for(opts["speedup"])
+            if opts["objective"] != "peak" and opts["rate"] is None:
+                opts["rate"] = opts["start_rate"]
+    elif opts["speedup"] is not None:
+        raise UsageError("--speedup scales a log's session rate", hint="use it with --workload log:PATH")
     spec = ObjectiveSpec(opts["objective"], opts["rate"], opts["slo_ms"], opts["slo_errors"])
-    sessions = opts["workload_name"] == DEFAULT_WORKLOAD or opts["think"] is not None
+    sessions = opts["workload_name"] == DEFAULT_WORKLOAD or opts["think"] is not None or log is not None
     probes = ProbeSettings(duration_s=opts["duration"], warmup_s=opts["warmup"], timeout_s=opts["timeout"],
                            start_rate=opts["start_rate"] or (10.0 if sessions else 250.0), max_rate=opts["max_rate"],
                            max_probes=opts["max_probes"], first_max_probes=opts["first_probes"],
@@ -121,9 +142,16 @@ def _tune(**opts: Any) -> None:
             raise UsageError("--workload url needs --url")
         parts = urlsplit(opts["url"])
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-    work = make_session_workload(opts["workload_name"], resolved.work_dir, calls=opts["num_calls"],
-                                 think_s=opts["think"], uri=path, cgi_n=opts["cgi_n"], sleep_ms=opts["sleep_ms"])
     display = _Display(opts["output_format"] == "json")
+    if log is not None:
+        log.install(resolved.work_dir)
+        work = SessionWorkload(log.name, "/", None, log.replay.mean_calls, log.replay.mean_think_s,
+                               "sessions replayed from an access log", session_log=log.replay.session_log)
+        for line in log.summary_lines():
+            display.note(line)
+    else:
+        work = make_session_workload(opts["workload_name"], resolved.work_dir, calls=opts["num_calls"],
+                                     think_s=opts["think"], uri=path, cgi_n=opts["cgi_n"], sleep_ms=opts["sleep_ms"])
     session = TuneSession(target, resolved.work_dir, work, spec, probes, settings, display)
     display.session = session
 
