@@ -170,6 +170,24 @@ def test_sessions_bursts_think_times_and_sizes_match_the_log(tmp_path):
     assert shape.longest_s == pytest.approx(21)
 
 
+def test_a_long_log_gives_httperf_at_most_1000_sessions_spread_over_it(tmp_path):
+    """httperf 0.9.0 stops with "too many sessions" past 1,000 (wsesslog.c)."""
+    log = tmp_path / "access.log"
+    log.write_text("".join(f'203.0.{i // 250}.{i % 250} - - [{clf_time(T0 + i)}] "GET /f{i}.bin HTTP/1.1" 200 {100 + i}\n'
+                           for i in range(2500)))
+    replay = _derive(tmp_path, log, text=COMMON)
+    summary = replay.summary
+    assert summary.sessions == 2500 and summary.file_sessions == 1000
+    assert "the session file holds 1000 of the 2500 sessions" in "\n".join(summary.lines_for_humans())
+    uris = [b[0] for s in read_sesslog(replay.session_log) for b, _t in s]
+    numbers = [int(u[len("/log/f"):-len(".bin")]) for u in uris]
+    assert len(set(numbers)) == 1000 and min(numbers) == 0 and max(numbers) >= 2490
+    # Neighbours in the file come from far apart in the log: the first ten
+    # sessions, all a short trial sends, span most of it.
+    assert max(numbers[:10]) - min(numbers[:10]) > 2000
+    assert summary.file_bytes_per_request == pytest.approx(summary.bytes_per_request, rel=0.01)
+
+
 def test_paths_on_disk_keep_the_logged_names(tmp_path):
     log = tmp_path / "access.log"
     write_known_log(log, clients=2, sessions_each=1)

@@ -49,6 +49,9 @@ DYNAMIC_EXTENSIONS = frozenset({"php", "php3", "php5", "cgi", "pl", "py", "asp",
 CGI_ENDPOINT = "/cgi-bin/sleep.cgi?ms=0"
 # Files the sandbox may be asked to hold for one log.
 MAX_REPLAY_BYTES = 2 * 1024 ** 3
+# httperf 0.9.0 reads at most 1,000 sessions from a --wsesslog file
+# (MAX_SESSION_TEMPLATES in its wsesslog.c) and stops with "too many sessions".
+MAX_SESSIONS = 1000
 MAX_SEGMENT_BYTES = 200
 MAX_PATH_BYTES = 1024
 LENGTH_CLASSES = (8, 16, 32, 64, 128, 256)
@@ -345,20 +348,72 @@ def write_files(docroot: Path, plans: Iterable[ReplayFile]) -> int:
     return total
 
 
-def write_sesslog(scratch: Path, target: Path, plans: list[ReplayFile]) -> None:
-    """The scratch file's URL numbers -> httperf's --wsesslog syntax."""
-    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
-    with open(scratch, encoding="utf-8") as source, open(tmp, "w", encoding="utf-8", errors="surrogateescape") as out:
+@dataclass
+class SessionFileFacts:
+    """What the session file holds (a sample of the log's sessions when it has many)."""
+
+    sessions: int
+    requests: int
+    bytes_total: int
+    every: float  # one session in this many of the log's
+
+
+def pick_sessions(scratch: Path, total: int, keep: int = MAX_SESSIONS) -> array:
+    """Byte ranges (start, end pairs) in `scratch` of `keep` sessions spread evenly over `total`."""
+    keep = min(keep, total)
+    step = total / keep if keep else 1.0
+    ranges = array("q")
+    wanted = 0
+    index = 0
+    position = 0
+    start = 0
+    with open(scratch, "rb") as source:
         for line in source:
-            line = line.rstrip("\n")
-            if not line:
-                out.write("\n")
-                continue
-            think, _, numbers = line.partition(" ")
-            uris = [plans[int(n)].uri for n in numbers.split()]
-            first = uris[0] + ("" if think == "-" else f" think={think}")
-            out.write(first + "\n" + "".join(f"\t{u}\n" for u in uris[1:]))
+            end = position + len(line)
+            if line == b"\n":
+                if index == int(wanted * step) and len(ranges) < 2 * keep:
+                    ranges.extend((start, end))
+                    wanted += 1
+                index += 1
+                start = end
+            position = end
+    return ranges
+
+
+def spread_order(count: int) -> list[int]:
+    """An order of `count` items in which neighbours come from far apart: a
+    short trial, which replays the file's first sessions, then samples the
+    whole log rather than its first hours."""
+    if count <= 2:
+        return list(range(count))
+    step = max(1, round(count * 0.6180339887))
+    while math.gcd(step, count) != 1:
+        step += 1
+    return [(i * step) % count for i in range(count)]
+
+
+def write_sesslog(scratch: Path, target: Path, plans: list[ReplayFile], ranges: array) -> SessionFileFacts:
+    """The picked sessions of the scratch file, URL numbers -> httperf's --wsesslog syntax."""
+    tmp = target.with_name(target.name + f".{os.getpid()}.tmp")
+    sessions = requests = total_bytes = 0
+    with open(scratch, "rb") as source, open(tmp, "w", encoding="utf-8", errors="surrogateescape") as out:
+        for pick in spread_order(len(ranges) // 2):
+            start, end = ranges[2 * pick], ranges[2 * pick + 1]
+            source.seek(start)
+            block = source.read(end - start).decode("ascii")
+            sessions += 1
+            for line in block.splitlines():
+                if not line:
+                    continue
+                think, _, numbers = line.partition(" ")
+                picked = [plans[int(n)] for n in numbers.split()]
+                requests += len(picked)
+                total_bytes += sum(p.size for p in picked)
+                first = picked[0].uri + ("" if think == "-" else f" think={think}")
+                out.write(first + "\n" + "".join(f"\t{p.uri}\n" for p in picked[1:]))
+            out.write("\n")
     os.replace(tmp, target)
+    return SessionFileFacts(sessions, requests, total_bytes, 1.0)
 
 
 # -- the whole derivation -------------------------------------------------------
@@ -393,6 +448,9 @@ class ReplaySummary:
     size_source: str
     anonymized: bool
     session_gap_s: float
+    file_sessions: int = 0  # sessions in the httperf file: all of them, or an even sample
+    file_requests_per_session_mean: float = 0.0
+    file_bytes_per_request: float = 0.0
     bytes_on_disk: int = 0
     peak_open_sessions: int = 0
 
@@ -418,6 +476,11 @@ class ReplaySummary:
                     if self.dynamic_mode == "cgi" else "served as static files of the logged size")
             out.append(f"dynamic URLs (query strings, scripts): {self.dynamic_urls}, "
                        f"{self.dynamic_requests} requests, {done}")
+        if self.file_sessions < self.sessions:
+            out.append(f"the session file holds {self.file_sessions} of the {self.sessions} sessions (httperf reads "
+                       f"at most {MAX_SESSIONS}), one in {self.sessions / self.file_sessions:.1f} spread over the log: "
+                       f"{self.file_requests_per_session_mean:.2f} requests per session, "
+                       f"{self.file_bytes_per_request:.0f} bytes per request")
         out.append(f"the replay covers {self.coverage_pct:.1f} % of the log's requests"
                    + ("; paths anonymized" if self.anonymized else ""))
         return out
@@ -447,7 +510,7 @@ class Replay:
 
     @property
     def mean_calls(self) -> int:
-        return max(1, round(self.summary.requests_per_session_mean))
+        return max(1, round(self.summary.file_requests_per_session_mean))
 
     @property
     def mean_think_s(self) -> float:
@@ -499,7 +562,9 @@ def derive(reader: LogReader, out_dir: Path, options: ReplayOptions, *, salt: by
             raise UsageError(f"the log's files would take {planned / 1024 ** 3:.1f} GB in the sandbox",
                              file=reader.paths[0], hint="replay a shorter stretch of the log")
     session_log = out_dir / "replay.sesslog"
-    write_sesslog(scratch, session_log, plans)
+    ranges = pick_sessions(scratch, counts.sessions)
+    facts = write_sesslog(scratch, session_log, plans, ranges)
+    facts.every = counts.sessions / max(1, facts.sessions)
     scratch.unlink(missing_ok=True)
     dynamic = [(p, entry) for p, entry in zip(plans, sorted(builder.urls.values(), key=lambda e: e.number)) if p.dynamic]
     thinks = counts.think_cs
@@ -523,6 +588,8 @@ def derive(reader: LogReader, out_dir: Path, options: ReplayOptions, *, salt: by
         size_source={"b": "%b", "B": "%B", None: "no size in the format: empty files"}.get(
             size_field, f"%O less {header} bytes of headers"),
         anonymized=options.anonymize, session_gap_s=options.session_gap_s,
+        file_sessions=facts.sessions, file_requests_per_session_mean=round(facts.requests / max(1, facts.sessions), 3),
+        file_bytes_per_request=round(facts.bytes_total / max(1, facts.requests), 1),
         peak_open_sessions=builder.peak_open)
     (out_dir / "summary.json").write_text(json.dumps(summary.to_dict(), indent=1))
     return Replay(str(session_log), summary, plans, options.prefix)
