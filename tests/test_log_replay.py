@@ -417,3 +417,33 @@ def test_a_million_lines_stream_in_memory_bounded_by_the_urls(tmp_path):
     assert large["sessions"] >= 19 * small["sessions"]
     assert large["open"] <= 200
     assert large["peak_kb"] - small["peak_kb"] < 4 * 1024
+
+
+def test_a_trial_on_a_replayed_log_counts_its_requests_and_tail_from_the_file(tmp_path):
+    """Sessions of 16 requests in 4 bursts with 7 s of think between them: the
+    trial asks for what the file holds, and the sessions' 21 s tail is not
+    held against the server."""
+    from advisor.tuner import httperf
+    from advisor.tuner.trial import TrialInputs, TrialResult, with_rate
+
+    log = tmp_path / "access.log"
+    write_known_log(log)
+    replay = _derive(tmp_path, log)
+    base = TrialInputs(workload="log:access.log", uri="/", rate=1, duration_s=10, session_log=replay.session_log,
+                       wsess=(1, replay.mean_calls, replay.mean_think_s))
+    inputs = with_rate(base, 4)
+    assert inputs.wsess[0] == 40 and inputs.session_log == replay.session_log
+    assert inputs.target_request_rate == pytest.approx(4 * 16)
+    spec = httperf.HttperfSpec("127.0.0.1", 8080, wsess=inputs.wsess, session_log=inputs.session_log,
+                               binary="/bin/true")
+    assert f"--wsesslog=40,7,{replay.session_log}" in spec.argv()
+    result = object.__new__(TrialResult)
+    result.inputs = inputs
+    result.listen_overflows = result.listen_drops = 0
+    # The last session starts at 9.75 s and thinks 21 s: every reply in time.
+    result.httperf = httperf.HttperfResult(replies=640, test_duration_s=9.75 + 21 + 0.1, reply_response_ms=1.0)
+    assert result.attempted == 640 and result.errors == 0
+    assert result.served_rate == pytest.approx(640 / (9.75 + 0.1))
+    assert result.slo_failures() == []
+    result.httperf = httperf.HttperfResult(replies=600, test_duration_s=31.0, reply_response_ms=1.0)
+    assert result.errors == 40 and any(f.startswith("errors") for f in result.slo_failures())
