@@ -81,6 +81,15 @@ def test_apply_validate_reload_restore_over_ssh(remote_sandbox, tmp_path):
         assert run.sandbox.managed_path.read_text() == run.stock
         assert not list((tmp_path / "state").rglob("*.journal"))
         target.check_alive()
+        # A trial's collector for this target samples the host, for the host's httpd.
+        collector = target.metrics_collector(interval=0.3, server_pid=None, port=8080, status_url=target.status_url,
+                                             max_samples=3, cpu_quota=None)
+        assert collector.remote_pid == parent
+        collector.prime()
+        collector.start()
+        collector.join(timeout=10)
+        samples = collector.stop()
+        assert len(samples) == 3 and all(s.httpd_processes >= 2 and s.status_ok for s in samples)
     finally:
         target.conn.close()
 

@@ -72,6 +72,13 @@ class StagingTarget(ABC):
     def health_url(self) -> str:
         return self.base_url + "/"
 
+    def metrics_collector(self, **settings):
+        """The collector of a trial's server metrics (advisor.tuner.metrics.MetricsCollector's
+        settings: interval, server_pid, port, status_url, max_samples, cpu_quota)."""
+        from advisor.tuner.metrics import MetricsCollector
+
+        return MetricsCollector(**settings)
+
     def server_children(self) -> set[int]:
         """The pids of the parent httpd's children (a reload replaces them)."""
         import psutil

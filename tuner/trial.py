@@ -429,8 +429,9 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                 quiet_wait: float, quiet: bool) -> TrialResult:
     quota = target.cpu_quota()
     inputs.server_cpu_quota_pct = quota.pct if quota else None
-    collector = MetricsCollector(interval=interval, server_pid=pid, port=parts.port or 80,
-                                 status_url=target.status_url, max_samples=int(600 / interval), cpu_quota=quota)
+    collector = target.metrics_collector(interval=interval, server_pid=pid, port=parts.port or 80,
+                                         status_url=target.status_url, max_samples=int(600 / interval),
+                                         cpu_quota=quota)
     collector.prime()
     spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80, uri=inputs.uri,
                                rate=inputs.rate, num_conns=inputs.num_conns, num_calls=inputs.num_calls,

@@ -18,6 +18,7 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
                                           SPEEDUP_HELP)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
+from advisor.commands.targets import HostOption, IdentityOption, SshOptionOption
 from advisor.errors import AdvisorError, UsageError
 
 
@@ -53,6 +54,10 @@ def bench(
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG)."),
     url: Optional[str] = typer.Option(None, "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html."),
     managed: Optional[str] = typer.Option(None, "--managed", help="Existing server: the managed include (default: beside CONFIG)."),
+    host: HostOption = None,
+    ssh_option: SshOptionOption = None,
+    identity: IdentityOption = None,
+    allow_host: Optional[list[str]] = typer.Option(None, "--allow-host", help="A host off loopback that may be loaded (repeat); --host needs it."),
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -100,7 +105,9 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
 
     resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
-                              reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"])
+                              reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
+                              allow_hosts=opts["allow_host"], host=opts["host"], ssh_options=opts["ssh_option"],
+                              identity=opts["identity"])
     target, work_dir = resolved.target, resolved.work_dir
     actual_server, client = place_processes(target, opts["server_cpus"], opts["client_cpus"])
 

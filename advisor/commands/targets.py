@@ -1,11 +1,13 @@
 """The staging server a command measures, as `bench` and `tune` both name it.
 
 Either the sandbox of `staging up` (`--workdir`, or the default work
-directory) or an existing server on this host (`--config` and `--url`, with
-its `--reload-cmd`, `--test-cmd` and `--managed` include). One definition
-keeps the two commands resolving, checking and pinning a target the same
-way. Only the standard library is imported at module level: the tuner
-(requests, psutil) loads when a command calls these functions.
+directory), an existing server on this host (`--config` and `--url`, with
+its `--reload-cmd`, `--test-cmd` and `--managed` include), or one on another
+host reached over SSH (`--host`, with `--ssh-option` and `--identity`; then
+`--config` and `--managed` are paths there and the commands run there). One
+definition keeps the two commands resolving, checking and pinning a target
+the same way. Only the standard library and Typer are imported at module
+level: the tuner (requests, psutil) loads when a command calls these functions.
 """
 
 from __future__ import annotations
@@ -13,9 +15,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, List, Optional
+
+import typer
 
 from advisor.errors import AdvisorError, UsageError
+
+HostOption = Annotated[Optional[str], typer.Option(
+    "--host", help="A staging server on another host, over SSH: HOST, USER@HOST or USER@HOST:PORT ([IPv6]:PORT). --config and --managed are "
+                   "paths there, --test-cmd/--reload-cmd run there; --url is what to load. Needs --allow-host.")]
+SshOptionOption = Annotated[Optional[List[str]], typer.Option(
+    "--ssh-option", help="With --host: an ssh -o option, e.g. UserKnownHostsFile=~/.ssh/staging_hosts (repeat).")]
+IdentityOption = Annotated[Optional[str], typer.Option(
+    "--identity", help="With --host: the private key ssh uses.")]
 
 
 @dataclass
@@ -28,16 +40,24 @@ class ResolvedTarget:
 
 def resolve_target(*, workdir: str | None, config: str | None, url: str | None, reload_cmd: str,
                    test_cmd: str | None, managed: str | None, allow_hosts: list[str] | None = None,
-                   check_alive: bool = True) -> ResolvedTarget:
+                   check_alive: bool = True, host: str | None = None, ssh_options: list[str] | None = None,
+                   identity: str | None = None) -> ResolvedTarget:
     """The target the options name, checked to answer.
 
     `allow_hosts`: when given (even empty), a target whose host is not on
-    loopback is refused unless its host is in the list.
+    loopback is refused unless its host is in the list. A remote target
+    (`host`) is always checked so, its ssh host and its URL's host both.
     """
     from advisor.tuner.sandbox import Sandbox
     from advisor.tuner.target import LocalServerTarget, SandboxTarget
 
-    if config or url:
+    if host:
+        target = remote_target(host, ssh_options, identity, config=config, url=url, reload_cmd=reload_cmd,
+                               test_cmd=test_cmd, managed=managed, allow_hosts=allow_hosts or [])
+        work_dir = None
+    elif ssh_options or identity:
+        raise UsageError("--ssh-option and --identity go with --host", hint="name the staging host with --host")
+    elif config or url:
         if not (config and url):
             raise UsageError("an existing staging server needs both --config and --url")
         if allow_hosts is not None:
@@ -53,6 +73,33 @@ def resolve_target(*, workdir: str | None, config: str | None, url: str | None, 
     if check_alive:
         target.check_alive()
     return ResolvedTarget(target, work_dir)
+
+
+def remote_target(host: str, ssh_options: list[str] | None, identity: str | None, *, config: str | None,
+                  url: str | None, reload_cmd: str, test_cmd: str | None, managed: str | None,
+                  allow_hosts: list[str]):
+    """A RemoteTarget, refused before any connection unless both hosts are allowed."""
+    import atexit
+
+    from advisor.tuner.remote.ssh import HostSpec, SshConnection
+    from advisor.tuner.remote.target import RemoteTarget
+
+    if not (config and url):
+        raise UsageError("a staging server on another host needs --config (its path there) and --url",
+                         hint="for example --config /etc/apache2/apache2.conf --url http://staging:80/")
+    spec = HostSpec.parse(host)
+    if not _allowed(spec.host, allow_hosts):
+        raise UsageError(f"--host {host} is not on loopback: the tool changes the config of the server there",
+                         hint=f"name it with --allow-host {spec.host} if it is a staging server you own")
+    check_host(url, allow_hosts)
+    conn = SshConnection(spec, options=list(ssh_options or []), identity=identity)
+    target = RemoteTarget(conn, config, url, reload_cmd, managed, test_cmd)
+    atexit.register(conn.close)  # else the master connection lingers for ControlPersist seconds
+    return target
+
+
+def _allowed(host: str, allowed: list[str]) -> bool:
+    return is_loopback(host) or host.lower().strip("[]") in {h.lower().strip("[]") for h in allowed}
 
 
 def is_loopback(host: str) -> bool:
@@ -79,7 +126,7 @@ def check_host(url: str, allowed: list[str]) -> None:
     from urllib.parse import urlsplit
 
     host = urlsplit(url).hostname or ""
-    if is_loopback(host) or host.lower() in {h.lower().strip("[]") for h in allowed}:
+    if _allowed(host, allowed):
         return
     raise UsageError(f"the target {url} is not on loopback: tune changes and loads the server it measures",
                      hint=f"name its host with --allow-host {host} if it is a staging server you own")

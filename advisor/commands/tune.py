@@ -19,6 +19,7 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
                                           SPEEDUP_HELP)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
+from advisor.commands.targets import HostOption, IdentityOption, SshOptionOption
 from advisor.errors import AdvisorError, UsageError
 
 
@@ -63,6 +64,9 @@ def tune(
     test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG)."),
     url: Optional[str] = typer.Option(None, "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html."),
     managed: Optional[str] = typer.Option(None, "--managed", help="Existing server: the managed include (default: beside CONFIG)."),
+    host: HostOption = None,
+    ssh_option: SshOptionOption = None,
+    identity: IdentityOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -88,6 +92,11 @@ def _tune(**opts: Any) -> None:
 
     if opts["output_format"] not in ("text", "json"):
         raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
+    if opts["host"]:
+        # The search space and the lint check read the server's whole config tree
+        # with the config model; over SSH only the managed include is read so far.
+        raise UsageError("tune cannot read a remote server's config tree yet",
+                         hint="run tune on the staging host, or measure candidates with bench --host ... --set")
     # Everything that needs no server first: bad input changes nothing.
     ram_bytes = None
     if opts["ram"] is not None:
@@ -132,7 +141,8 @@ def _tune(**opts: Any) -> None:
 
     resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
                               reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
-                              allow_hosts=list(opts["allow_host"] or []))
+                              allow_hosts=list(opts["allow_host"] or []), host=opts["host"],
+                              ssh_options=opts["ssh_option"], identity=opts["identity"])
     target = resolved.target
     path = None
     if opts["workload_name"] == "url":

@@ -127,6 +127,15 @@ class RemoteTarget(ExistingServerTarget):
         """The parent httpd on the host: started with this config, else the only top-level one."""
         return self._parent(self._processes())
 
+    def metrics_collector(self, **settings):
+        """The sampler on the host, for the host's parent httpd (a local pid and a
+        local cgroup mean nothing there)."""
+        from advisor.tuner.remote.sampler import RemoteMetricsCollector
+
+        settings.pop("server_pid", None)
+        settings.pop("cpu_quota", None)
+        return RemoteMetricsCollector(self.conn, remote_pid=self.remote_server_pid(), **settings)
+
     def server_children(self) -> set[int]:
         table = self._processes()  # one round trip: ManagedConfig polls this while a reload settles
         pid = self._parent(table)

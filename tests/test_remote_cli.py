@@ -1,0 +1,105 @@
+"""`--host` on the command line: what is refused before any connection, and
+each way the connection fails, as one line and exit code 2."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from conftest import assert_one_line_error
+from test_bench_support import cli
+
+# TEST-NET-2 (RFC 5737): documentation addresses, never reached: these are refused first.
+FAR = "198.51.100.7"
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    return cli("bench", "--duration", "1", "--rate", "1", *args, check=False, timeout=60)
+
+
+def test_a_host_off_loopback_is_refused_unless_allowed():
+    result = bench("--host", f"root@{FAR}", "--config", "/etc/apache2/apache2.conf", "--url", f"http://{FAR}/")
+    assert_one_line_error(result, f"--host root@{FAR} is not on loopback", f"--allow-host {FAR}")
+
+
+def test_the_url_host_must_be_allowed_too():
+    result = bench("--host", f"root@{FAR}", "--allow-host", FAR, "--config", "/etc/apache2/apache2.conf",
+                   "--url", "http://198.51.100.8/")
+    assert_one_line_error(result, "the target http://198.51.100.8/ is not on loopback", "--allow-host 198.51.100.8")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--identity", "/etc/hostname"], "--ssh-option and --identity go with --host"),
+    (["--host", "127.0.0.1", "--url", "http://127.0.0.1/"], "needs --config (its path there) and --url"),
+    (["--host", "root@[::1", "--config", "/x.conf", "--url", "http://127.0.0.1/"], "bad --host"),
+    (["--host", "127.0.0.1", "--identity", "/nonexistent/key", "--config", "/x.conf", "--url", "http://127.0.0.1/"],
+     "identity file not found: /nonexistent/key"),
+])
+def test_bad_remote_options_are_one_line(args, fragment):
+    assert_one_line_error(bench(*args), fragment)
+
+
+def test_tune_says_it_cannot_read_a_remote_tree_yet():
+    result = cli("tune", "--yes", "--host", "127.0.0.1", "--config", "/x.conf", "--url", "http://127.0.0.1/",
+                 check=False, timeout=60)
+    assert_one_line_error(result, "tune cannot read a remote server's config tree yet", "bench --host")
+
+
+def _ssh_args(topo, port=None, identity=None) -> list[str]:
+    host = f"root@{topo.server.addr}" + (f":{port}" if port else "")
+    args = ["--host", host, "--allow-host", topo.server.addr, "--identity", str(identity or topo.user_key)]
+    for option in topo.ssh_options():
+        args += ["--ssh-option", option]
+    return args + ["--url", f"http://{topo.server.addr}:8080/index.html"]
+
+
+@pytest.mark.netns
+def test_connection_failures_are_one_line(netns_topology, tmp_path):
+    import netns_topology as topology_module
+
+    topo = netns_topology
+    config = ["--config", "/etc/apache2/apache2.conf"]
+    assert_one_line_error(bench(*_ssh_args(topo, port=2999), *config),
+                          f"ssh to root@{topo.server.addr}:2999: host unreachable", "sshd runs there")
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "stranger")], check=True)
+    assert_one_line_error(bench(*_ssh_args(topo, identity=tmp_path / "stranger"), *config),
+                          "authentication refused", "--identity")
+    assert_one_line_error(bench(*_ssh_args(topo, port=topology_module.NO_PYTHON_PORT), *config),
+                          "python3 not found on root@", "apt-get install")
+
+
+@pytest.mark.netns
+def test_remote_config_problems_name_the_host_file(netns_topology, tmp_path):
+    topo = netns_topology
+    config = tmp_path / "httpd.conf"
+    config.write_text("Listen 8080\n")  # the namespaces share this file system
+    assert_one_line_error(bench(*_ssh_args(topo), "--config", str(config)),
+                          f"root@{topo.server.addr}:{config}: the config does not include the managed file",
+                          "IncludeOptional")
+    assert_one_line_error(bench(*_ssh_args(topo), "--config", str(tmp_path / "missing.conf")),
+                          f"root@{topo.server.addr}:{tmp_path / 'missing.conf'}: config file not found")
+
+
+@pytest.mark.netns
+def test_resolution_gives_a_remote_target(netns_topology):
+    from advisor.commands.targets import resolve_target
+    from test_bench_support import SandboxRun, require
+
+    require("apache2")
+    topo = netns_topology
+    with SandboxRun(mpm="event", netns=topo.server.netns, host=topo.server.addr, port=8080,
+                    status_allow=["127.0.0.1", topo.root_addr]) as run:
+        resolved = resolve_target(workdir=None, config=str(run.sandbox.config_path),
+                                  url=f"http://{topo.server.addr}:8080/index.html", reload_cmd="apachectl graceful",
+                                  test_cmd=None, managed=str(run.sandbox.managed_path),
+                                  allow_hosts=[topo.server.addr], host=f"root@{topo.server.addr}",
+                                  ssh_options=topo.ssh_options(), identity=str(topo.user_key))
+        target = resolved.target
+        try:
+            assert target.kind == "remote" and resolved.work_dir is None
+            assert target.describe()["managed"] == f"root@{topo.server.addr}:{run.sandbox.managed_path}"
+            assert target.read_managed() == run.stock
+            target.validate()  # the default test: apache2 -t -f CONFIG, run on the host
+        finally:
+            target.conn.close()
