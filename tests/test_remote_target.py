@@ -174,3 +174,55 @@ def test_kill_9_mid_run_is_restored_by_the_next_run(remote_sandbox, tmp_path):
     from advisor.tuner.status import wait_healthy
 
     wait_healthy(f"http://{topo.server.addr}:8080/index.html", timeout=5)
+
+
+def _kill_master(conn: SshConnection) -> None:
+    """The master connection dies as if the network or the process failed (no clean exit)."""
+    found = subprocess.run(["pgrep", "-f", f"{conn.control_path} \\[mux\\]"], capture_output=True, text=True)
+    for pid in found.stdout.split():
+        os.kill(int(pid), signal.SIGKILL)
+    time.sleep(0.2)
+
+
+def test_a_lost_connection_is_reopened_to_restore(remote_sandbox, tmp_path):
+    topo, run = remote_sandbox
+    target = make_target(target_args(topo, run, tmp_path / "state"))
+    try:
+        with ManagedConfig(target) as managed:
+            managed.apply(["KeepAliveTimeout 6"])
+            _kill_master(target.conn)
+            assert not target.conn.master_alive()
+        # The restore opened a new connection (the stale socket is replaced).
+        assert run.sandbox.managed_path.read_text() == run.stock
+        assert target.conn.master_alive()
+    finally:
+        target.conn.close()
+
+
+def test_an_unreachable_host_keeps_the_journal_for_the_next_run(remote_sandbox, tmp_path):
+    topo, run = remote_sandbox
+    args = target_args(topo, run, tmp_path / "state")
+    target = make_target(args)
+    target.conn.connect_timeout_s = 2
+    down = ["ip", "-n", topo.server.netns, "link", "set", "port0"]  # the root namespace's leg
+    try:
+        with pytest.raises(AdvisorError) as caught:
+            with ManagedConfig(target) as managed:
+                managed.apply(["KeepAliveTimeout 5"])
+                _kill_master(target.conn)
+                subprocess.run([*down, "down"], check=True, timeout=10)
+        assert "host unreachable" in str(caught.value)
+        assert "KeepAliveTimeout 5" in run.sandbox.managed_path.read_text()  # could not be restored...
+        assert list((tmp_path / "state").rglob("*.journal"))  # ...so the journal stays
+    finally:
+        subprocess.run([*down, "up"], check=True, timeout=10)
+        target.conn.close()
+    time.sleep(0.5)  # the bridge port forwards again
+    again = make_target(args)
+    try:
+        with ManagedConfig(again) as managed:
+            assert managed.recovered is not None and managed.recovered.applied == ["KeepAliveTimeout 5"]
+        assert run.sandbox.managed_path.read_text() == run.stock
+        assert not list((tmp_path / "state").rglob("*.journal"))
+    finally:
+        again.conn.close()
