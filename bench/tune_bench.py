@@ -103,6 +103,8 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
             levels = {k: v for k, v in default_levels(space, args.levels).items() if k in dims}
             levels.update({k: v for k, v in GRID_LEVELS.items() if k in levels})
             points = [p for p in grid(space, levels) if not lint.check(p).errors]
+            if args.skip_grid:
+                points = [dict(space.start)]
             on_grid = fresh()
             on_grid.peaks.update(seeded)
             t0 = time.monotonic()
@@ -120,7 +122,7 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
             figures["seeds"] = []
             for seed in range(args.seeds):
                 row = {"seed": seed}
-                for kind in ("bayesian", "random"):
+                for kind in args.searches.split(","):
                     settings = SearchSettings(budget=args.budget, seed=seed)
                     searcher = make_searcher(kind, space, settings)
                     objective = fresh(incumbent=lambda s=searcher: (s.incumbent() or (None,))[0])
@@ -132,6 +134,13 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
                     row[f"{kind}_s"] = time.monotonic() - t0
                     row[f"{kind}_trials"] = len(result.observations)
                     row[f"{kind}_point"] = result.best
+                    row[f"{kind}_stop"] = result.stop_reason + (f": {result.advice}" if result.advice else "")
+                    if len(result.observations) < args.budget:
+                        last = result.observations[-1] if result.observations else None
+                        print(f"{name:6} seed {seed} {kind} stopped after {len(result.observations)} trials: "
+                              f"{row[kind + '_stop']}"
+                              + (f"; last trial's reasons: {last.details.get('invalid_reasons')}" if last else ""),
+                              flush=True)
                 figures["seeds"].append(row)
                 print_seed(name, figures, row)
     finally:
@@ -149,21 +158,27 @@ def _observation(point, outcome):
 
 def print_seed(name: str, figures: dict, row: dict) -> None:
     best, start = figures["grid"], figures["start"]
-    print(f"{name:6} seed {row['seed']}: start {start:8.1f}  tuner {row['bayesian']:8.1f}  random {row['random']:8.1f}  "
-          f"grid {best:8.1f}  tuner/best {row['bayesian'] / best:5.2f}  tuner/start {row['bayesian'] / start:6.2f}  "
-          f"time tuner {row['bayesian_s']:6.0f} s ({row['bayesian_trials']} trials), random {row['random_s']:6.0f} s",
-          flush=True)
+    nan = float("nan")
+    tuner, random = row.get("bayesian", nan), row.get("random", nan)
+    print(f"{name:6} seed {row['seed']}: start {start:8.1f}  tuner {tuner:8.1f}  random {random:8.1f}  "
+          f"grid {best:8.1f}  tuner/best {tuner / best:5.2f}  tuner/start {tuner / start:6.2f}  "
+          f"time tuner {row.get('bayesian_s', nan):6.0f} s ({row.get('bayesian_trials', 0)} trials), "
+          f"random {row.get('random_s', nan):6.0f} s ({row.get('random_trials', 0)} trials)", flush=True)
 
 
 def print_medians(figures: dict) -> None:
     rows = figures["seeds"]
-    med = {k: statistics.median(r[k] for r in rows) for k in ("bayesian", "random", "bayesian_s", "random_s")}
-    ratio_best = statistics.median(r["bayesian"] / figures["grid"] for r in rows)
-    ratio_start = statistics.median(r["bayesian"] / figures["start"] for r in rows)
+    nan = float("nan")
+    med = {k: statistics.median(r.get(k, nan) for r in rows) for k in ("bayesian", "random", "bayesian_s", "random_s")}
+    ratio_best = statistics.median(r.get("bayesian", nan) / figures["grid"] for r in rows)
+    ratio_start = statistics.median(r.get("bayesian", nan) / figures["start"] for r in rows)
+    beats = sum(1 for r in rows if r.get("bayesian", nan) > r.get("random", nan))
+    reach = sum(1 for r in rows if r.get("bayesian", nan) >= 0.95 * figures["grid"])
     print(f"{figures['name']:6} median: start {figures['start']:8.1f}  tuner {med['bayesian']:8.1f}  "
           f"random {med['random']:8.1f}  grid {figures['grid']:8.1f} ({figures['grid_points']} points, "
           f"{figures['grid_s']:.0f} s)  tuner/best {ratio_best:5.2f}  tuner/start {ratio_start:6.2f}  "
-          f"time tuner {med['bayesian_s']:.0f} s, random {med['random_s']:.0f} s", flush=True)
+          f"time tuner {med['bayesian_s']:.0f} s, random {med['random_s']:.0f} s; tuner >= 95 % of grid in "
+          f"{reach} of {len(rows)} seeds, beats random in {beats}", flush=True)
 
 
 def main() -> int:
@@ -177,6 +192,8 @@ def main() -> int:
     parser.add_argument("--max-probes", type=int, default=4, help="probes per knee search from a known peak")
     parser.add_argument("--start-rate", type=float, default=10.0, help="sessions/s of the first probe")
     parser.add_argument("--ram-workers", type=int, default=256, help="the RAM bound on MaxRequestWorkers")
+    parser.add_argument("--searches", default="bayesian,random", help="which searches to run per seed")
+    parser.add_argument("--skip-grid", action="store_true", help="no grid (a diagnostic run)")
     parser.add_argument("--json", default=None, help="append each start's figures to this file (JSON lines)")
     parser.add_argument("--cpu-quota", type=float, default=None, help="percent of core 0 for httpd (root)")
     args = parser.parse_args()
