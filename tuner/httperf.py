@@ -185,6 +185,9 @@ class HttperfSpec:
     # so for HTTP/1.0, as a pre-1.1 browser would), so every call of a
     # session opens its own connection; None: httperf's default, 1.1.
     http_version: str | None = None
+    # (I, N): this httperf is client I of N load generators (--client=I/N,
+    # which biases workload generators so the clients do not all ask alike).
+    client: tuple[int, int] | None = None
 
     def argv(self) -> list[str]:
         binary = self.binary or find_httperf()
@@ -196,6 +199,8 @@ class HttperfSpec:
         args = [binary, f"--server={self.host}", f"--port={self.port}", f"--timeout={self.timeout_s:g}"]
         if self.rate > 0:
             args.append(f"--rate={self.rate:g}")
+        if self.client:
+            args.append(f"--client={self.client[0]}/{self.client[1]}")
         if self.http_version:
             args.append(f"--http-version={self.http_version}")
         if self.wsess and self.session_log:
