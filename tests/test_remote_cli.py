@@ -83,7 +83,8 @@ def test_remote_config_problems_name_the_host_file(netns_topology, tmp_path):
 
 @pytest.mark.netns
 def test_resolution_gives_a_remote_target(netns_topology):
-    from advisor.commands.targets import resolve_target
+    from advisor.commands.targets import place_processes, resolve_target
+    from advisor.errors import UsageError
     from test_bench_support import SandboxRun, require
 
     require("apache2")
@@ -101,5 +102,9 @@ def test_resolution_gives_a_remote_target(netns_topology):
             assert target.describe()["managed"] == f"root@{topo.server.addr}:{run.sandbox.managed_path}"
             assert target.read_managed() == run.stock
             target.validate()  # the default test: apache2 -t -f CONFIG, run on the host
+            # Cores here say nothing of the host's: no server cores, the load may use any.
+            assert place_processes(target, None, "0") == (None, [0])
+            with pytest.raises(UsageError, match="--server-cpus pins a server on this machine"):
+                place_processes(target, "0", None)
         finally:
             target.conn.close()

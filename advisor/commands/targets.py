@@ -138,6 +138,11 @@ def place_processes(target, server_cpus: str | None, client_cpus: str | None) ->
     from advisor.tuner.sandbox import parse_cpus
     from advisor.tuner.trial import server_affinity
 
+    if getattr(target, "kind", "") == "remote":
+        if server_cpus:
+            raise UsageError("--server-cpus pins a server on this machine, not one on --host",
+                             hint="pin it on the host itself (taskset there), and leave --server-cpus out")
+        return None, parse_cpus(client_cpus)  # this machine's cores are all the load's
     pid = target.server_pid()
     wanted_server = parse_cpus(server_cpus)
     if wanted_server and pid:
