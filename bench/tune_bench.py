@@ -120,7 +120,8 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
             print(f"{name:6} grid: best {figures['grid']:.1f} replies/s of {len(points)} points in "
                   f"{figures['grid_s']:.0f} s at {figures['grid_point']}", flush=True)
             figures["seeds"] = []
-            for seed in range(args.seeds):
+            seeds = [int(x) for x in args.seed_list.split(",")] if args.seed_list else list(range(args.seeds))
+            for seed in seeds:
                 row = {"seed": seed}
                 for kind in args.searches.split(","):
                     settings = SearchSettings(budget=args.budget, seed=seed)
@@ -192,6 +193,7 @@ def main() -> int:
     parser.add_argument("--max-probes", type=int, default=4, help="probes per knee search from a known peak")
     parser.add_argument("--start-rate", type=float, default=10.0, help="sessions/s of the first probe")
     parser.add_argument("--ram-workers", type=int, default=256, help="the RAM bound on MaxRequestWorkers")
+    parser.add_argument("--seed-list", default=None, help="these seeds (comma-separated) instead of 0..--seeds-1")
     parser.add_argument("--searches", default="bayesian,random", help="which searches to run per seed")
     parser.add_argument("--skip-grid", action="store_true", help="no grid (a diagnostic run)")
     parser.add_argument("--json", default=None, help="append each start's figures to this file (JSON lines)")
