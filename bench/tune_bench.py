@@ -144,6 +144,8 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
                               flush=True)
                 figures["seeds"].append(row)
                 print_seed(name, figures, row)
+                print(f"{name:6} seed {seed} points: tuner {row.get('bayesian_point')}, random {row.get('random_point')}",
+                      flush=True)
     finally:
         sandbox.down()
         shutil.rmtree(sandbox_dir, ignore_errors=True)
@@ -182,7 +184,18 @@ def print_medians(figures: dict) -> None:
           f"{reach} of {len(rows)} seeds, beats random in {beats}", flush=True)
 
 
+def _stop_on_sigterm() -> None:
+    """SIGTERM unwinds like Ctrl-C, so that each start's sandbox is stopped by its finally."""
+    import signal
+
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main() -> int:
+    _stop_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--starts", default="worst,stock", help="worst, stock or both")
     parser.add_argument("--seeds", type=int, default=3)
@@ -205,6 +218,8 @@ def main() -> int:
         for name in args.starts.split(","):
             figures = one_start(name, WORST if name == "worst" else STOCK, args, work)
             print_medians(figures)
+            print(f"{name:6} figures: " + json.dumps({k: v for k, v in figures.items() if k != "seeds"}, default=str),
+                  flush=True)
             if args.json:
                 with open(args.json, "a") as out:
                     out.write(json.dumps(figures, default=str) + "\n")
