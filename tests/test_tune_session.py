@@ -53,7 +53,13 @@ def journal_lines(report: Path) -> list[bytes]:
 
 
 def trials(report: Path) -> list[dict]:
-    return [json.loads(line) for line in journal_lines(report)[1:]]
+    """The journal's trial lines (its gain runs have lines of their own)."""
+    records = [json.loads(line) for line in journal_lines(report)[1:]]
+    return [r for r in records if r.get("kind") == "trial"]
+
+
+def gain_runs(report: Path) -> list[dict]:
+    return [r for r in (json.loads(line) for line in journal_lines(report)[1:]) if r.get("kind") == "gain"]
 
 
 def pending(run: SandboxRun) -> Path:
@@ -130,6 +136,9 @@ def test_a_small_session_end_to_end_produces_a_report_whose_include_passes_apach
     assert data["facts"]["workload"] == "1k" and data["facts"]["unit"] == "replies/s"
     if result.returncode == 0 and data["recommendation"]["changes"]:
         assert data["gain"] is not None and len(data["gain"]["start"]) == 2
+        # Each gain run was journalled as it completed: a resume would not measure it again.
+        assert [(g["index"], g["role"]) for g in gain_runs(report)] == [(1, "start"), (2, "winner"), (3, "start"),
+                                                                       (4, "winner")]
     markdown = (report / "report.md").read_text()
     assert "## Recommendation" in markdown and "convergence.png" in markdown
     assert (report / "convergence.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
