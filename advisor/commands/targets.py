@@ -28,6 +28,16 @@ SshOptionOption = Annotated[Optional[List[str]], typer.Option(
     "--ssh-option", help="With --host: an ssh -o option, e.g. UserKnownHostsFile=~/.ssh/staging_hosts (repeat).")]
 IdentityOption = Annotated[Optional[str], typer.Option(
     "--identity", help="With --host: the private key ssh uses.")]
+# An existing staging server (bench and tune take the same five).
+ConfigOption = Annotated[Optional[str], typer.Option(
+    "--config", help="Existing staging server: the config it reads (must include the managed file).")]
+ReloadCmdOption = Annotated[str, typer.Option("--reload-cmd", help="Existing server: how to reload it.")]
+TestCmdOption = Annotated[Optional[str], typer.Option(
+    "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG).")]
+UrlOption = Annotated[Optional[str], typer.Option(
+    "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html.")]
+ManagedOption = Annotated[Optional[str], typer.Option(
+    "--managed", help="Existing server: the managed include (default: beside CONFIG).")]
 
 
 @dataclass

@@ -19,7 +19,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
                                           SPEEDUP_HELP)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
-from advisor.commands.targets import HostOption, IdentityOption, SshOptionOption
+from advisor.commands.targets import (ConfigOption, HostOption, IdentityOption, ManagedOption, ReloadCmdOption,
+                                      SshOptionOption, TestCmdOption, UrlOption)
 from advisor.errors import AdvisorError, UsageError
 
 
@@ -59,11 +60,11 @@ def tune(
     server_cpus: Optional[str] = typer.Option(None, "--server-cpus", help="Cores httpd runs on (existing server: re-pinned with taskset)."),
     client_cpus: Optional[str] = typer.Option(None, "--client-cpus", help="Cores httperf runs on (default: the cores the server does not use)."),
     workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
-    config: Optional[str] = typer.Option(None, "--config", help="Existing staging server: the config it reads (must include the managed file)."),
-    reload_cmd: str = typer.Option("apachectl graceful", "--reload-cmd", help="Existing server: how to reload it."),
-    test_cmd: Optional[str] = typer.Option(None, "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG)."),
-    url: Optional[str] = typer.Option(None, "--url", help="Existing server: the URL to load, e.g. http://127.0.0.1:8080/index.html."),
-    managed: Optional[str] = typer.Option(None, "--managed", help="Existing server: the managed include (default: beside CONFIG)."),
+    config: ConfigOption = None,
+    reload_cmd: ReloadCmdOption = "apachectl graceful",
+    test_cmd: TestCmdOption = None,
+    url: UrlOption = None,
+    managed: ManagedOption = None,
     host: HostOption = None,
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
