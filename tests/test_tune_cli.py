@@ -211,3 +211,24 @@ def test_an_mpm_switch_the_target_cannot_make_is_refused_before_anything_runs(ru
     line = one_error_line(tune(run, tmp_path / "r", "--allow-mpm-switch", "--yes"))
     assert "--allow-mpm-switch needs a target that can load another MPM" in line and "staging up --mpm" in line
     untouched(run)
+
+
+def test_the_estimate_left_ignores_the_long_first_trial(tmp_path):
+    """The first trial searches from the start rate (230 s in a measured stock
+    session, where a later trial took 49 s): the time left after it comes from
+    the plan, and after later trials from their own mean."""
+    from advisor.tuner.optimizer import Observation
+    from advisor.tuner.session import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
+                                       make_session_workload)
+
+    workload = make_session_workload("almeida-sessions", tmp_path)
+    session = TuneSession(None, tmp_path, workload, ObjectiveSpec(), ProbeSettings(), SessionSettings(tmp_path / "r"))
+    plan = session.estimate_s(0)
+    first = [Observation(trial=1, point={}, objective=1.0, valid=True, verdict="none", origin="start", elapsed_s=230.0)]
+    after_first = session._eta(first)
+    assert after_first is not None and after_first < plan
+    slow = first + [Observation(trial=2, point={}, objective=1.0, valid=True, verdict="none", origin="model",
+                                elapsed_s=200.0)]
+    fast = first + [Observation(trial=2, point={}, objective=1.0, valid=True, verdict="none", origin="model",
+                                elapsed_s=20.0)]
+    assert session._eta(fast) < after_first < session._eta(slow)

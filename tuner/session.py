@@ -55,9 +55,13 @@ SEARCHES = ("bayesian", "random")
 MAX_REFUSED_IN_A_ROW = 3
 REFUSED = "config refused"
 # Rough costs for the plan's estimate (seconds): a reload or restart with its
-# settling, the quiet wait and httperf's start and end around each probe.
+# settling, and around each probe the quiet wait, the part of the warm-up a
+# growing pool adds, and httperf's start and end. Measured on the sandbox
+# (2026-11-23): a probe took 18 s on average in a 15-trial session from the
+# stock config (34 min in all), 13 s in the benchmark's from the worst start;
+# with 2.5 s here the plan said 14 min for the 34.
 APPLY_S = 3.0
-PROBE_OVERHEAD_S = 2.5
+PROBE_OVERHEAD_S = 11.0
 REPORT_S = 15.0
 
 
@@ -516,10 +520,10 @@ class TuneSession:
     def _trial_s(self, first: bool, uncapped: bool = False) -> float:
         if self.objective.kind != "peak":
             return APPLY_S + self._probe_s()
-        if first:
+        if first:  # doubling from the start rate, then bisecting: 9 probes in the stock session
+            probes = min(self.probes.first_max_probes, 8)
+        elif uncapped:  # a gain replicate: doubling from its own peak, then bisecting (5 or 6)
             probes = min(self.probes.first_max_probes, 6)
-        elif uncapped:  # a gain replicate: doubling from its own peak, then bisecting
-            probes = min(self.probes.first_max_probes, 4)
         else:
             probes = min(self.probes.max_probes, 3)
         return APPLY_S + probes * self._probe_s()
@@ -656,12 +660,17 @@ class TuneSession:
                                         best[2] if best else 0, "budget", None, [], time.monotonic() - began)
 
     def _eta(self, observations: list[Observation]) -> float | None:
-        measured = [o.elapsed_s for o in observations if o.elapsed_s > 0]
-        if not measured:
-            return None
-        mean = sum(measured) / len(measured)
         left = max(0, self.settings.budget - len(observations))
-        return mean * (left + 2 * self.settings.gain_replicates)
+        later = self._trial_s(first=False)
+        replicate_share = self._trial_s(first=False, uncapped=True) / later
+        # The first trial searches from the start rate, and a pool that grows
+        # on demand can stretch it further: it foretells nothing of the later
+        # ones, which start from the incumbent's peak. A mean that included it
+        # said 92 min left where 30 were; until a later trial is measured, the
+        # plan's figure stands.
+        measured = [o.elapsed_s for o in observations if o.elapsed_s > 0 and o.origin != "start"]
+        per_trial = sum(measured) / len(measured) if measured else later
+        return per_trial * (left + 2 * self.settings.gain_replicates * replicate_share)
 
     # ---- the gain ----------------------------------------------------------
 
