@@ -34,3 +34,14 @@ def test_a_short_pool_keeps_a_failure_in_doubt_and_a_full_one_is_plain():
 def test_a_client_bound_or_closed_connection_run_never_passes():
     assert not probe(300, label="client-bound").meets_slo
     assert not probe(300, label=CLOSED_BY_SERVER).meets_slo
+
+
+def test_a_failure_on_a_short_pool_is_worth_another_attempt_only_when_asked():
+    """tune asks (a pool still growing after its reload is not the setting);
+    bench keeps its documented retries for disturbed probes only."""
+    from advisor.tuner.trial import worth_another_attempt
+
+    short = probe(200, pool_reasons=[SHORT], label="keep-alive holding workers")
+    assert worth_another_attempt(short, retry_short_pool=True)
+    assert not worth_another_attempt(short)
+    assert not worth_another_attempt(probe(200, label="keep-alive holding workers"), retry_short_pool=True)

@@ -870,7 +870,7 @@ class TrialObjective:
             max_rate, probes = max(start_rate, min(p.max_rate, 2.0 * start_rate)), p.max_probes
         knee = knee_search(self.target, base, start_rate=start_rate, max_rate=max_rate,
                            tolerance=p.tolerance, max_probes=probes, retries=p.retries,
-                           on_trial=self.events.probe, **self._kwargs())
+                           retry_short_pool=True, on_trial=self.events.probe, **self._kwargs())
         peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
         failing = [r for r in knee.probes if not r.meets_slo
                    and (knee.peak_rate is None or r.inputs.rate > knee.peak_rate)]

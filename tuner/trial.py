@@ -804,8 +804,16 @@ class KneeResult:
                             "disturbed": p.interference["disturbed"]} for p in self.probes]}
 
 
+def worth_another_attempt(result: TrialResult, retry_short_pool: bool = False) -> bool:
+    """Whether a failed probe may have measured something other than the config."""
+    if result.interference["disturbed"] and result.verdict.label in RETRY_LABELS:
+        return True
+    return retry_short_pool and bool(result.short_capacity_reasons)
+
+
 def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, max_rate: float,
                 min_rate: float = 1.0, tolerance: float = 0.1, max_probes: int = 14, retries: int = 1,
+                retry_short_pool: bool = False,
                 on_trial: Callable[[TrialResult], None] | None = None, **kwargs) -> KneeResult:
     """Peak sustainable rate under the SLO: double until a probe fails, then bisect.
 
@@ -819,6 +827,11 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
     core, with a verdict their CPU use can explain (RETRY_LABELS), is run
     again (at most `retries` times), and the rate passes if any attempt
     passes. Repeats count against `max_probes`.
+
+    With `retry_short_pool`, a probe that failed while the pool was short of
+    its limit is run again too: the pool it measured was a transient (after a
+    graceful restart prefork adds one child a second for ten growing cycles),
+    and the probe left it larger.
     """
     if start_rate <= 0 or max_rate < start_rate:
         raise UsageError("the knee search needs 0 < --start-rate <= --max-rate")
@@ -836,8 +849,7 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
             probes.append(result)
             if on_trial:
                 on_trial(result)
-            if (result.meets_slo or not result.interference["disturbed"] or len(probes) >= max_probes
-                    or result.verdict.label not in RETRY_LABELS):
+            if result.meets_slo or len(probes) >= max_probes or not worth_another_attempt(result, retry_short_pool):
                 break
         if result.meets_slo:
             good = result if good is None or rate > good.inputs.rate else good
