@@ -16,7 +16,12 @@ the served reply rate). Each search gets a fresh objective that knows only
 the start's peak, as a session knows it after its first trial; the grid's
 knee searches start from the best peak found so far, as the tuner's do.
 
-    sudo .venv/bin/python bench/tune_bench.py --seeds 3 --budget 15 --cpu-quota 50
+A search's best is the highest of its noisy measurements, so `--confirm N`
+measures each search's best point and the grid's N times more, interleaved,
+and prints their means: the fair comparison of the points.
+
+    sudo .venv/bin/python bench/tune_bench.py --seeds 3 --budget 15 --cpu-quota 50 --confirm 3
+    sudo .venv/bin/python bench/tune_bench.py --starts stock --confirm-from figures.jsonl --cpu-quota 50
     .venv/bin/python bench/tune_bench.py --grid-dims KeepAlive --budget 2 --seeds 1 --duration 2   # smoke run
 """
 
@@ -30,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -69,7 +75,10 @@ def write_config(directory: Path, name: str, directives: list[str]) -> Path:
     return path
 
 
-def one_start(name: str, directives: list[str], args, work: Path) -> dict:
+@contextmanager
+def start_sandbox(name: str, directives: list[str], args, work: Path):
+    """The sandbox running `directives`, its space and lint, and a maker of
+    trial objectives on it; stopped and removed on the way out."""
     config = write_config(work, name, directives)
     cfg = load_config(str(config), LoadOptions(apache_version="2.4"))
     space = derive_space(cfg, args.ram_workers)
@@ -78,7 +87,6 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
     os.chmod(sandbox_dir, 0o755)
     sandbox = Sandbox(sandbox_dir)
     sandbox.up(source_config=str(config), mpm="prefork", server_cpus=[0], cpu_quota_pct=args.cpu_quota)
-    figures: dict = {"name": name}
     try:
         target = SandboxTarget(sandbox)
         workload = make_session_workload("almeida-sessions", sandbox_dir)
@@ -89,66 +97,113 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
                 return TrialObjective(target, managed, space, workload, objective_spec, probes,
                                       server_cpus=[0], client_cpus=[1], incumbent=incumbent)
 
-            first = fresh()
-            t0 = time.monotonic()
-            outcome = first(dict(space.start), list(directives))
-            figures["start"] = outcome.objective
-            figures["start_s"] = time.monotonic() - t0
-            start_peak = (outcome.details.get("knee") or {}).get("peak_rate")
-            print(f"{name:6} start as written: {outcome.objective:8.1f} replies/s (peak {start_peak} sessions/s, "
-                  f"{outcome.verdict}) in {figures['start_s']:.0f} s", flush=True)
-            seeded = {_key(space, space.start): [float(start_peak)]} if start_peak else {}
-
-            dims = [d for d in args.grid_dims.split(",") if d in space.names]
-            levels = {k: v for k, v in default_levels(space, args.levels).items() if k in dims}
-            levels.update({k: v for k, v in GRID_LEVELS.items() if k in levels})
-            points = [p for p in grid(space, levels) if not lint.check(p).errors]
-            if args.skip_grid:
-                points = [dict(space.start)]
-            on_grid = fresh()
-            on_grid.peaks.update(seeded)
-            t0 = time.monotonic()
-            grid_values = []
-            for point in points:
-                result = on_grid(point)
-                on_grid.learn(_observation(point, result))
-                grid_values.append(result.objective if result.valid else 0.0)
-            figures["grid"] = max(grid_values)
-            figures["grid_point"] = points[grid_values.index(figures["grid"])]
-            figures["grid_points"] = len(points)
-            figures["grid_s"] = time.monotonic() - t0
-            print(f"{name:6} grid: best {figures['grid']:.1f} replies/s of {len(points)} points in "
-                  f"{figures['grid_s']:.0f} s at {figures['grid_point']}", flush=True)
-            figures["seeds"] = []
-            seeds = [int(x) for x in args.seed_list.split(",")] if args.seed_list else list(range(args.seeds))
-            for seed in seeds:
-                row = {"seed": seed}
-                for kind in args.searches.split(","):
-                    settings = SearchSettings(budget=args.budget, seed=seed)
-                    searcher = make_searcher(kind, space, settings)
-                    objective = fresh(incumbent=lambda s=searcher: (s.incumbent() or (None,))[0])
-                    objective.peaks.update({k: list(v) for k, v in seeded.items()})
-                    t0 = time.monotonic()
-                    result = run_search(searcher, objective, check=lambda p: lint.check(p).errors,
-                                        on_trial=objective.learn)
-                    row[kind] = float(result.best_objective or 0.0)
-                    row[f"{kind}_s"] = time.monotonic() - t0
-                    row[f"{kind}_trials"] = len(result.observations)
-                    row[f"{kind}_point"] = result.best
-                    row[f"{kind}_stop"] = result.stop_reason + (f": {result.advice}" if result.advice else "")
-                    if len(result.observations) < args.budget:
-                        last = result.observations[-1] if result.observations else None
-                        print(f"{name:6} seed {seed} {kind} stopped after {len(result.observations)} trials: "
-                              f"{row[kind + '_stop']}"
-                              + (f"; last trial's reasons: {last.details.get('invalid_reasons')}" if last else ""),
-                              flush=True)
-                figures["seeds"].append(row)
-                print_seed(name, figures, row)
-                print(f"{name:6} seed {seed} points: tuner {row.get('bayesian_point')}, random {row.get('random_point')}",
-                      flush=True)
+            yield space, lint, fresh
     finally:
         sandbox.down()
         shutil.rmtree(sandbox_dir, ignore_errors=True)
+
+
+def confirm(name: str, directives: list[str], figures: dict, args, work: Path) -> None:
+    """Measure again the best point of each search and of the grid, `--confirm`
+    times each, interleaved, every run a knee search from its own peak with no
+    ceiling. A search's best is the highest of its noisy measurements (a
+    search that never replicates keeps its luckiest); these runs are not
+    chosen by their value, so they compare the points fairly."""
+    points: dict[str, dict] = {"grid": figures["grid_point"]}
+    for row in figures["seeds"]:
+        for kind in ("bayesian", "random"):
+            if row.get(f"{kind}_point"):
+                points[f"{kind} seed {row['seed']}"] = row[f"{kind}_point"]
+    with start_sandbox(name, directives, args, work) as (space, lint, fresh):
+        objective = fresh()
+        objective.uncapped = True
+        # Each point's first search starts near its searched peak (in sessions/s), later ones from their own.
+        base = objective.base
+        calls = base.wsess[1] if base.wsess else max(1, base.num_calls)
+        for label, point in points.items():
+            searched = figures["grid"] if label == "grid" else _searched(figures, label)
+            if searched > 0:
+                objective.peaks[_key(space, point)] = [searched / calls]
+        runs: dict[str, list[float]] = {label: [] for label in points}
+        for round_ in range(args.confirm):
+            for label, point in points.items():
+                outcome = objective(dict(point))
+                objective.learn(_observation(point, outcome))
+                runs[label].append(outcome.objective if outcome.valid else float("nan"))
+                print(f"{name:6} confirm {round_ + 1}/{args.confirm} {label}: {runs[label][-1]:8.1f} replies/s",
+                      flush=True)
+    for label, values in runs.items():
+        sd = statistics.stdev(values) if len(values) > 1 else 0.0
+        print(f"{name:6} confirmed {label:16}: mean {statistics.fmean(values):8.1f} replies/s, sd {sd:6.1f} "
+              f"(searched best {figures['grid'] if label == 'grid' else _searched(figures, label):8.1f})", flush=True)
+
+
+def _searched(figures: dict, label: str) -> float:
+    kind, _, seed = label.split()
+    row = next(r for r in figures["seeds"] if str(r["seed"]) == seed)
+    return float(row.get(kind, float("nan")))
+
+
+def one_start(name: str, directives: list[str], args, work: Path) -> dict:
+    figures: dict = {"name": name}
+    with start_sandbox(name, directives, args, work) as (space, lint, fresh):
+        first = fresh()
+        t0 = time.monotonic()
+        outcome = first(dict(space.start), list(directives))
+        figures["start"] = outcome.objective
+        figures["start_s"] = time.monotonic() - t0
+        start_peak = (outcome.details.get("knee") or {}).get("peak_rate")
+        print(f"{name:6} start as written: {outcome.objective:8.1f} replies/s (peak {start_peak} sessions/s, "
+              f"{outcome.verdict}) in {figures['start_s']:.0f} s", flush=True)
+        seeded = {_key(space, space.start): [float(start_peak)]} if start_peak else {}
+
+        dims = [d for d in args.grid_dims.split(",") if d in space.names]
+        levels = {k: v for k, v in default_levels(space, args.levels).items() if k in dims}
+        levels.update({k: v for k, v in GRID_LEVELS.items() if k in levels})
+        points = [p for p in grid(space, levels) if not lint.check(p).errors]
+        if args.skip_grid:
+            points = [dict(space.start)]
+        on_grid = fresh()
+        on_grid.peaks.update(seeded)
+        t0 = time.monotonic()
+        grid_values = []
+        for point in points:
+            result = on_grid(point)
+            on_grid.learn(_observation(point, result))
+            grid_values.append(result.objective if result.valid else 0.0)
+        figures["grid"] = max(grid_values)
+        figures["grid_point"] = points[grid_values.index(figures["grid"])]
+        figures["grid_points"] = len(points)
+        figures["grid_s"] = time.monotonic() - t0
+        print(f"{name:6} grid: best {figures['grid']:.1f} replies/s of {len(points)} points in "
+              f"{figures['grid_s']:.0f} s at {figures['grid_point']}", flush=True)
+        figures["seeds"] = []
+        seeds = [int(x) for x in args.seed_list.split(",")] if args.seed_list else list(range(args.seeds))
+        for seed in seeds:
+            row = {"seed": seed}
+            for kind in args.searches.split(","):
+                settings = SearchSettings(budget=args.budget, seed=seed)
+                searcher = make_searcher(kind, space, settings)
+                objective = fresh(incumbent=lambda s=searcher: (s.incumbent() or (None,))[0])
+                objective.peaks.update({k: list(v) for k, v in seeded.items()})
+                t0 = time.monotonic()
+                result = run_search(searcher, objective, check=lambda p: lint.check(p).errors,
+                                    on_trial=objective.learn)
+                row[kind] = float(result.best_objective or 0.0)
+                row[f"{kind}_s"] = time.monotonic() - t0
+                row[f"{kind}_trials"] = len(result.observations)
+                row[f"{kind}_point"] = result.best
+                row[f"{kind}_stop"] = result.stop_reason + (f": {result.advice}" if result.advice else "")
+                if len(result.observations) < args.budget:
+                    last = result.observations[-1] if result.observations else None
+                    print(f"{name:6} seed {seed} {kind} stopped after {len(result.observations)} trials: "
+                          f"{row[kind + '_stop']}"
+                          + (f"; last trial's reasons: {last.details.get('invalid_reasons')}" if last else ""),
+                          flush=True)
+            figures["seeds"].append(row)
+            print_seed(name, figures, row)
+            print(f"{name:6} seed {seed} points: tuner {row.get('bayesian_point')}, random {row.get('random_point')}",
+                  flush=True)
     return figures
 
 
@@ -211,12 +266,25 @@ def main() -> int:
     parser.add_argument("--skip-grid", action="store_true", help="no grid (a diagnostic run)")
     parser.add_argument("--json", default=None, help="append each start's figures to this file (JSON lines)")
     parser.add_argument("--cpu-quota", type=float, default=None, help="percent of core 0 for httpd (root)")
+    parser.add_argument("--confirm", type=int, default=0,
+                        help="then measure each search's best point and the grid's this many times more, interleaved")
+    parser.add_argument("--confirm-from", default=None,
+                        help="no searches: confirm the points of the starts in this --json file")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="aa-tune-bench-"))
     t0 = time.monotonic()
     try:
+        if args.confirm_from:
+            args.confirm = args.confirm or 3
+            for line in Path(args.confirm_from).read_text().splitlines():
+                figures = json.loads(line)
+                if figures["name"] in args.starts.split(","):
+                    confirm(figures["name"], WORST if figures["name"] == "worst" else STOCK, figures, args, work)
+            return 0
         for name in args.starts.split(","):
             figures = one_start(name, WORST if name == "worst" else STOCK, args, work)
+            if args.confirm:
+                confirm(name, WORST if name == "worst" else STOCK, figures, args, work)
             print_medians(figures)
             print(f"{name:6} figures: " + json.dumps({k: v for k, v in figures.items() if k != "seeds"}, default=str),
                   flush=True)
