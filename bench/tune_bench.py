@@ -61,6 +61,7 @@ WORST = ["StartServers 8", "MinSpareServers 8", "MaxSpareServers 8", "MaxRequest
 STOCK = ["StartServers 5", "MinSpareServers 5", "MaxSpareServers 10", "MaxRequestWorkers 150",
          "MaxConnectionsPerChild 0", "KeepAlive On", "KeepAliveTimeout 5", "MaxKeepAliveRequests 100",
          "HostnameLookups Off"]
+START_DIRECTIVES = {"worst": WORST, "stock": STOCK}
 # HostnameLookups is left out: on loopback the reverse lookup is answered from
 # /etc/hosts, so it costs nothing here (a real client network is another matter).
 GRID_DIMS = "KeepAlive,MaxConnectionsPerChild,MaxRequestWorkers"
@@ -121,7 +122,7 @@ def confirm(name: str, directives: list[str], figures: dict, args, work: Path) -
         base = objective.base
         calls = base.wsess[1] if base.wsess else max(1, base.num_calls)
         for label, point in points.items():
-            searched = figures["grid"] if label == "grid" else _searched(figures, label)
+            searched = _searched(figures, label)
             if searched > 0:
                 objective.peaks[_key(space, point)] = [searched / calls]
         runs: dict[str, list[float]] = {label: [] for label in points}
@@ -135,10 +136,13 @@ def confirm(name: str, directives: list[str], figures: dict, args, work: Path) -
     for label, values in runs.items():
         sd = statistics.stdev(values) if len(values) > 1 else 0.0
         print(f"{name:6} confirmed {label:16}: mean {statistics.fmean(values):8.1f} replies/s, sd {sd:6.1f} "
-              f"(searched best {figures['grid'] if label == 'grid' else _searched(figures, label):8.1f})", flush=True)
+              f"(searched best {_searched(figures, label):8.1f})", flush=True)
 
 
 def _searched(figures: dict, label: str) -> float:
+    """The value the benchmark recorded for a point `confirm` labels ("grid", "random seed 0")."""
+    if label == "grid":
+        return float(figures["grid"])
     kind, _, seed = label.split()
     row = next(r for r in figures["seeds"] if str(r["seed"]) == seed)
     return float(row.get(kind, float("nan")))
@@ -252,7 +256,7 @@ def _stop_on_sigterm() -> None:
 def main() -> int:
     _stop_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--starts", default="worst,stock", help="worst, stock or both")
+    parser.add_argument("--starts", default="worst,stock", help="worst, stock or both (comma-separated)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=15, help="trials per search")
     parser.add_argument("--grid-dims", default=GRID_DIMS, help="dimensions of the grid (comma-separated)")
@@ -271,6 +275,9 @@ def main() -> int:
     parser.add_argument("--confirm-from", default=None,
                         help="no searches: confirm the points of the starts in this --json file")
     args = parser.parse_args()
+    unknown = set(args.starts.split(",")) - set(START_DIRECTIVES)
+    if unknown:
+        parser.error(f"--starts: unknown {', '.join(sorted(unknown))} (worst, stock)")
     work = Path(tempfile.mkdtemp(prefix="aa-tune-bench-"))
     t0 = time.monotonic()
     try:
@@ -279,12 +286,12 @@ def main() -> int:
             for line in Path(args.confirm_from).read_text().splitlines():
                 figures = json.loads(line)
                 if figures["name"] in args.starts.split(","):
-                    confirm(figures["name"], WORST if figures["name"] == "worst" else STOCK, figures, args, work)
+                    confirm(figures["name"], START_DIRECTIVES[figures["name"]], figures, args, work)
             return 0
         for name in args.starts.split(","):
-            figures = one_start(name, WORST if name == "worst" else STOCK, args, work)
+            figures = one_start(name, START_DIRECTIVES[name], args, work)
             if args.confirm:
-                confirm(name, WORST if name == "worst" else STOCK, figures, args, work)
+                confirm(name, START_DIRECTIVES[name], figures, args, work)
             print_medians(figures)
             print(f"{name:6} figures: " + json.dumps({k: v for k, v in figures.items() if k != "seeds"}, default=str),
                   flush=True)

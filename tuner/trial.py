@@ -159,7 +159,7 @@ class TrialResult:
         reasons = []
         # Under a CPU quota the server needs only part of its core: others
         # disturb it only when they eat into that part.
-        headroom = 100.0 - min(100.0, self.inputs.server_cpu_quota_pct or 100.0)
+        headroom = quota_headroom_pct(self.inputs.server_cpu_quota_pct)
         if foreign and statistics.fmean(foreign) >= FOREIGN_MEAN_PCT + headroom:
             reasons.append(f"other programs used {statistics.fmean(foreign):.0f} % of the server's cores on average")
         elif foreign and max(foreign) >= FOREIGN_PEAK_PCT + headroom:
@@ -412,6 +412,11 @@ def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float
     return time.monotonic() - t0, False
 
 
+def quota_headroom_pct(quota_pct: float | None) -> float:
+    """The share of the server's core a CPU quota leaves to other programs (0 without one)."""
+    return 100.0 - min(100.0, quota_pct or 100.0)
+
+
 def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1.0,
               on_tick: Callable[[float, float], None] | None = None,
               registry: list | None = None) -> TrialResult:
@@ -431,21 +436,20 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
     # otherwise share (reading 256 workers' /proc once a second is not free).
     own_affinity = os.sched_getaffinity(0)
     quota = target.cpu_quota()
-    headroom = 100.0 - min(100.0, quota.pct) if quota else 0.0
-    if server_cpus and headroom >= COLLECTOR_ON_SERVER_HEADROOM_PCT:
+    inputs.server_cpu_quota_pct = quota.pct if quota else None
+    if server_cpus and quota_headroom_pct(inputs.server_cpu_quota_pct) >= COLLECTOR_ON_SERVER_HEADROOM_PCT:
         os.sched_setaffinity(0, server_cpus)
     elif inputs.client_cpus:
         os.sched_setaffinity(0, inputs.client_cpus)
     try:
-        return _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry, quiet_wait, quiet)
+        return _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry, quiet_wait, quiet,
+                           quota)
     finally:
         os.sched_setaffinity(0, own_affinity)
 
 
 def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry,
-                quiet_wait: float, quiet: bool) -> TrialResult:
-    quota = target.cpu_quota()
-    inputs.server_cpu_quota_pct = quota.pct if quota else None
+                quiet_wait: float, quiet: bool, quota) -> TrialResult:
     collector = target.metrics_collector(interval=interval, server_pid=pid, port=parts.port or 80,
                                          status_url=target.status_url, max_samples=int(600 / interval),
                                          cpu_quota=quota)
