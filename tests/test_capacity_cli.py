@@ -197,6 +197,46 @@ def test_fit_from_bench_json_drives_the_pool_model(tmp_path):
     assert what_if["model"]["service_time"] == 0.02 and what_if["model"]["service_time_source"] == "--service-time"
 
 
+def _replayed_bench_trial(rate: float, replay, workers: int, listen_backlog: int, duration: float,
+                          timeout: float) -> dict:
+    """A paced trial as bench writes it, measured by the trial replay itself."""
+    samples = [{"busy_workers": replay.busy_workers + 1, "httpd_cpu_pct": 100 * 0.008 * replay.reply_rate}] * 5
+    return {"kind": "trial", "valid": True, "request_rate": rate, "reply_rate": replay.reply_rate,
+            "reply_time_ms": replay.reply_time * 1000,
+            "inputs": {"rate": rate, "duration_s": duration, "num_calls": 1, "timeout_s": timeout,
+                       "server_cpus": [0], "server_cpu_quota_pct": None,
+                       "directives": [f"MaxRequestWorkers {workers}", f"ListenBacklog {listen_backlog}"]},
+            "httperf": {"replies": replay.replies},
+            "pool": {"configured": workers}, "metrics": samples}
+
+
+def test_fit_on_paced_trials_replays_them_and_checks_the_held_out_ones(tmp_path):
+    """Trials bench ran (paced, with a timeout) are replayed as run: fitted on
+    the rates below the knee, the model predicts the ones above it, and says
+    the config's pool is not the one measured."""
+    from advisor.capacity.pool import ServerModel
+    from advisor.capacity.trialsim import TrialSpec, replay_trial
+
+    truth = ServerModel(0.008, 0.2, cores=1, backlog=4)
+    trials = [_replayed_bench_trial(r, replay_trial(truth, TrialSpec(r, 6, 0.9, 4, 4)), 4, 3, 6, 0.9)
+              for r in (4.0, 8.0, 12.0, 16.0, 26.0, 32.0, 40.0)]
+    fit_file = write(tmp_path / "fit.json", "\n".join(json.dumps(t) for t in trials[:4]))
+    check_file = write(tmp_path / "check.json", "\n".join(json.dumps(t) for t in trials[4:]))
+    report = run_json([DEBIAN, "--ram", "8G", *FIXED, "--fit", str(fit_file), "--check", str(check_file)])
+    fit = report["fit"]
+    assert "replayed" in fit["method"]
+    assert fit["regime"] == "wait-bound"
+    assert fit["model"]["wait"] == pytest.approx(0.2, rel=0.03)
+    assert [row["rate"] for row in fit["held_out"]] == [26.0, 32.0, 40.0]
+    for row in fit["held_out"]:
+        assert row["throughput_predicted"] == pytest.approx(row["throughput"], rel=0.03)
+        assert row["response_time_predicted"] == pytest.approx(row["response_time"], rel=0.03)
+        assert row["turned_away_predicted"] == pytest.approx(row["turned_away"], abs=0.02)
+    assert any("the trials ran with MaxRequestWorkers 4" in note for note in report["notes"])
+    text = run_cli(["capacity", DEBIAN, "--ram", "8G", *FIXED, "--fit", str(fit_file), "--check", str(check_file)])[1]
+    assert "held out" in text and "replayed as bench ran it" in text
+
+
 def test_fit_plot_draws_the_measured_points(tmp_path):
     from advisor.capacity.pool import ServerModel, solve
 
@@ -276,6 +316,7 @@ def test_too_few_trials_to_fit(tmp_path):
         (["--docroot", "/nonexistent-docroot"], ["not a directory"]),
         (["--doc-set", "1G", "--docroot", "/tmp"], ["not both"]),
         (["--mpm", "winnt"], ["--mpm 'winnt'"]),
+        (["--check", "trials.json"], ["--check compares trials with a fitted model", "--fit"]),
     ],
 )
 def test_bad_flags(args, fragments):

@@ -8,10 +8,14 @@ bottleneck label, and the model's working as details.
 The model, per request of a session workload (`calls` requests per session,
 `think_s` between them, as httperf --wsess sends them):
 
-- CPU: one processor-sharing server of `cpu` cores holding at most
-  MaxRequestWorkers requests: Andersson et al.'s (2003) M/G/1/K*PS, solved
-  by `advisor.capacity.queueing.mm1k_arrays` (closed form; PS is
-  insensitive to the service law). The CPU cost of a request adds:
+- CPU: `capacity`'s worker-pool model at its CPU-bound end: requests share
+  `cpu` cores (at most one core each), MaxRequestWorkers workers and the
+  listen queue (ListenBacklog + 1) hold them, solved in closed form by
+  `advisor.capacity.pool.cpu_end_arrays`; with one core or less it is
+  Andersson et al.'s (2003) M/G/1/K*PS with K = workers + listen queue
+  (insensitive to the service law). The wait a request spends with its
+  worker but without CPU is the pool check's below. The CPU cost of a
+  request adds:
     * the request itself, 28 % more when files are read instead of mapped
       (Arlitt & Williamson 2004, sec. 5.1.4: +28 % from a mapped file) and
       8 % more when mapped but not sent with sendfile (assumed);
@@ -73,6 +77,8 @@ KEEPALIVE_SHAPE = 0.15
 """Width (in log units of KeepAliveTimeout / think time) of the window in
 which a connection may or may not survive the think time."""
 ASYNC_FACTOR = 2.0
+SOMAXCONN = 4096
+"""net.core.somaxconn on current kernels: the cap on any ListenBacklog."""
 
 
 @dataclass(frozen=True)
@@ -182,7 +188,7 @@ def _state(rate, c: dict, m: _Model, host: SimulatedHost):
     """SLO checks at offered request rate `rate` (arrays): (cpu_ok, pool_ok, extras)."""
     import numpy as np
 
-    from advisor.capacity.queueing import mm1k_arrays
+    from advisor.capacity.pool import LINUX_EXTRA_SLOT, cpu_end_arrays
 
     sessions = rate / host.calls
     gaps = max(host.calls - 1, 0)
@@ -196,12 +202,18 @@ def _state(rate, c: dict, m: _Model, host: SimulatedHost):
     # replacement when the next swing comes), so churn from the band is capped.
     forks = np.minimum(sessions * 0.01 * np.exp(-band / np.sqrt(busy_guess + 1.0)) / c["threads"], 1.0)
     available = np.maximum(cpu - forks * host.spawn_cpu_s, cpu * 0.05)
-    service = m.cost / available
+    # The worker-pool model's CPU-bound end (waits are counted in the pool
+    # check below): the workers plus the listen queue hold requests.
+    places = np.maximum(workers, 1.0) + np.minimum(c["backlog"], SOMAXCONN) + LINUX_EXTRA_SLOT
+    offered = np.maximum(rate, 1e-9)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        blocking, _, _, response = mm1k_arrays(np.maximum(rate, 1e-9), service, np.maximum(workers, 1.0))
+        blocking, _, _, response = cpu_end_arrays(offered, m.cost, available, places)
+        # A request waiting in the listen queue holds no worker: the pool
+        # check counts only the time spent in one.
+        _, _, _, in_worker = cpu_end_arrays(offered, m.cost, available, np.maximum(workers, 1.0))
     reply = response + m.dns_wait
     cpu_ok = (blocking <= host.slo_errors) & (reply <= host.slo_reply_s) & np.isfinite(reply)
-    hold = host.calls * reply + gaps * m.gap_hold
+    hold = host.calls * (np.minimum(in_worker, response) + m.dns_wait) + gaps * m.gap_hold
     needed = sessions * hold
     allowed = (np.sqrt(workers + m.beta ** 2 / 4.0) - m.beta / 2.0) ** 2
     pool_ok = needed <= allowed

@@ -17,6 +17,7 @@ from typing import Callable
 
 from advisor.errors import UsageError
 from advisor.tuner import httperf
+from advisor.tuner.cgroup import PERIOD_US
 from advisor.tuner.metrics import MetricsCollector, Sample, read_listener
 from advisor.tuner.pool import PoolCheck, check_pool
 from advisor.tuner.status import fetch_status
@@ -74,6 +75,7 @@ class TrialInputs:
     server_cpus: list[int] | None = None
     client_cpus: list[int] | None = None
     server_cpu_quota_pct: float | None = None  # set from the target: a cgroup CPU quota
+    server_cpu_period_ms: float | None = None  # the quota's period (capacity's replay throttles by it)
     directives: list[str] = field(default_factory=list)
     slo_errors_pct: float = 1.0
     slo_reply_ms: float = 100.0
@@ -437,6 +439,7 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
     own_affinity = os.sched_getaffinity(0)
     quota = target.cpu_quota()
     inputs.server_cpu_quota_pct = quota.pct if quota else None
+    inputs.server_cpu_period_ms = PERIOD_US / 1000.0 if quota else None
     if server_cpus and quota_headroom_pct(inputs.server_cpu_quota_pct) >= COLLECTOR_ON_SERVER_HEADROOM_PCT:
         os.sched_setaffinity(0, server_cpus)
     elif inputs.client_cpus:

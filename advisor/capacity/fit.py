@@ -49,6 +49,18 @@ class Observation:
     """Mean busy workers on the scoreboard, the status request not counted."""
     cpu_cores: float | None = None
     """Mean cores the httpd tree used (CPU seconds per second)."""
+    duration: float | None = None
+    """Seconds of offered load; with `timeout`, set only for trials of one
+    request per connection at a paced rate, which the pool fit can replay."""
+    timeout: float | None = None
+    """httperf's timeout, seconds."""
+    listen_backlog: int | None = None
+    """ListenBacklog the trial ran with, when it set one."""
+    burst_cores: float | None = None
+    """Under a CPU quota: the cores the server may run on while the quota's
+    budget lasts (its pinned cores); `cores` is then the quota."""
+    quota_period: float | None = None
+    """Under a CPU quota: the quota's period, seconds."""
 
 
 @dataclass
@@ -210,6 +222,9 @@ def _bench_extras(trial: dict, obs: Observation) -> None:
         if replies is not None:
             asked = max(1.0, round(rate * duration)) * calls
             obs.turned_away = min(max(1.0 - replies / asked, 0.0), 1.0)
+        timeout = _number(inputs.get("timeout_s"))
+        if calls == 1 and timeout and not inputs.get("session_log"):
+            obs.duration, obs.timeout = duration, timeout
     pool = trial.get("pool") if isinstance(trial.get("pool"), dict) else {}
     configured = _number(pool.get("configured"))
     if configured is None:
@@ -218,10 +233,17 @@ def _bench_extras(trial: dict, obs: Observation) -> None:
             if name.lower() in ("maxrequestworkers", "maxclients") and value.strip().isdigit():
                 configured = float(value)
     obs.workers = int(configured) if configured else None
+    for directive in inputs.get("directives") or []:
+        name, _, value = str(directive).strip().partition(" ")
+        if name.lower() == "listenbacklog" and value.strip().isdigit():
+            obs.listen_backlog = int(value.strip())
     quota = _number(inputs.get("server_cpu_quota_pct"))
     cpus = inputs.get("server_cpus")
     if quota:
         obs.cores = quota / 100.0
+        obs.burst_cores = float(len(cpus)) if isinstance(cpus, list) and cpus else None
+        # bench before the period was recorded ran the sandbox's 10 ms one.
+        obs.quota_period = (_number(inputs.get("server_cpu_period_ms")) or SANDBOX_QUOTA_PERIOD_MS) / 1000.0
     elif isinstance(cpus, list) and cpus:
         obs.cores = float(len(cpus))
     samples = [s for s in trial.get("metrics") or [] if isinstance(s, dict)]
@@ -233,6 +255,8 @@ def _bench_extras(trial: dict, obs: Observation) -> None:
     if cpu:
         obs.cpu_cores = (_middle(cpu) or 0.0) / 100.0
 
+
+SANDBOX_QUOTA_PERIOD_MS = 10.0
 
 CSV_COLUMNS = ("rate", "response_time", "throughput")
 

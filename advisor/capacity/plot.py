@@ -26,6 +26,8 @@ class PlotSpec:
     """The fitted model at the pool sizes the trials ran with."""
     measured: list = field(default_factory=list)
     """poolfit.TrialComparison rows: drawn as points over `fit_curves`."""
+    held_out: list = field(default_factory=list)
+    """Rows the model was not fitted on (--check): filled points."""
 
 
 def _spread(values: list[float], min_gap: float) -> list[float]:
@@ -94,9 +96,15 @@ def draw(spec: PlotSpec, path: str) -> None:
         ax_b.plot(rates, [p.blocking.value * 100 for p in curve.points], color=colour, lw=1.4, ls="--")
         rows = [r for r in spec.measured if r.workers == curve.k]
         ax_t.plot([r.rate for r in rows], [r.response_time * 1000 for r in rows], "s", color=colour, ms=6,
-                  mfc="white", mew=1.6, label=f"measured, {curve.k} workers (dashed: model)")
+                  mfc="white", mew=1.6, label=f"measured, {curve.k} workers, fitted on (dashed: model)")
         ax_b.plot([r.rate for r in rows], [(r.turned_away or 0.0) * 100 for r in rows], "s", color=colour, ms=6,
                   mfc="white", mew=1.6)
+        held = [r for r in spec.held_out if r.workers == curve.k]
+        if held:
+            ax_t.plot([r.rate for r in held], [r.response_time * 1000 for r in held], "s", color=colour, ms=6,
+                      label=f"measured, {curve.k} workers, held out")
+            ax_b.plot([r.rate for r in held], [(r.turned_away or 0.0) * 100 for r in held], "s", color=colour,
+                      ms=6)
     if spec.fit_curves:
         ax_t.legend(loc="upper left", fontsize=8.5, frameon=False)
 

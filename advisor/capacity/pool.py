@@ -228,6 +228,67 @@ def predict_pool(rates: Sequence[float], model: ServerModel, workers: int,
     return preds
 
 
+def cpu_end_arrays(rates, cpu_demand, cores, capacity):
+    """The model's CPU-bound end (no wait) for arrays that broadcast together:
+    Poisson arrivals, `capacity` = workers + listen queue places, a request
+    served at min(1, cores / n) of a core with n inside.
+
+    For the tuner's simulated objective, which asks it of 10^5 points at
+    once. Levels below `cores` complete at n / d, the rest at cores / d, so
+    the chain is a short head (cores is a few at most) and a geometric tail,
+    summed in logs so that thousands of places and loads far past capacity
+    neither overflow nor lose precision. Returns (blocking, mean_in_system,
+    throughput, response_time), as `queueing.mm1k_arrays`.
+    """
+    import numpy as np
+
+    lam, d, m, k = np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in (rates, cpu_demand, cores, capacity)))
+    # Levels 1..head-1 run below the cores' speed (head = ceil(cores) >= 1).
+    head = np.maximum(np.ceil(m - 1e-12), 1.0)
+    head = np.minimum(head, k)
+    top_head = int(head.max()) if head.size else 1
+    log_a = np.log(lam * d)
+    log_p = np.zeros_like(lam)  # log p(n) / p(0), walked up the head
+    log_terms = [np.zeros_like(lam)]
+    weighted = [np.zeros_like(lam)]
+    for n in range(1, top_head):
+        inside = n < head
+        log_p = np.where(inside, log_p + log_a - np.log(np.minimum(n, m)), log_p)
+        log_terms.append(np.where(inside, log_p, -np.inf))
+        weighted.append(np.where(inside, n, 0.0))
+    # The tail: levels head..k, each ratio rho = lam d / cores.
+    log_head = np.where(head > 1, log_p, 0.0) + log_a - np.log(np.minimum(head, m))
+    log_rho = log_a - np.log(m)
+    span = k - head  # levels above the tail's first
+    s = np.minimum(-np.abs(log_rho), -1e-6)
+    # sum_{j=0..span} rho^j and sum j rho^j, in logs, mirrored when rho > 1.
+    log_geo = np.log(-np.expm1((span + 1) * s)) - np.log(-np.expm1(s))
+    r = np.exp(s)
+    r_top = np.exp((span + 1) * s)
+    mean_low = r / (1 - r) - (span + 1) * r_top / (1 - r_top)
+    above = log_rho > 0
+    log_tail_sum = np.where(above, log_geo + span * log_rho, log_geo)
+    tail_mean = np.where(above, span - mean_low, mean_low)  # mean excess over head, within the tail
+    log_tail_top = np.where(above, -log_geo, span * s - log_geo)  # P(top | tail)
+    # At rho = 1 the sums are span + 1 equal terms (the formulas above cancel).
+    flat = np.abs(log_rho) < 1e-6
+    log_tail_sum = np.where(flat, np.log(span + 1), log_tail_sum)
+    tail_mean = np.where(flat, span / 2.0, tail_mean)
+    log_tail_top = np.where(flat, -np.log(span + 1), log_tail_top)
+    log_total_tail = log_head + log_tail_sum
+    stack = np.stack(log_terms + [log_total_tail])
+    peak = stack.max(axis=0)
+    weights = np.exp(stack - peak)
+    norm = weights.sum(axis=0)
+    share_tail = weights[-1] / norm
+    mean_n = sum(w * n for w, n in zip(weights[:-1], weighted)) / norm + share_tail * (head + tail_mean)
+    blocking = share_tail * np.exp(log_tail_top)
+    throughput = lam * (1 - blocking)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        response = mean_n / throughput
+    return blocking, mean_n, throughput, response
+
+
 # --------------------------------------------------------------------------
 # Closed forms for the wait-bound end (tests hold the model to them)
 

@@ -195,18 +195,25 @@ def _render_pool_fit(f: PoolFit, console) -> None:
         f"{f.workers} workers (CPU alone: {pm.cpu_limit():,.3g}, workers alone: {pm.pool_limit(f.workers):,.3g}); "
         f"typical error {f.rms_log_error:.1%}."
     )
-    table = Table(title="Measured vs predicted, per trial fitted on", title_justify="left", show_edge=False)
+    title = "Measured vs predicted, per trial fitted on" + (" and held out" if f.held_out else "")
+    table = Table(title=title, title_justify="left", show_edge=False)
     for column in ("rate", "workers", "replies/s", "model", "reply time", "model", "turned away", "model",
                    "busy workers", "model"):
         table.add_column(column, justify="right")
-    for row in f.comparisons:
-        table.add_row(
-            f"{row.rate:,.4g}", str(row.workers), f"{row.throughput:,.1f}", f"{row.throughput_predicted:,.1f}",
-            _seconds(row.response_time), _seconds(row.response_time_predicted),
-            "-" if row.turned_away is None else _percent(row.turned_away), _percent(row.turned_away_predicted),
-            "-" if row.busy_workers is None else f"{row.busy_workers:.1f}", f"{row.busy_workers_predicted:.1f}",
-        )
+    if f.held_out:
+        table.add_column("", justify="left")
+    for rows, tag in ((f.comparisons, "fitted"), (f.held_out, "held out")):
+        for row in rows:
+            cells = [
+                f"{row.rate:,.4g}", str(row.workers), f"{row.throughput:,.1f}", f"{row.throughput_predicted:,.1f}",
+                _seconds(row.response_time), _seconds(row.response_time_predicted),
+                "-" if row.turned_away is None else _percent(row.turned_away), _percent(row.turned_away_predicted),
+                "-" if row.busy_workers is None else f"{row.busy_workers:.1f}", f"{row.busy_workers_predicted:.1f}",
+            ]
+            table.add_row(*cells, *([tag] if f.held_out else []))
     console.print(table)
+    if f.method:
+        console.print(f"  model vs trials: {f.method}")
     for warning in f.warnings:
         console.print(f"  [yellow]fit: {warning}[/]")
     for skipped in f.skipped:

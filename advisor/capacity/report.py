@@ -249,14 +249,14 @@ def _pool_predictions(request: CapacityRequest, settings: MpmSettings, rec: Reco
             curves.append(Curve(c, label, predict_pool(grid, pm, workers, request.arrivals)))
         fit = request.fit
         if isinstance(fit, PoolFit):
-            from advisor.capacity.queueing import Arrivals
+            from advisor.capacity.poolfit import fit_curve
 
-            sizes = sorted({row.workers for row in fit.comparisons})
-            top_fit = 1.2 * max(row.rate for row in fit.comparisons)
+            rows = fit.comparisons + fit.held_out
+            sizes = sorted({row.workers for row in rows})
+            top_fit = 1.2 * max(row.rate for row in rows)
             fit_grid = [top_fit * (i + 1) / request.curve_points for i in range(request.curve_points)]
             for c in sizes:
-                fit_curves.append(Curve(c, f"model, {c} workers",
-                                        predict_pool(fit_grid, pm, c, Arrivals("poisson"))))
+                fit_curves.append(Curve(c, f"model, {c} workers", fit_curve(fit, fit_grid, c)))
     return model, predictions, curves, fit_curves
 
 

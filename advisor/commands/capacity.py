@@ -214,12 +214,19 @@ def _listen_queue(cfg) -> int:
 
     written = _int_directive(cfg, "ListenBacklog")
     backlog = written if written is not None else DEFAULT_LISTEN_BACKLOG
+    cap = _somaxconn()
+    if cap is not None:
+        backlog = min(backlog, cap)
+    return backlog + LINUX_EXTRA_SLOT
+
+
+def _somaxconn() -> int | None:
+    """This host's cap on listen queues (net.core.somaxconn), if readable."""
     try:
         with open("/proc/sys/net/core/somaxconn", encoding="ascii") as handle:
-            backlog = min(backlog, int(handle.read().strip()))
+            return int(handle.read().strip())
     except (OSError, ValueError):
-        pass
-    return backlog + LINUX_EXTRA_SLOT
+        return None
 
 
 def _curve_points(plot: str | None, arrivals, service) -> int:
@@ -254,6 +261,7 @@ def register(app: typer.Typer) -> None:
         service_dist: str = typer.Option("exponential", "--service-dist", help=f"Service time law: {SERVICE_DISTRIBUTIONS}."),
         service_samples: Optional[str] = typer.Option(None, "--service-samples", help="File of observed service times (s), one per line: fits a lognormal."),
         fit: Optional[List[str]] = typer.Option(None, "--fit", help="bench JSON or CSV (rate,response_time,throughput) to fit service time and K; repeat for several."),
+        check: Optional[List[str]] = typer.Option(None, "--check", help="bench JSON of trials to predict with the fitted model without fitting on them (e.g. the rates past the knee); repeat for several."),
         plot: Optional[str] = typer.Option(None, "--plot", help="Write response time and blocking vs rate to this PNG."),
         output_format: str = typer.Option("text", "--format", help="text or json."),
         define: DefineOption = None,
@@ -271,7 +279,7 @@ def run_capacity(
     config, rate, ram, reserve, reserve_process, os_reserve, worker_memory, thread_memory,
     connection_memory, docroot, doc_set, measure, mpm, service_time, max_workers, target_response, arrivals, burst,
     service_dist, service_samples, fit, plot, output_format, define, module, modules_from,
-    apache_version, server_root, allow_missing_includes=False,
+    apache_version, server_root, allow_missing_includes=False, check=None,
 ) -> None:
     from advisor.capacity.fit import read_measurements
     from advisor.capacity.poolfit import fit_pool
@@ -301,6 +309,8 @@ def run_capacity(
         raise UsageError(f"--target-response {target_response:g}: must be > 0 seconds")
     if burst is not None and arrivals != "mmpp":
         raise UsageError("--burst describes MMPP arrivals: drop it or use --arrivals mmpp")
+    if check and not fit:
+        raise UsageError("--check compares trials with a fitted model: give --fit FILE too")
     if plot is not None and not plot.lower().endswith(".png"):
         raise UsageError(f"--plot {plot}: the plot is a PNG, name it FILE.png")
     arrival_model = parse_burst(burst) if burst else Arrivals(arrivals)
@@ -348,10 +358,19 @@ def run_capacity(
         if len(observations) < 3:
             raise AdvisorError(f"--fit needs at least three valid trials, found {len(observations)}",
                                fit[0], None, "run bench at several rates, some past saturation")
+        held_out: list = []
+        if check:
+            held_out, skipped_checks = read_measurements(check)
+            skipped = skipped + skipped_checks
         backlog = _listen_queue(cfg)
         fit_result = fit_pool(observations, as_configured.max_request_workers, float(os.cpu_count() or 1),
-                              backlog)
+                              backlog, somaxconn=_somaxconn(), held_out=held_out)
         fit_result.skipped = skipped
+        measured_pools = {row.workers for row in fit_result.comparisons}
+        if max_workers is None and measured_pools and as_configured.max_request_workers not in measured_pools:
+            notes.append(f"the trials ran with MaxRequestWorkers {', '.join(map(str, sorted(measured_pools)))}, "
+                         f"the config has {as_configured.max_request_workers}: the predictions are for the config; "
+                         f"--max-workers N predicts another pool")
     x = service_time
     source = "--service-time"
     pool_model = None
@@ -398,7 +417,8 @@ def run_capacity(
         spec = PlotSpec(report.curves, 1.0 / report.model.capacity,
                         list(rate or [r.rate for r in report.predictions]), subtitle,
                         fit_curves=report.fit_curves,
-                        measured=getattr(report.fit, "comparisons", []))
+                        measured=getattr(report.fit, "comparisons", []),
+                        held_out=getattr(report.fit, "held_out", []))
         _write_atomically(plot, lambda target: draw(spec, target))
 
     from advisor.capacity.render import render_text, to_json

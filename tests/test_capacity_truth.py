@@ -1,0 +1,145 @@
+"""Load tests: `capacity` predicts what `bench` measures past the knee.
+
+For each server (a worker pool that waits, with 4 and with 8 workers; the
+CPU-bound CGI under a CPU quota), bench runs a ramp on a real sandbox with
+real httperf. The fit sees only the rates up to the knee
+(every connection answered, 95 % of the offered rate served); the model then
+predicts the rates above it, and the test holds it to bench's figures:
+replies per second within 10 %, mean reply time within 25 %, the share of
+connections turned away within 5 points.
+
+The held-out rates stand past the knee (1.3 to 2.4 times it). The
+listen queues are short (ListenBacklog 3 to 31) and httperf's timeout is
+under a second, so a trial reaches its steady state in its first second and
+a refused connection's SYN is not sent again inside the timeout.
+
+Each ramp is bounded: at most 8 rates of 6 s, about 90 s with warm-ups.
+
+Two servers are not here because the model does not yet predict them to
+these tolerances (docs/capacity.md has the figures; bench/capacity_truth.py
+measures them): 1 KB files under a quota (replies/s and turned away agree,
+the reply time in overload is 20-25 % shorter than predicted) and a pool
+that computes and then waits (replies/s 10-18 % below the prediction).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import pytest
+
+from test_bench_support import SandboxRun, cli, require, require_cgroup_cpu, two_cores
+
+pytestmark = [pytest.mark.load, pytest.mark.httpd]
+
+DURATION_S = 6
+THROUGHPUT_TOLERANCE = 0.10
+REPLY_TIME_TOLERANCE = 0.25
+TURNED_AWAY_TOLERANCE = 0.05
+
+
+@dataclass
+class Server:
+    name: str
+    below: list[float]
+    """Rates up to the knee (fitted on)."""
+    above: list[float]
+    """Rates past the knee (held out)."""
+    timeout: float
+    bench_args: list[str]
+    up: dict = field(default_factory=dict)
+
+
+def _directives(workers: int, listen_backlog: int, *more: str) -> list[str]:
+    out = []
+    for directive in (f"MaxRequestWorkers {workers}", f"ServerLimit {workers}", f"StartServers {workers}",
+                      f"MinSpareServers {workers}", f"MaxSpareServers {workers}",
+                      f"ListenBacklog {listen_backlog}", *more):
+        out += ["--set", directive]
+    return out
+
+
+def _ramp_and_fit(run: SandboxRun, server: Server, tmp_path) -> dict:
+    rates = server.below + server.above
+    docs = run.bench_json("--mode", "ramp", "--rates", ",".join(f"{r:g}" for r in rates),
+                          "--duration", str(DURATION_S), "--timeout", str(server.timeout), *server.bench_args)
+    run.assert_stock_restored()
+    trials = [d for d in docs if d.get("kind") == "trial"]
+    assert [t["inputs"]["rate"] for t in trials] == rates, "the ramp stopped early"
+    for trial in trials:
+        assert trial["valid"], (trial["inputs"]["rate"], trial["invalid_reasons"])
+    # The knee as bench measured it: fit on the prefix that served everything.
+    fitted = []
+    for trial in trials:
+        asked = round(trial["inputs"]["rate"] * DURATION_S)
+        if trial["httperf"]["replies"] < asked or trial["reply_rate"] < 0.95 * trial["inputs"]["rate"]:
+            break
+        fitted.append(trial)
+    assert [t["inputs"]["rate"] for t in fitted] == server.below, (
+        f"{server.name}: the knee moved: served everything at "
+        f"{[t['inputs']['rate'] for t in fitted]}, expected {server.below}")
+    fit_file, check_file = tmp_path / f"{server.name}-fit.json", tmp_path / f"{server.name}-check.json"
+    fit_file.write_text("".join(json.dumps(t) + "\n" for t in fitted))
+    check_file.write_text("".join(json.dumps(t) + "\n" for t in trials[len(fitted):]))
+    result = cli("capacity", str(run.sandbox.config_path), "--fit", str(fit_file), "--check", str(check_file),
+                 "--no-measure", "--ram", "2G", "--format", "json")
+    return json.loads(result.stdout)["fit"]
+
+
+def _assert_predicts(server: Server, fit: dict) -> None:
+    rows = fit["held_out"]
+    lines = [f"{server.name}: {fit['regime']}, CPU {fit['model']['cpu_demand'] * 1000:.3g} ms, "
+             f"wait {fit['model']['wait'] * 1000:.3g} ms, capacity {fit['capacity']:.4g}/s"]
+    for row in fit["comparisons"] + rows:
+        tag = "held out" if row in rows else "fitted"
+        lines.append(f"  {row['rate']:>7g}/s {tag:8}  replies/s {row['throughput']:8.1f} vs "
+                     f"{row['throughput_predicted']:8.1f}  reply {row['response_time'] * 1000:7.1f} vs "
+                     f"{row['response_time_predicted'] * 1000:7.1f} ms  turned away "
+                     f"{row['turned_away'] * 100:5.1f} vs {row['turned_away_predicted'] * 100:5.1f} %")
+    report = "\n".join(lines)
+    print("\n" + report)
+    assert [row["rate"] for row in rows] == server.above
+    for row in rows:
+        where = f"{server.name} at {row['rate']:g}/s\n{report}"
+        assert abs(row["throughput_predicted"] / row["throughput"] - 1) <= THROUGHPUT_TOLERANCE, where
+        assert abs(row["response_time_predicted"] / row["response_time"] - 1) <= REPLY_TIME_TOLERANCE, where
+        assert abs(row["turned_away_predicted"] - row["turned_away"]) <= TURNED_AWAY_TOLERANCE, where
+        # Past the knee, or the check proves nothing.
+        assert row["turned_away"] >= 0.05, where
+
+
+WAIT_BOUND = [
+    # 4 workers x 200 ms: about 19 replies/s.
+    Server("wait-bound, 4 workers", [4, 8, 12, 16], [26, 32, 40], 0.9,
+           ["--workload", "slow", "--sleep-ms", "200", *_directives(4, 3)]),
+    # 8 workers x 200 ms: about 38 replies/s.
+    Server("wait-bound, 8 workers", [8, 16, 24, 32], [50, 60, 75], 0.9,
+           ["--workload", "slow", "--sleep-ms", "200", *_directives(8, 7)]),
+]
+
+QUOTA_PCT = 50
+# The CGI sums 100,000 random numbers: about 15 ms of CPU, so half a core
+# serves about 33 replies/s.
+CPU_BOUND_CGI = Server("CPU-bound, CGI", [8, 16, 24, 28], [55, 65, 80], 0.9,
+                       ["--workload", "cgi", "--cgi-n", "100000", *_directives(8, 7)])
+
+
+def test_wait_bound_pools_of_4_and_8_workers_past_the_knee(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    with SandboxRun(mpm="prefork") as run:
+        fits = [(server, _ramp_and_fit(run, server, tmp_path)) for server in WAIT_BOUND]
+    for server, fit in fits:
+        assert fit["regime"] == "wait-bound", fit["regime"]
+        _assert_predicts(server, fit)
+
+
+def test_a_cpu_bound_cgi_under_a_quota_past_the_knee(tmp_path):
+    require("apache2", "httperf")
+    two_cores()
+    require_cgroup_cpu()
+    with SandboxRun(mpm="prefork", cpu_quota_pct=QUOTA_PCT) as run:
+        fit = _ramp_and_fit(run, CPU_BOUND_CGI, tmp_path)
+    assert fit["regime"] == "CPU-bound", fit["regime"]
+    _assert_predicts(CPU_BOUND_CGI, fit)
