@@ -72,7 +72,7 @@ def check(ctx: LintContext, report: Report) -> None:
     if not settings and not ctx.at_least(2, 3, 15):
         loaded = ctx.load_module_line("reqtimeout_module")
         report(loaded or ctx.main_location(),
-               f"mod_reqtimeout is loaded without RequestReadTimeout; before 2.3.15 it has no "
+               "mod_reqtimeout is loaded without RequestReadTimeout; before 2.3.15 it has no "
                "default limits, so it does nothing.",
                fix="RequestReadTimeout header=20-40,MinRate=500 body=20,MinRate=500")
 

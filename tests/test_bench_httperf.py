@@ -50,7 +50,12 @@ def test_knee_mode_ramp_mode_and_plots(tmp_path):
         # connection already costs the 5 % of reply rate the SLO allows.
         docs = run.bench_json("--mode", "knee", "--start-rate", "100", "--max-rate", "400", "--duration", "2",
                               "--max-probes", "4", "--plot", str(tmp_path / "knee"))
-        ramp = run.bench_json("--mode", "ramp", "--rates", "50,100", "--duration", "1")
+        ramp_run = run.bench("--format", "json", "--mode", "ramp", "--rates", "50,100", "--duration", "1")
+    ramp = [json.loads(line) for line in ramp_run.stdout.splitlines() if line.startswith("{")]
+    # Before the first trial: the target, the load generator and the highest rate offered.
+    load_line = next(line for line in ramp_run.stderr.splitlines() if "load: " in line)
+    assert "httperf on this host on cores 1 -> http://127.0.0.1:" in load_line, load_line
+    assert load_line.endswith("at most 100 connections/s"), load_line
     trials = [d for d in docs if d["kind"] == "trial"]
     knee = [d for d in docs if d["kind"] == "knee"][0]
     # 100 -> 200 -> 400 doubling; a 1 KB file at 400/s is far under capacity.

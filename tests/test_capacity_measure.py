@@ -153,7 +153,7 @@ def test_capacity_measures_a_real_prefork_apache(tmp_path):
         assert code == 0, err
         report = json.loads(out)
         child = report["memory"]["child"]
-        assert child["source"].startswith(f"measured: ") and f"PID {server.pid}" in child["source"]
+        assert child["source"].startswith("measured: ") and f"PID {server.pid}" in child["source"]
         assert child["count"] >= 3 and 0 < child["smallest"] <= child["average"] <= child["largest"]
         assert report["memory"]["parent"]["source"] == f"measured RSS of PID {server.pid}"
         assert any("started" in note for note in report["notes"])  # a fresh server

@@ -26,7 +26,7 @@ from advisor.lint.edits import set_value
 from advisor.config.model import Directive
 from advisor.rules import all_rules
 from conftest import REPO, SAMPLES, assert_one_line_error, require_httpd, sample_index
-from lint_helpers import RULES_CORPUS, all_fixtures, invalid_fixtures, lint_json, run_cli
+from lint_helpers import RULES_CORPUS, all_fixtures, invalid_fixtures, run_cli
 
 REALWORLD = REPO.parent / "shared" / "corpus-realworld"
 FIXABLE = sorted(rule.code for rule in all_rules() if rule.fixable)
@@ -395,7 +395,7 @@ def test_check_command_that_fails_names_the_file_and_line_in_the_tree(tmp_path):
     # A stand-in that answers like httpd does, about the copy it was given
     # (-d ROOT -f CONFIG are appended: $4 is the copy's main file).
     checker = tmp_path / "checker.sh"
-    checker.write_text(f"#!/bin/sh\necho \"AH00526: Syntax error on line 4 of $4:\" >&2\n"
+    checker.write_text("#!/bin/sh\necho \"AH00526: Syntax error on line 4 of $4:\" >&2\n"
                        "echo 'Invalid command KeepAlive' >&2\nexit 1\n")
     checker.chmod(0o755)
     result = run_fix("--write", "--check-cmd", str(checker), str(path))

@@ -55,6 +55,9 @@ def test_dry_run_prints_the_plan_and_leaves_the_server_alone(run, tmp_path):
     assert "objective: peak sustainable rate under the SLO" in out
     assert "budget: 15 trials, bayesian search, seed 0" in out
     assert "estimated time: about" in out and "min" in out
+    # Before any load: who loads what, and the most a trial may offer.
+    assert "load: httperf on this host" in out and f"-> {run.sandbox.status()['url']}" in out
+    assert "at most 20,000 sessions/s (100,000 requests/s)" in out
     untouched(run, generation)
     assert not (tmp_path / "report").exists()
     assert lock.exists() == had_lock  # not even the run lock was taken

@@ -14,7 +14,6 @@ from __future__ import annotations
 import calendar
 import glob
 import gzip
-import hashlib
 from hashlib import blake2b
 import io
 import os

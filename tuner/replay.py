@@ -27,7 +27,6 @@ import math
 import os
 import re
 import shutil
-import statistics
 from array import array
 from collections import Counter, OrderedDict
 from dataclasses import asdict, dataclass, field

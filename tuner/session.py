@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterator, Mapping
 from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.optimizer import Observation, SearchResult, SearchSettings, TrialOutcome, make_searcher, run_search
 from advisor.tuner.space import Space, Value
+from advisor.tuner.target import offered_load_text
 
 # --------------------------------------------------------------------------
 # Workloads
@@ -289,6 +290,8 @@ class Plan:
     report_dir: str
     resumed: int = 0
     pending_restore: bool = False
+    load: str = ""
+    """Who loads what, and the most any trial will offer (said before the first)."""
 
     def lines(self) -> list[str]:
         out = [f"target: {self.target.get('kind')} at {self.target.get('url')}; config {self.config} ({self.mpm})",
@@ -301,6 +304,8 @@ class Plan:
         out.append(f"workload: {self.workload}")
         out.append(f"objective: {self.objective}")
         out.append(f"each trial: {self.measurement}")
+        if self.load:
+            out.append(f"load: {self.load}")
         limit = f", stopping after {_duration(self.max_time_s)}" if self.max_time_s else ""
         resumed = f" ({self.resumed} already in the journal)" if self.resumed else ""
         out.append(f"budget: {self.budget} trials{resumed}, {self.search} search, seed {self.seed}{limit}")
@@ -490,7 +495,7 @@ class TuneSession:
             max_time_s=self.settings.max_time_s, search=self.settings.search, seed=self.settings.seed,
             gain_replicates=self.settings.gain_replicates, estimate_s=self.estimate_s(len(self.resumed)),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
-            pending_restore=pending)
+            pending_restore=pending, load=self._load_text())
 
     def _docroot(self) -> str | None:
         if self.work_dir is not None and (self.work_dir / "docroot").is_dir():
@@ -507,6 +512,12 @@ class TuneSession:
                     f"incumbent's peak to twice it (up to {p.max_probes} probes); each probe {p.duration_s:g} s "
                     f"of load after {warm}")
         return f"one run of {p.duration_s:g} s at {self.objective.rate:g} {self.workload.unit} after {warm}"
+
+    def _load_text(self) -> str:
+        p = self.probes
+        peak = p.max_rate if self.objective.kind == "peak" else self.objective.rate
+        return offered_load_text(self.target.describe().get("url", "?"), self.settings.client_cpus, peak,
+                                 self.workload.unit, self.workload.calls)
 
     def _probe_s(self) -> float:
         p = self.probes

@@ -342,6 +342,15 @@ class LocalServerTarget(ExistingServerTarget):
         return info
 
 
+def offered_load_text(url: object, client_cpus: list[int] | None, peak_rate: float, unit: str,
+                      calls: int) -> str:
+    """One line for the admin before any load: the target, the load generator
+    and the highest rate any trial may offer."""
+    cores = f" on cores {','.join(map(str, client_cpus))}" if client_cpus else ""
+    requests = f" ({peak_rate * calls:,.6g} requests/s)" if calls > 1 else ""
+    return f"httperf on this host{cores} -> {url}, at most {peak_rate:,.6g} {unit}{requests}"
+
+
 def split_url(url: str) -> tuple[str, str]:
     """`http://host:port/path` -> ("http://host:port", "/path"); UsageError when it is no such URL."""
     from urllib.parse import urlsplit

@@ -77,7 +77,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
     from advisor.commands.targets import place_processes, resolve_target
     from advisor.tuner import httperf, workload
-    from advisor.tuner.target import ManagedConfig
+    from advisor.tuner.target import ManagedConfig, offered_load_text
     from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, with_rate
 
     if opts["mode"] not in ("fixed", "ramp", "knee"):
@@ -150,6 +150,11 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     if log is not None:
         for line in log.summary_lines():
             report.info(line)
+    steps = _parse_rates(opts["rates"]) if opts["mode"] == "ramp" else []
+    peak = {"fixed": opts["rate"], "ramp": max(steps, default=0.0)}.get(opts["mode"], opts["max_rate"])
+    report.info("load: " + offered_load_text(target.base_url + work.uri, client, peak,
+                                             "sessions/s" if wsess else "connections/s",
+                                             wsess[1] if wsess else opts["num_calls"]))
     try:
         with ManagedConfig(target) as managed_config:
             if managed_config.stray_load:
@@ -165,7 +170,6 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
                 trials = [run_trial(target, with_rate(base, opts["rate"]), **kwargs)]
                 report.trial(trials[0])
             elif opts["mode"] == "ramp":
-                steps = _parse_rates(opts["rates"])
                 report.start(len(steps), opts["duration"])
                 trials = ramp(target, base, steps, on_trial=report.trial, **kwargs)
             else:
