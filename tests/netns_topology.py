@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import socket
+import shlex
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -251,12 +252,37 @@ def _start_sshds(topo: Topology) -> None:
             '    ForceCommand env PATH=/nonexistent /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
 
         )
-        node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, SSHD, "-D", "-e", "-f", str(config)],
+        sshd = shlex.join([SSHD, "-D", "-e", "-f", str(config)])
+        node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, "sh", "-c", f"{_cgroup_mounts()}exec {sshd}"],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=open(topo.work / f"sshd_{node.role}.log", "wb"))
     topo.known_hosts.write_text("".join(known))
     for node in topo.nodes:
         _wait_listening(node, topo.work / f"sshd_{node.role}.log")
+
+
+def _cgroup_mounts() -> str:
+    """Shell commands that mount this machine's cgroup hierarchies again.
+
+    `ip netns exec` gives the command a fresh /sys for its namespace, without
+    the cgroup mounts: a real staging host has them, and the remote target
+    reads the httpd's CPU quota and its throttling there. Mounting a v1
+    hierarchy with the same options attaches the same one.
+    """
+    steps = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        fields = line.split()
+        if len(fields) < 4 or not fields[1].startswith("/sys/fs/cgroup"):
+            continue
+        kind, where, options = fields[2], fields[1], fields[3]
+        if kind == "tmpfs" and where == "/sys/fs/cgroup":
+            steps.append("mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup")
+        elif kind == "cgroup":
+            wanted = ",".join(o for o in options.split(",") if o not in ("rw", "relatime", "nosuid", "nodev", "noexec"))
+            steps.append(f"mkdir -p {shlex.quote(where)} && mount -t cgroup -o {shlex.quote(wanted)} cgroup {shlex.quote(where)}")
+        elif kind == "cgroup2":
+            steps.append(f"mkdir -p {shlex.quote(where)} && mount -t cgroup2 cgroup2 {shlex.quote(where)}")
+    return "".join(f"{step} 2>/dev/null; " for step in steps)
 
 
 def _wait_listening(node: Node, log: Path, timeout: float = 10.0) -> None:

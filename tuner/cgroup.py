@@ -32,6 +32,7 @@ class CpuQuota:
     path: str
     version: int  # 1 or 2
     pct: float
+    period_us: int = PERIOD_US
 
     @property
     def procs_file(self) -> Path:
@@ -43,15 +44,8 @@ class CpuQuota:
 
     def throttling(self) -> tuple[int, int] | None:
         """(periods, throttled periods) so far, from cpu.stat."""
-        try:
-            text = (Path(self.path) / "cpu.stat").read_text()
-        except OSError:
-            return None
-        values = dict(line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
-        try:
-            return int(values["nr_periods"]), int(values["nr_throttled"])
-        except (KeyError, ValueError):
-            return None
+        counts = read_throttling(self.path)
+        return (counts[0], counts[1]) if counts else None
 
     def remove(self, timeout: float = 5.0) -> None:
         """Delete the cgroup once its processes are gone."""
@@ -66,6 +60,67 @@ class CpuQuota:
                 if time.monotonic() >= deadline:
                     return  # a process lingers; the empty group is harmless
                 time.sleep(0.05)
+
+
+def find_quota(pid):
+    """The tightest CPU quota on the cgroups of process `pid`, as
+    [cgroup path, version, % of one core, period in µs]; None without one.
+
+    Standard library only, and no other name of this module: the remote
+    metrics sampler ships it to a staging host, where the quota was set by
+    the host's admin (systemd's CPUQuota=, a container) rather than by us.
+    """
+    try:
+        with open("/proc/%d/cgroup" % pid) as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    roots = []
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        if parts[0] == "0" and parts[1] == "":
+            roots.append(("/sys/fs/cgroup", parts[2], 2))
+        elif "cpu" in parts[1].split(","):
+            for mount in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct", "/sys/fs/cgroup/cpuacct,cpu"):
+                if os.path.exists(mount + "/cpu.cfs_quota_us"):
+                    roots.append((mount, parts[2], 1))
+                    break
+    best = None
+    for mount, relative, version in roots:
+        relative = relative.rstrip("/")
+        while True:
+            path = mount + relative
+            try:
+                if version == 2:
+                    with open(path + "/cpu.max") as handle:
+                        quota, period = handle.read().split()[:2]
+                else:
+                    with open(path + "/cpu.cfs_quota_us") as handle:
+                        quota = handle.read().strip()
+                    with open(path + "/cpu.cfs_period_us") as handle:
+                        period = handle.read().strip()
+                if quota not in ("max", "-1") and int(period) > 0:
+                    pct = 100.0 * int(quota) / int(period)
+                    if best is None or pct < best[2]:
+                        best = [path, version, pct, int(period)]
+            except (OSError, ValueError):
+                pass
+            if not relative:
+                break
+            relative = relative.rsplit("/", 1)[0]
+    return best
+
+
+def read_throttling(path):
+    """(periods, throttled periods) so far from the cgroup at `path`; shipped to hosts as find_quota is."""
+    try:
+        with open(path + "/cpu.stat") as handle:
+            values = dict(line.split()[:2] for line in handle.read().splitlines() if len(line.split()) >= 2)
+        return [int(values["nr_periods"]), int(values["nr_throttled"])]
+    except (OSError, KeyError, ValueError):
+        return None
 
 
 def _v2_root() -> Path | None:

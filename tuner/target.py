@@ -109,6 +109,26 @@ class StagingTarget(ABC):
         """A CPU quota the server runs under (advisor.tuner.cgroup.CpuQuota), if any."""
         return None
 
+    on_this_machine = True
+    """False for a server on another host: it cannot share httperf's cores."""
+
+    def child_count(self, pid: int | None) -> int | None:
+        """How many processes the parent httpd `pid` has now (the warm-up and the
+        quiet check watch the pool grow and settle)."""
+        if not pid:
+            return None
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as handle:
+                return len(handle.read().split())
+        except OSError:
+            return None
+
+    def accept_queue(self, pid: int | None, port: int | None) -> int | None:
+        """Connections waiting for accept() on the server's listener."""
+        from advisor.tuner.metrics import read_listener
+
+        return read_listener(f"/proc/{pid}/net" if pid else "/proc/self/net", port)
+
     @property
     def mpm(self) -> str | None:
         return None  # read from the config

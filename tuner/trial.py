@@ -17,8 +17,7 @@ from typing import Callable
 
 from advisor.errors import UsageError
 from advisor.tuner import httperf
-from advisor.tuner.cgroup import PERIOD_US
-from advisor.tuner.metrics import MetricsCollector, Sample, read_listener
+from advisor.tuner.metrics import MetricsCollector, Sample
 from advisor.tuner.pool import PoolCheck, check_pool
 from advisor.tuner.status import fetch_status
 from advisor.tuner.target import StagingTarget
@@ -46,13 +45,19 @@ HTTPERF_STARVED_PEAK_PCT = 60.0
 # Under a CPU quota that leaves at least this share of the server's cores
 # idle, the metrics thread runs there instead of beside httperf.
 COLLECTOR_ON_SERVER_HEADROOM_PCT = 40.0
-# Warm-up: the pool is steady when no child was born for WARMUP_STEADY_S
+# Warm-up: the pool is steady when its size has not moved for WARMUP_STEADY_S
 # (over one of the parent's one-second maintenance cycles), after at least
 # WARMUP_MIN_S of load (and one session's length), WARMUP_MAX_S at most.
 WARMUP_MIN_S = POOL_STEADY_S
 WARMUP_STEADY_S = POOL_STEADY_S
 WARMUP_DRAIN_MAX_S = 10.0
 WARMUP_MAX_S = 20.0
+# A pool whose children keep retiring (MaxConnectionsPerChild far below the
+# load) never stops changing: that churn is its steady state once the
+# parent may spawn at full speed again (prefork holds back to one child a
+# second for ten maintenance cycles after a graceful restart).
+WARMUP_CHURN_EXITS = 10
+WARMUP_CHURN_S = 11.0
 # httpd at this share of its cores (or quota) for a second: CPU-bound, the pool is not what limits.
 WARMUP_CPU_SHARE = 0.85
 # Failures that CPU taken by other programs can cause, and so are worth a
@@ -322,12 +327,13 @@ def server_affinity(pid: int | None) -> list[int] | None:
 
 
 def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: list[Sample],
-                  server_cpus: list[int] | None) -> list[ClientLimit]:
-    """The four ways the load generator can be the bottleneck."""
+                  server_cpus: list[int] | None, server_here: bool = True) -> list[ClientLimit]:
+    """The four ways the load generator can be the bottleneck (`server_here`:
+    the server runs on this machine, where it may share httperf's cores)."""
     limits: list[ClientLimit] = []
     all_cores = list(range(os.cpu_count() or 1))
     client = inputs.client_cpus or all_cores
-    server = server_cpus or all_cores
+    server = (server_cpus or all_cores) if server_here else []
     shared = sorted(set(client) & set(server))
     if shared:
         limits.append(ClientLimit("shares a core with the server", f"client and server share core(s) {shared}",
@@ -370,16 +376,6 @@ def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: l
 _POOL_SEEN: dict[int, tuple[int, float]] = {}
 
 
-def _child_count(pid: int | None) -> int | None:
-    if not pid:
-        return None
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as handle:
-            return len(handle.read().split())
-    except OSError:
-        return None
-
-
 def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float = QUIET_TIMEOUT_S,
                steady_s: float = POOL_STEADY_S) -> tuple[float, bool]:
     """Wait until the server has finished the previous trial's work.
@@ -394,18 +390,17 @@ def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float
     number of server processes unchanged for one maintenance cycle.
     """
     t0 = time.monotonic()
-    net_dir = f"/proc/{pid}/net" if pid else "/proc/self/net"
-    children, since = _child_count(pid), t0
+    children, since = target.child_count(pid), t0
     known = _POOL_SEEN.get(pid) if pid else None
     if known is not None and known[0] == children:
         since = known[1]  # unchanged since the previous trial's watcher last saw it move
     while time.monotonic() - t0 < timeout:
-        queue = read_listener(net_dir, port)
+        queue = target.accept_queue(pid, port)
         busy_ok = True
         if target.status_url:
             snap = fetch_status(target.status_url, timeout=1.0)
             busy_ok = snap is not None and snap.busy <= 1
-        now = _child_count(pid)
+        now = target.child_count(pid)
         if now != children:
             children, since = now, time.monotonic()
         if not queue and busy_ok and time.monotonic() - since >= steady_s:
@@ -439,7 +434,7 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
     own_affinity = os.sched_getaffinity(0)
     quota = target.cpu_quota()
     inputs.server_cpu_quota_pct = quota.pct if quota else None
-    inputs.server_cpu_period_ms = PERIOD_US / 1000.0 if quota else None
+    inputs.server_cpu_period_ms = quota.period_us / 1000.0 if quota else None
     if server_cpus and quota_headroom_pct(inputs.server_cpu_quota_pct) >= COLLECTOR_ON_SERVER_HEADROOM_PCT:
         os.sched_setaffinity(0, server_cpus)
     elif inputs.client_cpus:
@@ -519,7 +514,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     attribute_listen_overflows(samples)
     overflows = sum(s.listen_overflows for s in samples)
     drops = sum(s.listen_drops for s in samples)
-    limits = client_limits(inputs, result, samples, server_cpus)
+    limits = client_limits(inputs, result, samples, server_cpus, server_here=target.on_this_machine)
     if overran:
         limits.append(ClientLimit("time bound", f"httperf was still opening connections after {limit:.0f} s",
                                   {"limit_s": round(limit, 1), "connections": result.connections,
@@ -550,7 +545,11 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
     restart one a second for ten cycles); kept-alive sessions pile up
     meanwhile. A window that starts then measures the growth, not the
     configuration. After WARMUP_MIN_S and one session's length the warm-up
-    ends at the first of: no child born for WARMUP_STEADY_S; the pool at its
+    ends at the first of: the number of children unchanged for WARMUP_STEADY_S
+    (births and exits both: a pool whose children retire faster than the
+    parent replaces them, MaxConnectionsPerChild 10 say, is not steady while
+    it shrinks, and right after a reload the parent replaces only one a
+    second for ten cycles); the pool at its
     configured limit; httpd using its whole CPU (cores or quota) for a
     second, where more workers cannot serve more and a longer warm-up only
     piles up work. WARMUP_MAX_S bounds it (then `steady` is False); a fixed
@@ -575,8 +574,9 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
     if pool is not None:
         limit = pool.workers if pool.mpm == "prefork" else math.ceil(pool.workers / max(1, pool.threads_per_child))
     cpu_full = WARMUP_CPU_SHARE * (inputs.server_cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0])))
-    before = _child_count(pid)
-    peak, last_birth = before or 0, time.monotonic()
+    before = target.child_count(pid)
+    seen, last_change = before or 0, time.monotonic()
+    retired = 0  # drops in the child count seen while loading: children that exited
     t0 = time.monotonic()
     next_status = t0 + 1.0
     cpu_mark = (t0, collector.httpd_cpu_seconds())
@@ -588,9 +588,10 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
     try:
         while process.poll() is None:
             now = time.monotonic()
-            children = _child_count(pid) or 0
-            if children > peak:
-                peak, last_birth = children, now
+            children = target.child_count(pid) or 0
+            if children != seen:
+                retired += max(0, seen - children)
+                seen, last_change = children, now
             if now - cpu_mark[0] >= 0.5:
                 used = collector.httpd_cpu_seconds()
                 pct = (100.0 * (used - cpu_mark[1]) / (now - cpu_mark[0])
@@ -602,8 +603,10 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
                     stopped = "fixed length"
                     break
             elif now - t0 >= least:
-                if now - last_birth >= WARMUP_STEADY_S:
+                if now - last_change >= WARMUP_STEADY_S:
                     stopped = "pool steady"
+                elif retired >= WARMUP_CHURN_EXITS and now - t0 >= WARMUP_CHURN_S:
+                    stopped = "children retired throughout"
                 elif limit is not None and children >= limit:
                     stopped = "pool at its limit"
                 elif full_since is not None and now - full_since >= 1.0:
@@ -630,12 +633,13 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
         if registry is not None and process in registry:
             registry.remove(process)
     seconds = time.monotonic() - t0
-    drained = _drain(collector, port)
-    return WarmUp(seconds=round(seconds, 2), children_before=before, children_after=_child_count(pid),
+    drained = _drain(target, collector, port)
+    return WarmUp(seconds=round(seconds, 2), children_before=before, children_after=target.child_count(pid),
                   steady=stopped != "time bound", stopped_by=stopped, drain_s=round(drained, 2))
 
 
-def _drain(collector: MetricsCollector, port: int | None, timeout: float = WARMUP_DRAIN_MAX_S) -> float:
+def _drain(target: StagingTarget, collector: MetricsCollector, port: int | None,
+           timeout: float = WARMUP_DRAIN_MAX_S) -> float:
     """Wait for the work the warm-up left queued to be served; the pool it grew stays.
 
     A warm-up above the server's capacity leaves its accept queue full of
@@ -646,14 +650,13 @@ def _drain(collector: MetricsCollector, port: int | None, timeout: float = WARMU
     child a second meanwhile.
     """
     t0 = time.monotonic()
-    net_dir = f"/proc/{collector.server_pid}/net" if collector.server_pid else "/proc/self/net"
     while time.monotonic() - t0 < timeout:
         snap = collector.status_now(timeout=0.5)
         # Busy with requests: reading, sending (less the status request),
         # keep-alive, logging, DNS. A C slot is a connection closing, or an
         # idle child being retired: no work left.
         working = None if snap is None else sum(snap.scoreboard.get(k, 0) for k in "RWKLD") - 1
-        if not read_listener(net_dir, port) and (working is None or working <= 0):
+        if not target.accept_queue(collector.server_pid, port) and (working is None or working <= 0):
             break
         time.sleep(0.1)
     return time.monotonic() - t0

@@ -25,14 +25,14 @@ import threading
 import time
 
 from advisor.errors import AdvisorError
-from advisor.tuner import metrics
+from advisor.tuner import cgroup, metrics
 from advisor.tuner.remote.ssh import SshConnection
 
 # Sent verbatim: each of these uses only the standard library and the others.
 SHIPPED = (metrics._read, metrics.read_cpu_ticks, metrics.read_kv, metrics.read_tcp_ext, metrics.read_net_dev,
            metrics.process_runtime, metrics.read_listener, metrics.read_time_wait, metrics.read_disk_ticks,
            metrics.read_loadavg, metrics.proc_snapshot, metrics._in_netns, metrics.link_capacities,
-           metrics.qdisc_stats, metrics.ChildWatcher)
+           metrics.qdisc_stats, metrics.ChildWatcher, cgroup.read_throttling)
 
 LOOP = r'''
 CLK = os.sysconf("SC_CLK_TCK")
@@ -100,7 +100,9 @@ def main():
             with watcher._lock:
                 children = [watcher.births, watcher.exits, len(watcher.live),
                             time.monotonic() - watcher.last_change]
-        snap.update(httpd=httpd_cpu(pid) if pid else None, children=children, throttling=None,
+        quota = opts.get("quota_path")
+        snap.update(httpd=httpd_cpu(pid) if pid else None, children=children,
+                    throttling=read_throttling(quota) if quota else None,
                     qdisc={iface: qdisc_stats(pid, iface) for iface in shaped})
         emit({"snapshot": snap})
         due += opts["interval"]
@@ -129,9 +131,13 @@ class RemoteMetricsCollector(metrics.MetricsCollector):
     """
 
     def __init__(self, conn: SshConnection, *, remote_pid: int | None, interval: float = 1.0,
-                 port: int | None = None, status_url: str | None = None, max_samples: int = 3600):
+                 port: int | None = None, status_url: str | None = None, max_samples: int = 3600,
+                 cpu_quota=None):
+        # The quota's cgroup is a path on the host: the sampler reads its
+        # throttling there, never this machine's collector.
         super().__init__(interval=interval, server_pid=None, port=port, status_url=status_url,
                          max_samples=max_samples)
+        self.quota_path = cpu_quota.path if cpu_quota is not None else None
         self.conn = conn
         self.remote_pid = remote_pid
         self.lost = False
@@ -147,7 +153,7 @@ class RemoteMetricsCollector(metrics.MetricsCollector):
         if self.status_url:
             self._status(timeout=2.0)
         opts = {"pid": self.remote_pid, "port": self.port, "interval": self.interval,
-                "max_seconds": self.max_samples * self.interval + 30}
+                "max_seconds": self.max_samples * self.interval + 30, "quota_path": self.quota_path}
         self._process = subprocess.Popen(
             self.conn.argv(["python3", "-u", "-c", sampler_source(), json.dumps(opts)]),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -17,11 +17,15 @@ remote file back before anything else.
 from __future__ import annotations
 
 import hashlib
+import inspect
+import json
+import os
 import posixpath
 import re
 import shlex
-import os
 import tempfile
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
@@ -30,6 +34,42 @@ from advisor.tuner.sandbox import config_test_error
 from advisor.tuner.target import ExistingServerTarget
 
 HTTPD_NAMES = ("apache2", "httpd")
+PROBE_MAX_AGE_S = 0.5  # the warm-up asks ten times a second; one ssh round trip a half-second is enough
+PID_MAX_AGE_S = 5.0
+
+# Run on the host: the parent's child count and its listener's accept queue.
+PROBE = """
+def main():
+    pid, port = int(sys.argv[1]), int(sys.argv[2])
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as handle:
+            children = len(handle.read().split())
+    except OSError:
+        children = None
+    print(json.dumps([children, read_listener("/proc/%d/net" % pid, port) if port else None]))
+
+
+main()
+"""
+
+
+@dataclass(frozen=True)
+class RemoteCpuQuota:
+    """A CPU quota on the host's cgroup of the parent httpd (set there by its
+    admin: systemd's CPUQuota=, a container). Its throttling is read by the
+    sampler on the host; this machine has no such path."""
+
+    path: str
+    version: int
+    pct: float
+    period_us: int
+
+    def throttling(self) -> None:
+        return None
+
+
+def _shipped(*functions) -> str:
+    return "import json, os, sys\n\n" + "\n\n".join(inspect.getsource(f) for f in functions)
 
 
 def default_state_root() -> Path:
@@ -40,6 +80,7 @@ class RemoteTarget(ExistingServerTarget):
     """An existing staging httpd on `conn`'s host."""
 
     kind = "remote"
+    on_this_machine = False
 
     def __init__(self, conn: SshConnection, config: str, url: str, reload_cmd: str = "apachectl graceful",
                  managed: str | None = None, test_cmd: str | None = None, status_url: str | None = None,
@@ -64,6 +105,8 @@ class RemoteTarget(ExistingServerTarget):
         safe_host = re.sub(r"[^A-Za-z0-9.-]", "_", conn.spec.host)
         self._state_dir = (state_root or default_state_root()) / f"{safe_host}-{conn.spec.port or 22}-{digest}"
         self._state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._pid: tuple[float, int | None] | None = None
+        self._probe: tuple[float, int, list] | None = None
 
     def _check_config(self) -> None:
         text = self.conn.read_file(self.config)
@@ -128,13 +171,67 @@ class RemoteTarget(ExistingServerTarget):
         return self._parent(self._processes())
 
     def metrics_collector(self, **settings):
-        """The sampler on the host, for the host's parent httpd (a local pid and a
-        local cgroup mean nothing there)."""
+        """The sampler on the host, for the host's parent httpd (a local pid means
+        nothing there; the quota, from cpu_quota(), is a cgroup on the host)."""
         from advisor.tuner.remote.sampler import RemoteMetricsCollector
 
         settings.pop("server_pid", None)
-        settings.pop("cpu_quota", None)
-        return RemoteMetricsCollector(self.conn, remote_pid=self.remote_server_pid(), **settings)
+        return RemoteMetricsCollector(self.conn, remote_pid=self._parent_pid(fresh=True), **settings)
+
+    def cpu_quota(self) -> RemoteCpuQuota | None:
+        """The tightest CPU quota on the host's cgroups of the parent httpd, if any."""
+        from advisor.tuner.cgroup import find_quota
+
+        pid = self._parent_pid(fresh=True)
+        if pid is None:
+            return None
+        program = _shipped(find_quota) + "\n\nprint(json.dumps(find_quota(int(sys.argv[1]))))\n"
+        result = self.conn.run(["python3", "-c", program, str(pid)], timeout=30)
+        try:
+            found = json.loads(result.stdout) if result.returncode == 0 else None
+        except ValueError:
+            found = None
+        if not found:
+            return None
+        path, version, pct, period_us = found
+        return RemoteCpuQuota(str(path), int(version), float(pct), int(period_us))
+
+    def child_count(self, pid: int | None) -> int | None:
+        return self._probed(None)[0]
+
+    def accept_queue(self, pid: int | None, port: int | None) -> int | None:
+        return self._probed(port)[1]
+
+    def _parent_pid(self, fresh: bool = False) -> int | None:
+        now = time.monotonic()
+        if fresh or self._pid is None or now - self._pid[0] > PID_MAX_AGE_S:
+            self._pid = (now, self.remote_server_pid())
+        return self._pid[1]
+
+    def _probed(self, port: int | None) -> list:
+        """[children, accept queue] on the host, at most PROBE_MAX_AGE_S old."""
+        from advisor.tuner.metrics import read_listener
+
+        port = port or self._probe_port()
+        now = time.monotonic()
+        if self._probe is not None and self._probe[1] == port and now - self._probe[0] < PROBE_MAX_AGE_S:
+            return self._probe[2]
+        pid = self._parent_pid()
+        answer: list = [None, None]
+        if pid is not None:
+            result = self.conn.run(["python3", "-c", _shipped(read_listener) + PROBE, str(pid), str(port)],
+                                   timeout=30)
+            try:
+                answer = json.loads(result.stdout) if result.returncode == 0 else answer
+            except ValueError:
+                pass
+        self._probe = (now, port, answer)
+        return answer
+
+    def _probe_port(self) -> int:
+        from urllib.parse import urlsplit
+
+        return urlsplit(self.base_url).port or 80
 
     def server_children(self) -> set[int]:
         table = self._processes()  # one round trip: ManagedConfig polls this while a reload settles

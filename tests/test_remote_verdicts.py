@@ -1,0 +1,101 @@
+"""bench over SSH names the same bottleneck as bench on this machine (issue 14).
+
+Each injected scenario runs twice with the same arguments: once against a
+sandbox on loopback, read by the local collector, and once against a sandbox
+in the test network's server namespace, reached only through `--host` (ssh
+for the config, the reload, processes, the cgroup and the metrics sampler;
+HTTP for the load and mod_status). Server on core 0, httperf on core 1 in
+both. The verdicts must agree, and be the one the scenario injects.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from advisor.tuner.sandbox import INSTRUMENT_HEADER
+from test_bench_support import SandboxRun, cli, require, require_cgroup_cpu, two_cores
+
+pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]
+
+PORT = 8080
+
+SCENARIOS = {
+    # Two workers held 300 ms each cannot serve 10/s: connections wait for accept().
+    "worker pool exhausted": dict(
+        up={}, args=["--workload", "slow", "--sleep-ms", "300", "--rate", "10", "--duration", "3", "--timeout", "10",
+                     "--set", "MaxRequestWorkers 2", "--set", "ServerLimit 2", "--set", "StartServers 2",
+                     "--set", "MinSpareServers 1", "--set", "MaxSpareServers 2"]),
+    # A fifth of a core cannot serve 3,000 connections/s: saturated at the quota, not at the core.
+    "server CPU": dict(
+        up={"cpu_quota_pct": 20}, args=["--workload", "1k", "--rate", "3000", "--duration", "3",
+                                        "--timeout", "0.3", "--set", "KeepAlive Off"]),
+    # Every child retires after 5 connections: at 400/s the parent forks 80 a second.
+    "process churn": dict(
+        up={}, args=["--workload", "1k", "--rate", "400", "--duration", "3",
+                     "--set", "MaxConnectionsPerChild 5", "--set", "StartServers 4", "--set", "MinSpareServers 4",
+                     "--set", "MaxSpareServers 8"]),
+}
+
+
+def _trial(result) -> dict:
+    docs = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    return next(d for d in docs if d.get("kind") == "trial")
+
+
+def _local(scenario: dict) -> dict:
+    with SandboxRun(mpm="prefork", **scenario["up"]) as run:
+        trial = _trial(run.bench("--format", "json", "--client-cpus", "1", *scenario["args"]))
+        run.assert_stock_restored()
+    return trial
+
+
+def _remote(topo, scenario: dict) -> dict:
+    with SandboxRun(mpm="prefork", netns=topo.server.netns, host=topo.server.addr, port=PORT,
+                    status_allow=["127.0.0.1", topo.root_addr], **scenario["up"]) as run:
+        # A server on another host has no sandbox instrument: without this the
+        # sandbox's compensation for the collector's worker (the stock pool's
+        # size plus one) would override the scenario's MaxRequestWorkers.
+        run.sandbox.instrument_path.write_text(INSTRUMENT_HEADER)
+        ssh = ["--host", f"root@{topo.server.addr}", "--allow-host", topo.server.addr,
+               "--identity", str(topo.user_key)]
+        for option in topo.ssh_options():
+            ssh += ["--ssh-option", option]
+        result = cli("bench", *ssh, "--config", str(run.sandbox.config_path),
+                     "--managed", str(run.sandbox.managed_path),
+                     "--reload-cmd", f"{run.state.binary} -f {run.sandbox.config_path} -k graceful",
+                     "--url", f"http://{topo.server.addr}:{PORT}/index.html",
+                     "--format", "json", "--client-cpus", "1", *scenario["args"])
+        run.assert_stock_restored()
+    return _trial(result)
+
+
+def _brief(trial: dict) -> str:
+    v = trial["verdict"]
+    return f"{v['label']} at {trial['reply_rate']} replies/s of {trial['inputs']['rate']}/s, evidence {v['evidence']}"
+
+
+@pytest.mark.parametrize("label", list(SCENARIOS))
+def test_remote_bench_names_the_same_bottleneck(netns_topology, label):
+    require("apache2", "httperf")
+    two_cores()
+    scenario = SCENARIOS[label]
+    if scenario["up"].get("cpu_quota_pct"):
+        require_cgroup_cpu()
+    local = _local(scenario)
+    remote = _remote(netns_topology, scenario)
+    print(f"\n{label}\n  local:  {_brief(local)}\n  remote: {_brief(remote)}")
+    assert local["verdict"]["label"] == label, _brief(local)
+    assert remote["verdict"]["label"] == label, _brief(remote)
+    assert remote["valid"], remote["invalid_reasons"]
+    evidence = remote["verdict"]["evidence"]
+    if label == "server CPU":
+        # The quota was found on the host's cgroup of the parent httpd, and its throttling read there.
+        assert remote["inputs"]["server_cpu_quota_pct"] == 20 and remote["inputs"]["server_cpu_period_ms"] == 10
+        assert evidence["cpu_quota_pct"] == 20 and evidence["quota_used_pct_mean"] >= 85
+        assert evidence["cpu_throttled_pct_mean"] > 0
+    if label == "worker pool exhausted":
+        assert evidence["accept_queue_max"] > 0  # read from the host's /proc
+    if label == "process churn":
+        assert evidence["children_retired"] >= 10
