@@ -35,6 +35,9 @@ def test_the_url_host_must_be_allowed_too():
     (["--host", "root@[::1", "--config", "/x.conf", "--url", "http://127.0.0.1/"], "bad --host"),
     (["--host", "127.0.0.1", "--identity", "/nonexistent/key", "--config", "/x.conf", "--url", "http://127.0.0.1/"],
      "identity file not found: /nonexistent/key"),
+    (["--client-host", "root@[::1"], "bad --client-host 'root@[::1'"),
+    (["--client-host", "local", "--client-host", "local"], "--client-host local is named twice"),
+    (["--client-host", "local", "--identity", "/etc/hostname"], "--ssh-option and --identity go with --host or --client-host"),
 ])
 def test_bad_remote_options_are_one_line(args, fragment):
     assert_one_line_error(bench(*args), fragment)
@@ -67,6 +70,28 @@ def test_connection_failures_are_one_line(netns_topology, tmp_path):
                           "authentication refused", "--identity")
     assert_one_line_error(bench(*_ssh_args(topo, port=topology_module.NO_PYTHON_PORT), *config),
                           "python3 not found on root@", "apt-get install")
+
+
+@pytest.mark.netns
+def test_load_client_problems_are_one_line(netns_topology):
+    from test_bench_support import SandboxRun, require
+
+    require("apache2", "httperf")
+    topo = netns_topology
+    ssh = ["--identity", str(topo.user_key)]
+    for option in topo.ssh_options():
+        ssh += ["--ssh-option", option]
+    with SandboxRun(mpm="event") as run:
+        # On 127.0.0.1 the server is out of reach of another host's httperf (it would load itself).
+        assert_one_line_error(bench("--workdir", str(run.dir), "--client-host", f"root@{topo.clients[0].addr}", *ssh),
+                              "a load client on another host cannot reach http://127.0.0.1:", "--client-host local")
+        run.assert_stock_restored()
+    with SandboxRun(mpm="event", netns=topo.server.netns, host=topo.server.addr, port=8080,
+                    status_allow=["127.0.0.1", topo.root_addr]) as run:
+        assert_one_line_error(bench("--workdir", str(run.dir), "--allow-host", topo.server.addr,
+                                    "--client-host", f"root@{topo.clients[0].addr}:2999", *ssh),
+                              f"ssh to root@{topo.clients[0].addr}:2999: host unreachable")
+        run.assert_stock_restored()
 
 
 @pytest.mark.netns

@@ -363,12 +363,15 @@ class LocalServerTarget(ExistingServerTarget):
 
 
 def offered_load_text(url: object, client_cpus: list[int] | None, peak_rate: float, unit: str,
-                      calls: int) -> str:
-    """One line for the admin before any load: the target, the load generator
-    and the highest rate any trial may offer."""
-    cores = f" on cores {','.join(map(str, client_cpus))}" if client_cpus else ""
+                      calls: int, generators: str | None = None) -> str:
+    """One line for the admin before any load: the target, the load generators
+    and the highest rate any trial may offer (all of them together)."""
+    cores = ""
+    if client_cpus:
+        listed = ",".join(map(str, client_cpus))
+        cores = f" (here on cores {listed})" if generators else f" on cores {listed}"
     requests = f" ({peak_rate * calls:,.6g} requests/s)" if calls > 1 else ""
-    return f"httperf on this host{cores} -> {url}, at most {peak_rate:,.6g} {unit}{requests}"
+    return f"{generators or 'httperf on this host'}{cores} -> {url}, at most {peak_rate:,.6g} {unit}{requests}"
 
 
 def split_url(url: str) -> tuple[str, str]:

@@ -12,7 +12,7 @@ import os
 import signal
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 from advisor.errors import UsageError
@@ -416,8 +416,12 @@ def quota_headroom_pct(quota_pct: float | None) -> float:
 
 def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1.0,
               on_tick: Callable[[float, float], None] | None = None,
-              registry: list | None = None) -> TrialResult:
-    """One fixed-rate httperf run against `target`, with metrics and a verdict."""
+              registry: list | None = None, clients=None) -> TrialResult:
+    """One fixed-rate httperf run against `target`, with metrics and a verdict.
+
+    `clients` (advisor.tuner.remote.clients.LoadClients): several load
+    generators sharing the load (httperf --client=I/N); None is this machine.
+    """
     from urllib.parse import urlsplit
 
     parts = urlsplit(target.base_url)
@@ -441,13 +445,26 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
         os.sched_setaffinity(0, inputs.client_cpus)
     try:
         return _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry, quiet_wait, quiet,
-                           quota)
+                           quota, clients)
     finally:
         os.sched_setaffinity(0, own_affinity)
 
 
+def _start_load(target: StagingTarget, spec: httperf.HttperfSpec, clients):
+    """httperf here (recorded beside the target), or one share on each load client."""
+    if clients is not None and clients.several:
+        return clients.start(spec)
+    return httperf.start(spec, record=target.load_record)
+
+
+def _load_result(process, timeout: float) -> httperf.HttperfResult:
+    if process.pid is None:  # a GroupRun: every client's report, merged
+        return process.result(timeout)
+    return httperf.finish(process, timeout=timeout)
+
+
 def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry,
-                quiet_wait: float, quiet: bool, quota) -> TrialResult:
+                quiet_wait: float, quiet: bool, quota, clients=None) -> TrialResult:
     collector = target.metrics_collector(interval=interval, server_pid=pid, port=parts.port or 80,
                                          status_url=target.status_url, max_samples=int(600 / interval),
                                          cpu_quota=quota)
@@ -467,11 +484,11 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         per_request, connections = session_connections(inputs, connection_cap(target))
         if per_request:
             spec.http_version = "1.0"
-    warm = warm_up(target, inputs, spec, pid, collector, registry, server_cpus, parts.port or 80)
+    warm = warm_up(target, inputs, spec, pid, collector, registry, server_cpus, parts.port or 80, clients)
     started = time.time()
     t0 = time.monotonic()
     collector.start()
-    process = httperf.start(spec, record=target.load_record)
+    process = _start_load(target, spec, clients)
     if registry is not None:
         registry.append(process)
     collector.client_pid = process.pid
@@ -492,7 +509,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
             overran = True
             process.send_signal(signal.SIGINT)
         try:
-            result = httperf.finish(process, timeout=10.0)
+            result = _load_result(process, timeout=10.0)
         except Exception:
             if not overran:
                 raise
@@ -504,7 +521,8 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         if process.poll() is None:
             process.kill()
             process.wait()
-        httperf.forget(target.load_record, process.pid)
+        if process.pid is not None:
+            httperf.forget(target.load_record, process.pid)
         samples = collector.stop()
         pool = collector.pool_state()
         if pid and pool is not None:
@@ -514,7 +532,18 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     attribute_listen_overflows(samples)
     overflows = sum(s.listen_overflows for s in samples)
     drops = sum(s.listen_drops for s in samples)
-    limits = client_limits(inputs, result, samples, server_cpus, server_here=target.on_this_machine)
+    if process.pid is None and len(process.results) > 1:
+        # Each client against its own share: one at its FD_SETSIZE cap or
+        # behind its rate makes the trial the clients' limit, whatever the sum.
+        limits = []
+        for name, part, own in zip(clients.names, process.shares, process.results):
+            share_inputs = replace(inputs, rate=part.rate)
+            for limit in client_limits(share_inputs, own, samples, server_cpus, server_here=target.on_this_machine):
+                limit.detail = f"load client {name}: {limit.detail}"
+                limit.values = {"client": name, **limit.values}
+                limits.append(limit)
+    else:
+        limits = client_limits(inputs, result, samples, server_cpus, server_here=target.on_this_machine)
     if overran:
         limits.append(ClientLimit("time bound", f"httperf was still opening connections after {limit:.0f} s",
                                   {"limit_s": round(limit, 1), "connections": result.connections,
@@ -537,7 +566,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
 
 def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
             collector: MetricsCollector, registry: list | None = None,
-            server_cpus: list[int] | None = None, port: int | None = None) -> WarmUp | None:
+            server_cpus: list[int] | None = None, port: int | None = None, clients=None) -> WarmUp | None:
     """Load the server at the trial's rate, unmeasured, until its pool is what the load makes it.
 
     Right after a reload (or a quiet spell) prefork runs StartServers
@@ -582,7 +611,7 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
     cpu_mark = (t0, collector.httpd_cpu_seconds())
     full_since: float | None = None
     stopped = "time bound"
-    process = httperf.start(sized, record=target.load_record)
+    process = _start_load(target, sized, clients)
     if registry is not None:
         registry.append(process)
     try:
@@ -629,7 +658,8 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
                 process.wait()
         else:
             process.communicate()
-        httperf.forget(target.load_record, process.pid)
+        if process.pid is not None:
+            httperf.forget(target.load_record, process.pid)
         if registry is not None and process in registry:
             registry.remove(process)
     seconds = time.monotonic() - t0

@@ -59,6 +59,7 @@ def bench(
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
     allow_host: Optional[list[str]] = typer.Option(None, "--allow-host", help="A host off loopback that may be loaded (repeat); --host needs it."),
+    client_host: Optional[list[str]] = typer.Option(None, "--client-host", help="A load generator: HOST, USER@HOST[:PORT] over SSH (with --ssh-option and --identity), or local for this machine (repeat: each runs httperf --client=I/N with its share, started together, reports merged)."),
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -105,10 +106,20 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     if opts["httperf_bin"]:
         os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
 
+    remote_clients = [c for c in opts["client_host"] or [] if c.strip() != "local"]
+    if (opts["ssh_option"] or opts["identity"]) and not opts["host"] and not remote_clients:
+        raise UsageError("--ssh-option and --identity go with --host or --client-host",
+                         hint="name the staging host with --host, or a load generator with --client-host")
+    if opts["client_host"]:
+        from advisor.tuner.remote.clients import parse_clients
+
+        parse_clients(opts["client_host"])  # a bad or repeated name is refused before anything is touched
+    with_host = bool(opts["host"])
     resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
                               reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
-                              allow_hosts=opts["allow_host"], host=opts["host"], ssh_options=opts["ssh_option"],
-                              identity=opts["identity"])
+                              allow_hosts=opts["allow_host"], host=opts["host"],
+                              ssh_options=opts["ssh_option"] if with_host else None,
+                              identity=opts["identity"] if with_host else None)
     target, work_dir = resolved.target, resolved.work_dir
     actual_server, client = place_processes(target, opts["server_cpus"], opts["client_cpus"])
 
@@ -152,9 +163,24 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
             report.info(line)
     steps = _parse_rates(opts["rates"]) if opts["mode"] == "ramp" else []
     peak = {"fixed": opts["rate"], "ramp": max(steps, default=0.0)}.get(opts["mode"], opts["max_rate"])
-    report.info("load: " + offered_load_text(target.base_url + work.uri, client, peak,
+    clients = None
+    if opts["client_host"]:
+        from urllib.parse import urlsplit
+
+        from advisor.commands.targets import is_loopback
+        from advisor.tuner.remote.clients import LoadClients
+
+        if remote_clients and is_loopback(urlsplit(target.base_url).hostname or ""):
+            raise UsageError(f"a load client on another host cannot reach {target.base_url}: it is this machine's "
+                             "loopback (there it would load the client itself)",
+                             hint="run the server on an address the clients reach, or use --client-host local")
+
+        clients = LoadClients(opts["client_host"], opts["ssh_option"], opts["identity"])
+    here = client if clients is None or "local" in clients.names else None
+    report.info("load: " + offered_load_text(target.base_url + work.uri, here, peak,
                                              "sessions/s" if wsess else "connections/s",
-                                             wsess[1] if wsess else opts["num_calls"]))
+                                             wsess[1] if wsess else opts["num_calls"],
+                                             generators=clients.describe() if clients else None))
     try:
         with ManagedConfig(target) as managed_config:
             if managed_config.stray_load:
@@ -164,7 +190,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
                 report.note(f"restored the original managed include left by an interrupted run (pid {managed_config.recovered.pid})")
             if base.directives:
                 managed_config.apply(base.directives)
-            kwargs = dict(interval=interval, registry=running, on_tick=report.tick)
+            kwargs = dict(interval=interval, registry=running, on_tick=report.tick, clients=clients)
             if opts["mode"] == "fixed":
                 report.start(1, opts["duration"])
                 trials = [run_trial(target, with_rate(base, opts["rate"]), **kwargs)]
@@ -192,6 +218,8 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     finally:
         signal.signal(signal.SIGTERM, previous)
         report.stop()
+        if clients is not None:
+            clients.close()
     report.plots(trials)
 
 

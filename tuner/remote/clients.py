@@ -71,7 +71,10 @@ def parse_clients(values: list[str] | None) -> list[LoadClient]:
     """`--client-host` values; none means this machine alone."""
     clients: list[LoadClient] = []
     for value in values or [LOCAL]:
-        client = LoadClient(LOCAL) if value.strip() == LOCAL else LoadClient(value.strip(), HostSpec.parse(value))
+        try:
+            client = LoadClient(LOCAL) if value.strip() == LOCAL else LoadClient(value.strip(), HostSpec.parse(value))
+        except UsageError as exc:  # the parser speaks of --host; here it is a load generator
+            raise UsageError(exc.message.replace("--host", "--client-host"), hint=exc.hint) from None
         if client in clients:
             raise UsageError(f"--client-host {value} is named twice", hint="name each load generator once")
         clients.append(client)
@@ -277,3 +280,125 @@ def _stderr_tail(process: subprocess.Popen) -> str:
     lines = [line.strip() for line in process.stderr.read().splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
+
+
+class LoadClients:
+    """The load generators a run uses (`--client-host`), their SSH connections open.
+
+    `start(spec)` launches one share of `spec` on each and returns a
+    GroupRun, which the trial drives as it drives a local httperf process.
+    """
+
+    def __init__(self, names: list[str] | None, ssh_options: list[str] | None = None,
+                 identity: str | None = None):
+        self.clients = parse_clients(names)
+        self.connections: dict[str, SshConnection] = {}
+        try:
+            for client in self.clients:
+                if not client.local:
+                    assert client.spec is not None
+                    conn = SshConnection(client.spec, options=ssh_options or [], identity=identity)
+                    conn.connect()
+                    self.connections[client.name] = conn
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.clients]
+
+    @property
+    def several(self) -> bool:
+        """More than this machine alone: the trial goes through a ClientGroup."""
+        return len(self.clients) > 1 or not self.clients[0].local
+
+    def describe(self) -> str:
+        if not self.several:
+            return "httperf on this host"
+        each = f", each 1/{len(self.clients)} of the load" if len(self.clients) > 1 else ""
+        return "httperf on " + ", ".join("this host" if c.local else c.name for c in self.clients) + each
+
+    def start(self, spec: HttperfSpec) -> "GroupRun":
+        return GroupRun(self, spec)
+
+    def close(self) -> None:
+        for conn in self.connections.values():
+            conn.close()
+        self.connections = {}
+
+
+class GroupRun:
+    """One trial's load from every client at once, in the shape of a Popen.
+
+    poll() is None while any client still runs; send_signal(SIGINT) asks each
+    to report what it has; result() merges their reports, and `results`
+    keeps each one for the per-client validity checks.
+    """
+
+    pid = None  # no single local process: httperf's own CPU is not watched
+
+    def __init__(self, clients: LoadClients, spec: HttperfSpec):
+        self.clients = clients
+        count = len(clients.clients)
+        self.shares = [share(spec, i, count) for i in range(count)]
+        commands = []
+        for client, part in zip(clients.clients, self.shares):
+            if not client.local:
+                # Its own cores and its own httperf: this machine's pinning and path mean nothing there.
+                part = self._files_there(clients.connections[client.name],
+                                         replace(part, client_cpus=None, binary="httperf"))
+            commands.append(part.argv())
+        self.group = ClientGroup(clients.clients, clients.connections)
+        self.group.start(commands)
+        self.results: list[HttperfResult] = []
+
+    @staticmethod
+    def _files_there(conn: SshConnection, part: HttperfSpec) -> HttperfSpec:
+        """The session log or URI list copied to the client host (under /tmp, named by content)."""
+        import hashlib
+        from pathlib import Path
+
+        moved = {}
+        for name in ("session_log", "uri_list"):
+            local = getattr(part, name)
+            if not local:
+                continue
+            data = Path(local).read_bytes()
+            remote = f"/tmp/apache-advisor-load-{hashlib.sha1(data).hexdigest()[:16]}{Path(local).suffix}"
+            conn.write_file(remote, data.decode("utf-8", "surrogateescape"))
+            moved[name] = remote
+        return replace(part, **moved) if moved else part
+
+    def poll(self) -> int | None:
+        codes = [p.poll() for p in self.group.processes]
+        return None if any(code is None for code in codes) else max(codes)
+
+    def send_signal(self, _signal: int) -> None:
+        self.group.interrupt()
+
+    def kill(self) -> None:
+        self.group.stop(grace=0.0)
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        for process in self.group.processes:
+            process.wait(timeout=timeout)
+        return self.poll()
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        return "\n".join(self.group.finish(timeout or 60.0)), ""
+
+    def result(self, timeout: float) -> HttperfResult:
+        from advisor.tuner.httperf import parse
+
+        outputs = self.group.finish(timeout)
+        self.results = []
+        for client, text in zip(self.clients.clients, outputs):
+            parsed = parse(text)
+            if parsed.command == "" or parsed.test_duration_s == 0 and parsed.connections == 0:
+                lines = text.strip().splitlines()
+                raise AdvisorError(f"httperf failed on load client {client.name}: "
+                                   f"{lines[-1] if lines else 'no output'}",
+                                   hint="check that httperf is installed there and reaches the target")
+            self.results.append(parsed)
+        return merge(self.results, self.clients.names)
