@@ -99,3 +99,53 @@ def test_remote_bench_names_the_same_bottleneck(netns_topology, label):
         assert evidence["accept_queue_max"] > 0  # read from the host's /proc
     if label == "process churn":
         assert evidence["children_retired"] >= 10
+
+
+def test_a_connection_lost_mid_trial_makes_it_invalid_and_the_config_is_restored(netns_topology):
+    """The master connection dies while the sampler streams: the trial says so
+    and is invalid, and the restore reconnects to put the include back."""
+    import subprocess
+    import sys
+    import time
+
+    from advisor.tuner.remote.ssh import HostSpec, SshConnection
+
+    require("apache2", "httperf")
+    two_cores()
+    topo = netns_topology
+    with SandboxRun(mpm="prefork", netns=topo.server.netns, host=topo.server.addr, port=PORT,
+                    status_allow=["127.0.0.1", topo.root_addr]) as run:
+        run.sandbox.instrument_path.write_text(INSTRUMENT_HEADER)
+        ssh = ["--host", f"root@{topo.server.addr}", "--allow-host", topo.server.addr,
+               "--identity", str(topo.user_key)]
+        for option in topo.ssh_options():
+            ssh += ["--ssh-option", option]
+        bench = subprocess.Popen(
+            [sys.executable, "-m", "advisor", "bench", *ssh, "--config", str(run.sandbox.config_path),
+             "--managed", str(run.sandbox.managed_path),
+             "--reload-cmd", f"{run.state.binary} -f {run.sandbox.config_path} -k graceful",
+             "--url", f"http://{topo.server.addr}:{PORT}/index.html", "--format", "json", "--client-cpus", "1",
+             "--workload", "1k", "--rate", "100", "--duration", "8", "--warmup", "0",
+             "--set", "KeepAliveTimeout 3"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            # The sampler runs on the host (here: a process on this machine) once the window starts.
+            deadline = time.monotonic() + 60
+            while subprocess.run(["pgrep", "-f", "class ChildWatcher"], capture_output=True).returncode != 0:
+                assert time.monotonic() < deadline and bench.poll() is None, "the trial never started sampling"
+                time.sleep(0.2)
+            time.sleep(2.0)
+            # The same destination and options: the tool's own master, which ends every session on it.
+            conn = SshConnection(HostSpec(topo.server.addr, "root"), options=topo.ssh_options(),
+                                 identity=str(topo.user_key))
+            subprocess.run([*conn.base_argv(), "-O", "exit", "--", conn.spec.destination], capture_output=True,
+                           timeout=10)
+            out, err = bench.communicate(timeout=120)
+        finally:
+            if bench.poll() is None:
+                bench.kill()
+        assert bench.returncode == 0, err[-2000:]
+        trial = next(json.loads(line) for line in out.splitlines() if line.startswith("{"))
+        assert not trial["valid"]
+        assert any("SSH connection" in r and "lost mid-trial" in r for r in trial["invalid_reasons"]), trial
+        run.assert_stock_restored()  # through a new connection

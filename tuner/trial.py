@@ -148,6 +148,7 @@ class TrialResult:
     pool: PoolCheck | None = None
     pending_restart: list[str] = field(default_factory=list)  # limits the server did not take
     session_connections: str = ""  # sessions: "per request" or "persistent", and why
+    metrics_lost: str = ""  # the server's metrics stopped mid-trial (a remote host's connection went away)
 
     @property
     def interference(self) -> dict[str, object]:
@@ -192,6 +193,8 @@ class TrialResult:
             reasons.append("client-bound: the load generator, not the server, limited the run")
         if self.verdict.label == CLOSED_BY_SERVER or "closed_by_server" in self.verdict.evidence:
             reasons.append("the server closed connections before httperf's calls on them were done")
+        if self.metrics_lost:
+            reasons.append(self.metrics_lost)
         return reasons
 
     @property
@@ -297,6 +300,7 @@ class TrialResult:
             "reply_rate": round(h.reply_rate, 1),
             "served_rate": round(self.served_rate, 1),
             "session_connections": self.session_connections,
+            "metrics_lost": self.metrics_lost,
             "request_rate": h.request_rate,
             "connection_rate": h.connection_rate,
             "reply_time_ms": round(h.reply_time_ms, 2),
@@ -529,6 +533,11 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
             _POOL_SEEN[pid] = pool
         if registry is not None and process in registry:
             registry.remove(process)
+    lost = ""
+    if getattr(collector, "lost", False):  # only the remote collector streams over a connection
+        seen = f"{samples[-1].t:.0f} s" if samples else "its start"
+        lost = (f"the SSH connection to {collector.conn.spec} was lost mid-trial: the server's metrics stop "
+                f"at {seen}, so the verdict would rest on part of the run")
     attribute_listen_overflows(samples)
     overflows = sum(s.listen_overflows for s in samples)
     drops = sum(s.listen_drops for s in samples)
@@ -561,7 +570,8 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
                        listen_overflows=overflows, listen_drops=drops, started=started,
                        wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
-                       pool=pool, pending_restart=list(target.pending_restart), session_connections=connections)
+                       pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
+                       metrics_lost=lost)
 
 
 def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
