@@ -358,6 +358,11 @@ def _running(pid: int) -> bool:
     return state != "Z"
 
 
+def ran(result: HttperfResult) -> bool:
+    """Whether httperf's output is a report of a run (not an error before any)."""
+    return not (result.command == "" or result.test_duration_s == 0 and result.connections == 0)
+
+
 def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
     try:
         out, _ = process.communicate(timeout=timeout)
@@ -367,7 +372,7 @@ def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
         raise AdvisorError(f"httperf did not finish within {timeout:.0f} s",
                            hint="lower the rate or --duration, or raise --timeout") from None
     result = parse(out)
-    if result.command == "" or result.test_duration_s == 0 and result.connections == 0:
+    if not ran(result):
         raise AdvisorError(f"httperf failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'}",
                            hint="check the target host and port")
     return result

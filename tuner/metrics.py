@@ -157,6 +157,17 @@ def process_runtime(pid: int) -> float | None:
     return total / 1e9
 
 
+def read_child_count(pid: int | None) -> int | None:
+    """How many direct children process `pid` has now (the remote target ships this too)."""
+    if not pid:
+        return None
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as handle:
+            return len(handle.read().split())
+    except OSError:
+        return None
+
+
 def read_listener(net_dir: str, port: int | None) -> int | None:
     """Connections waiting in the accept queue of the listener on `port`.
 

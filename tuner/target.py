@@ -115,13 +115,9 @@ class StagingTarget(ABC):
     def child_count(self, pid: int | None) -> int | None:
         """How many processes the parent httpd `pid` has now (the warm-up and the
         quiet check watch the pool grow and settle)."""
-        if not pid:
-            return None
-        try:
-            with open(f"/proc/{pid}/task/{pid}/children") as handle:
-                return len(handle.read().split())
-        except OSError:
-            return None
+        from advisor.tuner.metrics import read_child_count
+
+        return read_child_count(pid)
 
     def accept_queue(self, pid: int | None, port: int | None) -> int | None:
         """Connections waiting for accept() on the server's listener."""

@@ -19,6 +19,7 @@ from advisor.errors import UsageError
 from advisor.tuner import httperf
 from advisor.tuner.metrics import MetricsCollector, Sample
 from advisor.tuner.pool import PoolCheck, check_pool
+from advisor.tuner.remote.clients import GroupRun
 from advisor.tuner.status import fetch_status
 from advisor.tuner.target import StagingTarget
 from advisor.tuner.verdict import (CLOSED_BY_SERVER, ClientLimit, ConnectionCap, Verdict, closed_by_server, decide,
@@ -462,7 +463,7 @@ def _start_load(target: StagingTarget, spec: httperf.HttperfSpec, clients):
 
 
 def _load_result(process, timeout: float) -> httperf.HttperfResult:
-    if process.pid is None:  # a GroupRun: every client's report, merged
+    if isinstance(process, GroupRun):  # every client's report, merged
         return process.result(timeout)
     return httperf.finish(process, timeout=timeout)
 
@@ -525,7 +526,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         if process.poll() is None:
             process.kill()
             process.wait()
-        if process.pid is not None:
+        if not isinstance(process, GroupRun):
             httperf.forget(target.load_record, process.pid)
         samples = collector.stop()
         pool = collector.pool_state()
@@ -541,7 +542,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     attribute_listen_overflows(samples)
     overflows = sum(s.listen_overflows for s in samples)
     drops = sum(s.listen_drops for s in samples)
-    if process.pid is None and len(process.results) > 1:
+    if isinstance(process, GroupRun) and len(process.results) > 1:
         # Each client against its own share: one at its FD_SETSIZE cap or
         # behind its rate makes the trial the clients' limit, whatever the sum.
         limits = []
@@ -668,7 +669,7 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
                 process.wait()
         else:
             process.communicate()
-        if process.pid is not None:
+        if not isinstance(process, GroupRun):
             httperf.forget(target.load_record, process.pid)
         if registry is not None and process in registry:
             registry.remove(process)

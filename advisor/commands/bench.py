@@ -106,14 +106,15 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     if opts["httperf_bin"]:
         os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
 
-    remote_clients = [c for c in opts["client_host"] or [] if c.strip() != "local"]
-    if (opts["ssh_option"] or opts["identity"]) and not opts["host"] and not remote_clients:
-        raise UsageError("--ssh-option and --identity go with --host or --client-host",
-                         hint="name the staging host with --host, or a load generator with --client-host")
+    load_clients = []
     if opts["client_host"]:
         from advisor.tuner.remote.clients import parse_clients
 
-        parse_clients(opts["client_host"])  # a bad or repeated name is refused before anything is touched
+        load_clients = parse_clients(opts["client_host"])  # a bad or repeated name is refused before anything is touched
+    remote_clients = [c for c in load_clients if not c.local]
+    if (opts["ssh_option"] or opts["identity"]) and not opts["host"] and not remote_clients:
+        raise UsageError("--ssh-option and --identity go with --host or --client-host",
+                         hint="name the staging host with --host, or a load generator with --client-host")
     with_host = bool(opts["host"])
     resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
                               reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
@@ -164,7 +165,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     steps = _parse_rates(opts["rates"]) if opts["mode"] == "ramp" else []
     peak = {"fixed": opts["rate"], "ramp": max(steps, default=0.0)}.get(opts["mode"], opts["max_rate"])
     clients = None
-    if opts["client_host"]:
+    if load_clients:
         from urllib.parse import urlsplit
 
         from advisor.commands.targets import is_loopback
@@ -175,8 +176,8 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
                              "loopback (there it would load the client itself)",
                              hint="run the server on an address the clients reach, or use --client-host local")
 
-        clients = LoadClients(opts["client_host"], opts["ssh_option"], opts["identity"])
-    here = client if clients is None or "local" in clients.names else None
+        clients = LoadClients(load_clients, opts["ssh_option"], opts["identity"])
+    here = client if clients is None or any(c.local for c in load_clients) else None
     report.info("load: " + offered_load_text(target.base_url + work.uri, here, peak,
                                              "sessions/s" if wsess else "connections/s",
                                              wsess[1] if wsess else opts["num_calls"],

@@ -17,6 +17,7 @@ the run that started it is gone.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import select
 import subprocess
@@ -24,6 +25,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.httperf import HttperfResult, HttperfSpec
@@ -289,9 +291,9 @@ class LoadClients:
     GroupRun, which the trial drives as it drives a local httperf process.
     """
 
-    def __init__(self, names: list[str] | None, ssh_options: list[str] | None = None,
+    def __init__(self, clients: list[LoadClient], ssh_options: list[str] | None = None,
                  identity: str | None = None):
-        self.clients = parse_clients(names)
+        self.clients = clients
         self.connections: dict[str, SshConnection] = {}
         try:
             for client in self.clients:
@@ -336,7 +338,7 @@ class GroupRun:
     keeps each one for the per-client validity checks.
     """
 
-    pid = None  # no single local process: httperf's own CPU is not watched
+    pid = None  # no single local process: httperf's own CPU is not watched, nothing is recorded
 
     def __init__(self, clients: LoadClients, spec: HttperfSpec):
         self.clients = clients
@@ -356,9 +358,6 @@ class GroupRun:
     @staticmethod
     def _files_there(conn: SshConnection, part: HttperfSpec) -> HttperfSpec:
         """The session log or URI list copied to the client host (under /tmp, named by content)."""
-        import hashlib
-        from pathlib import Path
-
         moved = {}
         for name in ("session_log", "uri_list"):
             local = getattr(part, name)
@@ -389,13 +388,13 @@ class GroupRun:
         return "\n".join(self.group.finish(timeout or 60.0)), ""
 
     def result(self, timeout: float) -> HttperfResult:
-        from advisor.tuner.httperf import parse
+        from advisor.tuner.httperf import parse, ran
 
         outputs = self.group.finish(timeout)
         self.results = []
         for client, text in zip(self.clients.clients, outputs):
             parsed = parse(text)
-            if parsed.command == "" or parsed.test_duration_s == 0 and parsed.connections == 0:
+            if not ran(parsed):
                 lines = text.strip().splitlines()
                 raise AdvisorError(f"httperf failed on load client {client.name}: "
                                    f"{lines[-1] if lines else 'no output'}",

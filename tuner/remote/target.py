@@ -41,12 +41,7 @@ PID_MAX_AGE_S = 5.0
 PROBE = """
 def main():
     pid, port = int(sys.argv[1]), int(sys.argv[2])
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as handle:
-            children = len(handle.read().split())
-    except OSError:
-        children = None
-    print(json.dumps([children, read_listener("/proc/%d/net" % pid, port) if port else None]))
+    print(json.dumps([read_child_count(pid), read_listener("/proc/%d/net" % pid, port) if port else None]))
 
 
 main()
@@ -210,7 +205,7 @@ class RemoteTarget(ExistingServerTarget):
 
     def _probed(self, port: int | None) -> list:
         """[children, accept queue] on the host, at most PROBE_MAX_AGE_S old."""
-        from advisor.tuner.metrics import read_listener
+        from advisor.tuner.metrics import read_child_count, read_listener
 
         port = port or self._probe_port()
         now = time.monotonic()
@@ -219,7 +214,7 @@ class RemoteTarget(ExistingServerTarget):
         pid = self._parent_pid()
         answer: list = [None, None]
         if pid is not None:
-            result = self.conn.run(["python3", "-c", _shipped(read_listener) + PROBE, str(pid), str(port)],
+            result = self.conn.run(["python3", "-c", _shipped(read_child_count, read_listener) + PROBE, str(pid), str(port)],
                                    timeout=30)
             try:
                 answer = json.loads(result.stdout) if result.returncode == 0 else answer
