@@ -208,8 +208,22 @@ class RemoteMetricsCollector(metrics.MetricsCollector):
             previous = snap
 
     def httpd_cpu_seconds(self) -> float | None:
+        if not self.is_alive():
+            self._take_pending()  # the warm-up asks before start(): the newest snapshot streamed so far
         httpd = self._latest.get("httpd") if self._latest else None
         return httpd[0] if httpd else None
+
+    def _take_pending(self) -> None:
+        while True:
+            try:
+                record = self._lines.get_nowait()
+            except queue.Empty:
+                return
+            if record is None:
+                self._lines.put(None)  # the end of the stream stays for run() to see
+                return
+            if record.get("snapshot") is not None:
+                self._latest, self._latest_at = record["snapshot"], time.monotonic()
 
     def pool_state(self) -> tuple[int, float] | None:
         children = self._latest.get("children") if self._latest else None
