@@ -43,12 +43,6 @@ def test_bad_remote_options_are_one_line(args, fragment):
     assert_one_line_error(bench(*args), fragment)
 
 
-def test_tune_says_it_cannot_read_a_remote_tree_yet():
-    result = cli("tune", "--yes", "--host", "127.0.0.1", "--config", "/x.conf", "--url", "http://127.0.0.1/",
-                 check=False, timeout=60)
-    assert_one_line_error(result, "tune cannot read a remote server's config tree yet", "bench --host")
-
-
 def _ssh_args(topo, port=None, identity=None) -> list[str]:
     host = f"root@{topo.server.addr}" + (f":{port}" if port else "")
     args = ["--host", host, "--allow-host", topo.server.addr, "--identity", str(identity or topo.user_key)]
@@ -104,6 +98,29 @@ def test_remote_config_problems_name_the_host_file(netns_topology, tmp_path):
                           "IncludeOptional")
     assert_one_line_error(bench(*_ssh_args(topo), "--config", str(tmp_path / "missing.conf")),
                           f"root@{topo.server.addr}:{tmp_path / 'missing.conf'}: config file not found")
+
+
+@pytest.mark.netns
+def test_a_remote_config_its_httpd_refuses_stops_tune_before_any_change(netns_topology, tmp_path):
+    """tune reads the host's tree with the host's own httpd: its refusal is
+    one line naming the host's file and line, and no file there is written."""
+    from test_bench_support import SandboxRun, require
+
+    require("apache2")
+    topo = netns_topology
+    with SandboxRun(mpm="prefork", netns=topo.server.netns, host=topo.server.addr, port=8080,
+                    status_allow=["127.0.0.1", topo.root_addr]) as run:
+        extra = tmp_path / "extra.conf"
+        extra.write_text("KeepAlive On\nMaxRequestWorkerz 10\n")
+        config = tmp_path / "httpd.conf"  # the server's own config and one broken include (not loaded)
+        config.write_text(run.sandbox.config_path.read_text() + f"Include {extra}\n")
+        report = tmp_path / "report"
+        before = run.sandbox.managed_path.read_text()
+        result = cli("tune", *_ssh_args(topo), "--config", str(config), "--managed", str(run.sandbox.managed_path),
+                     "--yes", "--report", str(report), "--workload", "1k", check=False, timeout=120)
+        assert_one_line_error(result, f"root@{topo.server.addr}:{extra}:2", "httpd refused")
+        assert run.sandbox.managed_path.read_text() == before
+        assert not (report / "journal.jsonl").exists()
 
 
 @pytest.mark.netns

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator, Mapping
 from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.optimizer import Observation, SearchResult, SearchSettings, TrialOutcome, make_searcher, run_search
 from advisor.tuner.space import Space, Value
-from advisor.tuner.target import offered_load_text
+from advisor.tuner.target import HostKernel, offered_load_text
 
 # --------------------------------------------------------------------------
 # Workloads
@@ -454,7 +454,7 @@ class TuneSession:
         """Read the config in use, derive and narrow the space, check the
         journal: everything before the first trial, and nothing that changes
         the server."""
-        from advisor.tuner.space import derive_space, narrow_from_file, somaxconn_of_this_host
+        from advisor.tuner.space import DEFAULT_SOMAXCONN, derive_space, narrow_from_file
         from advisor.tuner.space_lint import CandidateLint
         from advisor.tuner.tune_journal import read_journal
 
@@ -462,15 +462,17 @@ class TuneSession:
             raise UsageError("--allow-mpm-switch needs a target that can load another MPM; this one changes only "
                              "its managed include, where a second LoadModule for an MPM is refused",
                              hint="tune each MPM on its own sandbox (staging up --mpm worker), then compare the reports")
-        cfg = load_config_in_use(self.target)
+        cfg, options = load_config_in_use(self.target)
         mpms = ("prefork", "worker", "event") if self.settings.allow_mpm_switch else (cfg.mpm,)
-        bounds, why = ram_workers(cfg, [m for m in mpms if m], self.settings.ram_bytes, self._docroot())
+        host = self.target.host_kernel()
+        docroot = self._docroot() if getattr(self.target, "on_this_machine", True) else None
+        bounds, why = ram_workers(cfg, [m for m in mpms if m], self.settings.ram_bytes, docroot, host)
         space = derive_space(cfg, bounds, allow_mpm_switch=self.settings.allow_mpm_switch,
-                             somaxconn=somaxconn_of_this_host(), ram_why=why)
+                             somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why)
         if self.settings.space_file:
             space = narrow_from_file(space, self.settings.space_file)
         self.cfg, self.space = cfg, space
-        self.lint = CandidateLint(cfg, space)
+        self.lint = CandidateLint(cfg, space, options if options.root else None)
         path = self.journal_path
         if self.settings.resume:
             from advisor.tuner.tune_journal import check_compatible
@@ -484,9 +486,10 @@ class TuneSession:
                              hint="continue it with --resume, or pick a new --report directory")
         pending = False
         if self.managed is None:
-            pending = self.target.managed_path.with_name(self.target.managed_path.name + ".journal").exists()
+            pending = self.target.state_base.with_name(self.target.state_base.name + ".journal").exists()
+        described = self.target.describe()  # a remote target names its config host:path
         return Plan(
-            target=self.target.describe(), config=cfg.main_file, mpm=space.mpm,
+            target=described, config=str(described.get("config") or cfg.main_file), mpm=space.mpm,
             dimensions=[{"name": d.name, "text": d.describe(), "fixed": d.is_fixed,
                          "start": _start_text(d, space.start.get(d.name))} for d in space.dimensions],
             notes=list(space.notes) + list(space.start_notes),
@@ -961,17 +964,18 @@ def load_config_in_use(target):
     """The config the target's server reads, as the admin wrote it: the
     sandbox's instrument include (one more worker for the metrics
     collector's connection) is the tool's, not the admin's, and is left out."""
-    from advisor.config import LoadOptions, load_config
+    from advisor.config import load_config
 
-    path = target.config_file
-    if path is None:
+    source = target.config_source()
+    if source is None:
         raise UsageError("the target does not say which config its server reads",
                          hint="give the existing server's config with --config")
-    cfg = load_config(str(path), LoadOptions(apache_version="2.4"))
+    path, options = source
+    cfg = load_config(path, options)
     sandbox = getattr(target, "sandbox", None)
     if sandbox is not None:
         _hide_file(cfg.effective, str(sandbox.instrument_path))
-    return cfg
+    return cfg, options
 
 
 def _hide_file(section, path: str) -> None:
@@ -981,7 +985,8 @@ def _hide_file(section, path: str) -> None:
             _hide_file(child, path)
 
 
-def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None) -> tuple[dict[str, int], str]:
+def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None,
+                host: HostKernel | None = None) -> tuple[dict[str, int], str]:
     """How many workers of each MPM this host's RAM holds, by capacity's sizing
     (Kegel's sum), and a few words on where the figure comes from.
 
@@ -994,9 +999,13 @@ def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None
                                          MPM_DEFAULTS, MemoryInputs, Quantity, assumed_child, default_os_reserve,
                                          format_size, recommend)
 
-    ram = Quantity(ram_bytes, "--ram") if ram_bytes else Quantity(probe.host_ram(), "this host's RAM")
-    kernel = probe.kernel_socket_buffers()
-    connection = Quantity(*kernel) if kernel else Quantity(KEGEL_CONNECTION_BYTES, "Kegel 1997: 64 KB")
+    if host is None:
+        from advisor.tuner.target import read_host_kernel
+
+        host = HostKernel(*read_host_kernel(), "this host's")
+    ram = Quantity(ram_bytes, "--ram") if ram_bytes else Quantity(host.ram_bytes, f"{host.where} RAM")
+    connection = (Quantity(host.socket_buffer_bytes, f"{host.where} kernel tcp_rmem + tcp_wmem defaults")
+                  if host.socket_buffer_bytes else Quantity(KEGEL_CONNECTION_BYTES, "Kegel 1997: 64 KB"))
     if docroot is not None:
         size, files = probe.document_set_size(docroot)
         documents = Quantity(size, f"{files} files under {docroot}")

@@ -760,11 +760,3 @@ def _toml_value(dim: Dimension, value: Any, fail) -> Value:
                    hint=dim.why.split(";")[0] if dim.why else None)
     return number
 
-
-def somaxconn_of_this_host(default: int = DEFAULT_SOMAXCONN) -> int:
-    """net.core.somaxconn here (for a staging server on this host)."""
-    try:
-        with open("/proc/sys/net/core/somaxconn") as handle:
-            return int(handle.read().strip())
-    except (OSError, ValueError):
-        return default

@@ -84,14 +84,18 @@ class CandidateLint:
 
         from advisor.config import LoadOptions, load_config
 
-        with tempfile.TemporaryDirectory(prefix="advisor-candidate-") as tmp:
-            candidate = Path(tmp, CANDIDATE)
-            candidate.write_text("".join(line + "\n" for line in lines))
-            main = Path(tmp, WRAPPER)
-            main.write_text(self._wrapper(mpm, candidate))
-            options = self._options(LoadOptions)
+        options = self._options(LoadOptions)
+        # A tree read under a root (a remote host's copy) sees only files
+        # under that root: the candidate is written there and named by its
+        # path on the host.
+        root = options.root.rstrip("/") if options.root else None
+        with tempfile.TemporaryDirectory(prefix="advisor-candidate-", dir=root) as tmp:
+            Path(tmp, CANDIDATE).write_text("".join(line + "\n" for line in lines))
+            host_dir = tmp[len(root):] if root else tmp
+            candidate = Path(host_dir, CANDIDATE)
+            Path(tmp, WRAPPER).write_text(self._wrapper(mpm, candidate))
             try:
-                config = load_config(str(main), options)
+                config = load_config(str(Path(host_dir, WRAPPER)), options)
             except AdvisorError as exc:
                 return {("read", str(exc.file or candidate), int(exc.line or 0), exc.message)}
             rules = all_rules()

@@ -28,6 +28,38 @@ from advisor.tuner.status import fetch_status, wait_healthy
 
 # -- the interface -----------------------------------------------------------
 
+@dataclass(frozen=True)
+class HostKernel:
+    """What sizes a worker pool on the server's host."""
+
+    ram_bytes: int
+    socket_buffer_bytes: int | None
+    """net.ipv4.tcp_rmem + tcp_wmem defaults: one connection's kernel buffers."""
+    somaxconn: int | None
+    where: str
+    """Whose figures: "this host's", "root@10.0.0.2's"."""
+
+
+def read_host_kernel() -> list:
+    """[RAM bytes, default socket buffers, somaxconn] of the machine it runs on.
+    Stdlib only: it is also sent to a remote host and run there."""
+    def number(path, field):
+        try:
+            with open(path) as handle:
+                return int(handle.read().split()[field])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    ram = 0
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith("MemTotal:"):
+                ram = int(line.split()[1]) * 1024
+    rmem, wmem = number("/proc/sys/net/ipv4/tcp_rmem", 1), number("/proc/sys/net/ipv4/tcp_wmem", 1)
+    buffers = rmem + wmem if rmem is not None and wmem is not None else None
+    return [ram, buffers, number("/proc/sys/net/core/somaxconn", 0)]
+
+
 class StagingTarget(ABC):
     """One staging server. Implementations talk to it; ManagedConfig keeps it safe."""
 
@@ -108,6 +140,19 @@ class StagingTarget(ABC):
     def cpu_quota(self):
         """A CPU quota the server runs under (advisor.tuner.cgroup.CpuQuota), if any."""
         return None
+
+    def config_source(self):
+        """(path, LoadOptions) with which the config model reads the server's
+        config as it reads it; None when the config is not known."""
+        from advisor.config.options import LoadOptions
+
+        path = self.config_file
+        return None if path is None else (str(path), LoadOptions(apache_version="2.4"))
+
+    def host_kernel(self) -> "HostKernel":
+        """RAM and socket settings of the server's host: this machine here."""
+        ram, buffers, somaxconn = read_host_kernel()
+        return HostKernel(ram, buffers, somaxconn, "this host's")
 
     on_this_machine = True
     """False for a server on another host: it cannot share httperf's cores."""

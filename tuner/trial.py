@@ -710,15 +710,14 @@ def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     (N > 0), at server scope, with the file and line that set it. None when
     the config cannot be read: the verdict then says nothing about it.
     """
-    path = target.config_file
-    if path is None:
-        return None
     from advisor.config.loader import load_config
-    from advisor.config.options import LoadOptions
     from advisor.errors import AdvisorError
 
     try:
-        cfg = load_config(str(path), LoadOptions(apache_version="2.4"))
+        source = target.config_source()
+        if source is None:
+            return None
+        cfg = load_config(*source)
     except (AdvisorError, OSError):
         return None
     keepalive = cfg.server_value("KeepAlive")

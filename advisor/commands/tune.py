@@ -93,11 +93,6 @@ def _tune(**opts: Any) -> None:
 
     if opts["output_format"] not in ("text", "json"):
         raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
-    if opts["host"]:
-        # The search space and the lint check read the server's whole config tree
-        # with the config model; over SSH only the managed include is read so far.
-        raise UsageError("tune cannot read a remote server's config tree yet",
-                         hint="run tune on the staging host, or measure candidates with bench --host ... --set")
     # Everything that needs no server first: bad input changes nothing.
     ram_bytes = None
     if opts["ram"] is not None:

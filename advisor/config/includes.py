@@ -61,16 +61,31 @@ def server_root_relative(path: str, server_root: str) -> str:
 
 
 def expand(argument: str, server_root: str, optional: bool,
-           recorder: InputRecorder | None = None) -> list[str]:
+           recorder: InputRecorder | None = None, root: str | None = None) -> list[str]:
     """Files an Include argument names, in the order httpd reads them.
 
-    The recorder, when given, hears of every path tested and directory listed."""
+    The recorder, when given, hears of every path tested and directory listed.
+    With `root`, the host's `/` is that local directory: the walk runs there
+    and the paths come back as the host names them."""
     full = server_root_relative(argument, server_root)
+    if root is not None:
+        return _under_root(full, optional, root.rstrip("/"))
     if not has_wildcard(full):
         return _plain(full, optional, 0, recorder)
     parts = full.split("/")
     # parts[0] is "" for an absolute path: the walk starts at the root.
     return _walk("/", parts[1:], optional, recorder)
+
+
+def _under_root(full: str, optional: bool, root: str) -> list[str]:
+    try:
+        if not has_wildcard(full):
+            found = _plain(root + full, optional, 0, None)
+        else:
+            found = _walk(root or "/", full.split("/")[1:], optional, None)
+    except IncludeError as exc:
+        raise IncludeError(str(exc).replace(root + "/", "/"), exc.hint) from None
+    return [path[len(root):] for path in found]
 
 
 def _plain(path: str, optional: bool, depth: int, recorder: InputRecorder | None) -> list[str]:

@@ -112,8 +112,9 @@ class _Reader:
         file, line = where if where else (path, None)
         # Plain descriptors: a large tree has thousands of small files, and
         # the buffered-file layers of open() double the cost of reading them.
+        root = self.state.options.root
         try:
-            descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            descriptor = os.open(root.rstrip("/") + path if root else path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             raise ConfigError(f"cannot open {path}: no such file", file, line,
                               "fix the path or create the file") from None
@@ -418,7 +419,8 @@ class _Reader:
         if len(args) != 1:
             raise ConfigError(f"{node.name} takes one argument", node.file, node.end_line)
         try:
-            paths = includes.expand(args[0], state.server_root, optional, state.options.recorder)
+            paths = includes.expand(args[0], state.server_root, optional, state.options.recorder,
+                                    state.options.root)
         except includes.IncludeError as exc:
             if not state.options.allow_missing_includes:
                 raise ConfigError(str(exc), node.file, node.end_line, exc.hint) from None
@@ -456,7 +458,13 @@ def load_config(path: str, options: LoadOptions | None = None) -> Config:
 
 def _load(path: str, options: LoadOptions, assumed_mpm: str | None) -> Config:
     recorder = options.recorder
-    main_file = find_main_file(path, recorder)
+    root = options.root.rstrip("/") if options.root else None
+    if root is not None:
+        if not os.path.isabs(path):
+            raise UsageError(f"{path!r} must be an absolute path on the host whose tree is under {options.root}")
+        main_file = find_main_file(root + path)[len(root):]
+    else:
+        main_file = find_main_file(path, recorder)
     server_root = options.server_root or default_server_root(main_file)
     if not os.path.isabs(main_file):
         main_file = os.path.normpath(os.path.join(os.getcwd(), main_file))
@@ -474,7 +482,11 @@ def _load(path: str, options: LoadOptions, assumed_mpm: str | None) -> Config:
     else:
         assumed_mpm = None  # --module or --modules-from named the MPM already
     environ = dict(options.environ)
-    envvars = options.envvars or (envvars_beside(main_file, recorder) if options.use_envvars else None)
+    if root is not None:
+        beside = envvars_beside(root + main_file) if options.use_envvars else None
+        envvars = options.envvars or beside
+    else:
+        envvars = options.envvars or (envvars_beside(main_file, recorder) if options.use_envvars else None)
     if envvars:
         environ.update(read_envvars(envvars, environ, recorder))
     options = replace(options, environ=environ)

@@ -42,6 +42,10 @@ class LoadOptions:
     recorder: "InputRecorder | None" = None
     """Told of every file, directory and variable the reading depended on
     (for the lint result cache)."""
+    root: str | None = None
+    """A local directory that stands for `/` of the host whose config this
+    is (a copy of a remote server's tree): every path the config names is
+    looked up under it, and the model keeps the host's own paths."""
     effective: bool = False
     """Build the effective tree (`Config.effective`) while reading instead
     of copying the raw tree afterwards: one pass less for a command that

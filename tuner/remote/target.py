@@ -252,6 +252,33 @@ class RemoteTarget(ExistingServerTarget):
                 table[int(parts[0])] = (int(parts[1]), parts[2], parts[3] if len(parts) > 3 else "")
         return table
 
+    def config_source(self):
+        """The host's config tree, copied here (tuner/remote/mirror.py) and
+        read under that copy at the host's paths."""
+        from advisor.config.options import LoadOptions
+        from advisor.tuner.remote.mirror import collect_config_tree, decode_answer, write_mirror
+
+        program = _shipped(collect_config_tree) + "\n\nprint(json.dumps(collect_config_tree(sys.argv[1])))\n"
+        result = self.conn.run(["python3", "-c", program, self.config], timeout=90)
+        files = decode_answer(result.stdout, str(self.conn.spec), self.config)
+        root = write_mirror(files, self._state_dir / "tree")
+        # httpd on the host runs with its own environment, not this one: only
+        # Debian's envvars (copied with the tree) is known.
+        return self.config, LoadOptions(apache_version="2.4", root=str(root), environ={})
+
+    def host_kernel(self):
+        """RAM and the kernel's socket settings of the host (what sizes its pool)."""
+        from advisor.tuner.target import HostKernel, read_host_kernel
+
+        program = _shipped(read_host_kernel) + "\n\nprint(json.dumps(read_host_kernel()))\n"
+        result = self.conn.run(["python3", "-c", program], timeout=30)
+        try:
+            ram, buffers, somaxconn = json.loads(result.stdout)
+            return HostKernel(int(ram), buffers, somaxconn, f"{self.conn.spec}'s")
+        except (ValueError, TypeError):
+            raise AdvisorError(f"cannot read RAM and socket settings on {self.conn.spec}",
+                               hint="check that python3 runs there and /proc is readable") from None
+
     def describe(self) -> dict[str, object]:
         info = super().describe()
         info.update(host=str(self.conn.spec), managed=self.where(self._managed), config=self.where(self.config),
