@@ -43,6 +43,17 @@ def test_bad_remote_options_are_one_line(args, fragment):
     assert_one_line_error(bench(*args), fragment)
 
 
+@pytest.mark.parametrize("args,fragment", [
+    (["--client-host", "root@[::1"], "bad --client-host 'root@[::1'"),
+    (["--client-host", "local", "--client-host", "local"], "--client-host local is named twice"),
+    (["--client-host", "local", "--identity", "/etc/hostname"], "--ssh-option and --identity go with --host or --client-host"),
+])
+def test_tune_refuses_bad_client_hosts_like_bench(args, fragment, tmp_path):
+    result = cli("tune", "--yes", "--report", str(tmp_path / "r"), *args, check=False, timeout=60)
+    assert_one_line_error(result, fragment)
+    assert not (tmp_path / "r").exists()
+
+
 def _ssh_args(topo, port=None, identity=None) -> list[str]:
     host = f"root@{topo.server.addr}" + (f":{port}" if port else "")
     args = ["--host", host, "--allow-host", topo.server.addr, "--identity", str(identity or topo.user_key)]

@@ -62,3 +62,32 @@ def test_tune_runs_end_to_end_against_the_remote_server(netns_topology, tmp_path
     assert first["httperf"]["replies"] > 0 and first["metrics"]["samples"] > 0
     data = json.loads((report / "report.json").read_text())
     assert len(data["trials"]) == len(trials) and (report / "report.md").exists()
+
+
+def test_tune_loads_the_remote_server_from_two_client_hosts(netns_topology, tmp_path):
+    """--client-host in tune: every probe is one httperf per client namespace
+    (--client=I/N), started together, merged into one trial."""
+    require("apache2", "httperf")
+    two_cores()
+    topo = netns_topology
+    report = tmp_path / "report"
+    clients = []
+    for node in topo.clients:
+        clients += ["--client-host", f"root@{node.addr}"]
+    with SandboxRun(mpm="prefork", netns=topo.server.netns, host=topo.server.addr, port=PORT,
+                    status_allow=["127.0.0.1", topo.root_addr]) as run:
+        run.sandbox.instrument_path.write_text(INSTRUMENT_HEADER)
+        result = cli("tune", *_remote_args(topo, run), *clients, "--report", str(report), "--workload", "1k",
+                     "--objective", "throughput", "--rate", "100", "--duration", "2", "--budget", "2",
+                     "--gain-replicates", "0", "--retries", "2", "--yes", check=False)
+        assert result.returncode in (0, 1), result.stderr
+        run.assert_stock_restored()
+    first, second = topo.clients
+    assert f"httperf on root@{first.addr}, root@{second.addr}, each 1/2 of the load" in result.stdout, result.stdout
+    journal = [json.loads(line) for line in (report / "journal.jsonl").read_text().splitlines() if line.strip()]
+    trials = [t for t in journal if t.get("kind") == "trial"]
+    assert trials and trials[0]["valid"], trials[:1]
+    measured = trials[0]["details"]["httperf"]
+    # Both halves arrived: 2 s at 100/s, the merged report counts them all.
+    assert measured["connections"] >= 190 and measured["replies"] >= 190, measured
+    assert trials[0]["verdict"] != "client-bound", trials[0]["verdict"]

@@ -236,6 +236,10 @@ class SessionSettings:
     ram_bytes: int | None = None
     server_cpus: list[int] | None = None
     client_cpus: list[int] | None = None
+    clients: Any = None
+    """advisor.tuner.remote.clients.LoadClients: several load generators (--client-host)."""
+    client_here: bool = True
+    """Whether an httperf runs on this machine (on client_cpus)."""
 
     def check(self) -> None:
         if self.budget < 1:
@@ -519,8 +523,11 @@ class TuneSession:
     def _load_text(self) -> str:
         p = self.probes
         peak = p.max_rate if self.objective.kind == "peak" else self.objective.rate
-        return offered_load_text(self.target.describe().get("url", "?"), self.settings.client_cpus, peak,
-                                 self.workload.unit, self.workload.calls)
+        clients = self.settings.clients
+        return offered_load_text(self.target.describe().get("url", "?"),
+                                 self.settings.client_cpus if self.settings.client_here else None, peak,
+                                 self.workload.unit, self.workload.calls,
+                                 generators=clients.describe() if clients is not None else None)
 
     def _probe_s(self) -> float:
         p = self.probes
@@ -583,7 +590,8 @@ class TuneSession:
                 searcher.reject(obs.point)
         runner = TrialObjective(self.target, self.managed, space, self.workload, self.objective, self.probes,
                                 server_cpus=s.server_cpus, client_cpus=s.client_cpus, events=self.events,
-                                registry=self.registry, incumbent=lambda: (searcher.incumbent() or (None,))[0])
+                                registry=self.registry, incumbent=lambda: (searcher.incumbent() or (None,))[0],
+                                clients=s.clients)
         for obs in done:
             runner.learn(obs)
         began = time.monotonic()
@@ -777,7 +785,7 @@ class TrialObjective:
                  probes: ProbeSettings, *, server_cpus: list[int] | None = None,
                  client_cpus: list[int] | None = None, events: SessionEvents | None = None,
                  registry: list | None = None,
-                 incumbent: Callable[[], Mapping[str, Value] | None] | None = None) -> None:
+                 incumbent: Callable[[], Mapping[str, Value] | None] | None = None, clients=None) -> None:
         from advisor.tuner.trial import TrialInputs
 
         self.target = target
@@ -787,6 +795,7 @@ class TrialObjective:
         self.probes = probes
         self.events = events or SessionEvents()
         self.registry = registry if registry is not None else []
+        self.clients = clients
         self.incumbent = incumbent
         self.peaks: dict[tuple, list[float]] = {}
         self.last_elapsed = 0.0
@@ -853,7 +862,7 @@ class TrialObjective:
                 from None
 
     def _kwargs(self) -> dict[str, Any]:
-        return {"interval": self.probes.sample_interval, "registry": self.registry}
+        return {"interval": self.probes.sample_interval, "registry": self.registry, "clients": self.clients}
 
     def _start_rate(self, point: Mapping[str, Value]) -> float | None:
         """The incumbent's peak (this point's own when it was measured)."""

@@ -18,8 +18,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
                                           SPEEDUP_HELP)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
-from advisor.commands.targets import (ConfigOption, HostOption, IdentityOption, ManagedOption, ReloadCmdOption,
-                                      SshOptionOption, TestCmdOption, UrlOption)
+from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
+                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption)
 from advisor.errors import AdvisorError, UsageError
 
 
@@ -59,7 +59,7 @@ def bench(
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
     allow_host: Optional[list[str]] = typer.Option(None, "--allow-host", help="A host off loopback that may be loaded (repeat); --host needs it."),
-    client_host: Optional[list[str]] = typer.Option(None, "--client-host", help="A load generator: HOST, USER@HOST[:PORT] over SSH (with --ssh-option and --identity), or local for this machine (repeat: each runs httperf --client=I/N with its share, started together, reports merged)."),
+    client_host: ClientHostOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -76,7 +76,7 @@ def bench(
 
 def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from advisor.commands.targets import place_processes, resolve_target
+    from advisor.commands.targets import open_load_clients, parse_load_clients, place_processes, resolve_target
     from advisor.tuner import httperf, workload
     from advisor.tuner.target import ManagedConfig, offered_load_text
     from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, with_rate
@@ -106,15 +106,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     if opts["httperf_bin"]:
         os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
 
-    load_clients = []
-    if opts["client_host"]:
-        from advisor.tuner.remote.clients import parse_clients
-
-        load_clients = parse_clients(opts["client_host"])  # a bad or repeated name is refused before anything is touched
-    remote_clients = [c for c in load_clients if not c.local]
-    if (opts["ssh_option"] or opts["identity"]) and not opts["host"] and not remote_clients:
-        raise UsageError("--ssh-option and --identity go with --host or --client-host",
-                         hint="name the staging host with --host, or a load generator with --client-host")
+    load_clients = parse_load_clients(opts["client_host"], opts["ssh_option"], opts["identity"], opts["host"])
     with_host = bool(opts["host"])
     resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
                               reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
@@ -164,19 +156,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
             report.info(line)
     steps = _parse_rates(opts["rates"]) if opts["mode"] == "ramp" else []
     peak = {"fixed": opts["rate"], "ramp": max(steps, default=0.0)}.get(opts["mode"], opts["max_rate"])
-    clients = None
-    if load_clients:
-        from urllib.parse import urlsplit
-
-        from advisor.commands.targets import is_loopback
-        from advisor.tuner.remote.clients import LoadClients
-
-        if remote_clients and is_loopback(urlsplit(target.base_url).hostname or ""):
-            raise UsageError(f"a load client on another host cannot reach {target.base_url}: it is this machine's "
-                             "loopback (there it would load the client itself)",
-                             hint="run the server on an address the clients reach, or use --client-host local")
-
-        clients = LoadClients(load_clients, opts["ssh_option"], opts["identity"])
+    clients = open_load_clients(load_clients, target, opts["ssh_option"], opts["identity"])
     here = client if clients is None or any(c.local for c in load_clients) else None
     report.info("load: " + offered_load_text(target.base_url + work.uri, here, peak,
                                              "sessions/s" if wsess else "connections/s",

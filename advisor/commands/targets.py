@@ -28,6 +28,9 @@ SshOptionOption = Annotated[Optional[List[str]], typer.Option(
     "--ssh-option", help="With --host: an ssh -o option, e.g. UserKnownHostsFile=~/.ssh/staging_hosts (repeat).")]
 IdentityOption = Annotated[Optional[str], typer.Option(
     "--identity", help="With --host: the private key ssh uses.")]
+ClientHostOption = Annotated[Optional[List[str]], typer.Option(
+    "--client-host", help="A load generator: HOST, USER@HOST[:PORT] over SSH (with --ssh-option and --identity), or local for "
+                          "this machine (repeat: each runs httperf --client=I/N with its share, started together, reports merged).")]
 # An existing staging server (bench and tune take the same five).
 ConfigOption = Annotated[Optional[str], typer.Option(
     "--config", help="Existing staging server: the config it reads (must include the managed file).")]
@@ -106,6 +109,36 @@ def remote_target(host: str, ssh_options: list[str] | None, identity: str | None
     target = RemoteTarget(conn, config, url, reload_cmd, managed, test_cmd)
     atexit.register(conn.close)  # else the master connection lingers for ControlPersist seconds
     return target
+
+
+def parse_load_clients(client_host: list[str] | None, ssh_option: list[str] | None, identity: str | None,
+                       host: str | None) -> list:
+    """The --client-host names, checked before anything is touched."""
+    load_clients = []
+    if client_host:
+        from advisor.tuner.remote.clients import parse_clients
+
+        load_clients = parse_clients(client_host)
+    if (ssh_option or identity) and not host and not any(not c.local for c in load_clients):
+        raise UsageError("--ssh-option and --identity go with --host or --client-host",
+                         hint="name the staging host with --host, or a load generator with --client-host")
+    return load_clients
+
+
+def open_load_clients(load_clients: list, target, ssh_option: list[str] | None, identity: str | None):
+    """LoadClients for the parsed names (None for none), once the target is
+    known: a client on another host cannot load this machine's loopback."""
+    if not load_clients:
+        return None
+    from urllib.parse import urlsplit
+
+    from advisor.tuner.remote.clients import LoadClients
+
+    if any(not c.local for c in load_clients) and is_loopback(urlsplit(target.base_url).hostname or ""):
+        raise UsageError(f"a load client on another host cannot reach {target.base_url}: it is this machine's "
+                         "loopback (there it would load the client itself)",
+                         hint="run the server on an address the clients reach, or use --client-host local")
+    return LoadClients(load_clients, ssh_option, identity)
 
 
 def _allowed(host: str, allowed: list[str]) -> bool:

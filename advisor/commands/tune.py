@@ -19,8 +19,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
                                           SPEEDUP_HELP)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
-from advisor.commands.targets import (ConfigOption, HostOption, IdentityOption, ManagedOption, ReloadCmdOption,
-                                      SshOptionOption, TestCmdOption, UrlOption)
+from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
+                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption)
 from advisor.errors import AdvisorError, UsageError
 
 
@@ -68,6 +68,7 @@ def tune(
     host: HostOption = None,
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
+    client_host: ClientHostOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -86,7 +87,7 @@ def _tune(**opts: Any) -> None:
     from pathlib import Path
 
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from advisor.commands.targets import place_processes, resolve_target
+    from advisor.commands.targets import open_load_clients, parse_load_clients, place_processes, resolve_target
     from advisor.tuner import httperf
     from advisor.tuner.session import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
                                        SessionWorkload, TuneSession, make_session_workload)
@@ -94,6 +95,7 @@ def _tune(**opts: Any) -> None:
     if opts["output_format"] not in ("text", "json"):
         raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
     # Everything that needs no server first: bad input changes nothing.
+    load_clients = parse_load_clients(opts["client_host"], opts["ssh_option"], opts["identity"], opts["host"])
     ram_bytes = None
     if opts["ram"] is not None:
         from advisor.capacity.sizing import parse_size
@@ -158,6 +160,8 @@ def _tune(**opts: Any) -> None:
     else:
         work = make_session_workload(opts["workload_name"], resolved.work_dir, calls=opts["num_calls"],
                                      think_s=opts["think"], uri=path, cgi_n=opts["cgi_n"], sleep_ms=opts["sleep_ms"])
+    settings.clients = open_load_clients(load_clients, target, opts["ssh_option"], opts["identity"])
+    settings.client_here = not load_clients or any(c.local for c in load_clients)
     session = TuneSession(target, resolved.work_dir, work, spec, probes, settings, display)
     display.session = session
 
@@ -185,6 +189,8 @@ def _tune(**opts: Any) -> None:
         raise typer.Exit(code=130)
     finally:
         display.stop()
+        if settings.clients is not None:
+            settings.clients.close()
     _write(outcome, settings.session_dir, display)
     if not outcome.normal_stop:
         sys.stderr.write(f"apache-advisor: the session stopped early: {outcome.search.stop_reason}"
