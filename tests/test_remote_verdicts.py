@@ -21,13 +21,14 @@ pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]
 
 PORT = 8080
 
-# A fifth of a core cannot serve 3,000 connections/s. Over the bridge the label
-# of this one is not stable: on loopback it is "server CPU" every time, over
-# SSH "server CPU" in some runs and "worker pool exhausted" in others (workers
-# held in lingering close across the bridge), so its test below holds the
-# mechanism (the host's quota found and its throttling read) and not the label.
-QUOTA = dict(up={"cpu_quota_pct": 20}, args=["--workload", "1k", "--rate", "3000", "--duration", "3",
-                                             "--timeout", "0.3", "--set", "KeepAlive Off"])
+# A fifth of a core cannot run 60 CGI requests a second (about 36 fit): the
+# cgroup is throttled in nearly every period and the verdict is the server's
+# CPU. (1 KB files at 3,000/s, bench's other quota scenario, is not used here:
+# over the bridge that overload overflows the accept queue and connections
+# stall in the network for seconds, workers held in R and C with the CPU
+# idle: a property of the path, not of the server.)
+QUOTA = dict(up={"cpu_quota_pct": 20}, args=["--workload", "cgi", "--cgi-n", "1000", "--rate", "60",
+                                             "--duration", "4", "--timeout", "5"])
 
 SCENARIOS = {
     # Two workers held 300 ms each cannot serve 10/s: connections wait for accept().
@@ -98,7 +99,7 @@ def test_remote_bench_names_the_same_bottleneck(netns_topology, label):
         assert evidence["children_retired"] >= 10
 
 
-def test_the_hosts_cpu_quota_is_found_and_its_throttling_read(netns_topology):
+def test_the_hosts_cpu_quota_is_found_and_names_the_same_bottleneck(netns_topology):
     require("apache2", "httperf")
     two_cores()
     require_cgroup_cpu()
@@ -106,12 +107,13 @@ def test_the_hosts_cpu_quota_is_found_and_its_throttling_read(netns_topology):
     remote = _remote(netns_topology, QUOTA)
     print(f"\nquota\n  local:  {_brief(local)}\n  remote: {_brief(remote)}")
     assert local["verdict"]["label"] == "server CPU", _brief(local)
+    assert remote["verdict"]["label"] == "server CPU", _brief(remote)
     # Found on the host's cgroup of the parent httpd, with its period; throttling read there.
     assert remote["inputs"]["server_cpu_quota_pct"] == 20 and remote["inputs"]["server_cpu_period_ms"] == 10
     cpu = [s["httpd_cpu_pct"] for s in remote["metrics"][1:-1] if s["httpd_cpu_pct"] is not None]
     throttled = [s["cpu_throttled_pct"] for s in remote["metrics"][1:-1] if s["cpu_throttled_pct"] is not None]
-    assert cpu and max(cpu) <= 25, cpu  # the quota held
-    assert throttled and sum(throttled) / len(throttled) > 50, throttled
+    assert cpu and sum(cpu) / len(cpu) <= 21, cpu  # the quota held
+    assert throttled and sum(throttled) / len(throttled) > 90, throttled
 
 
 def test_a_connection_lost_mid_trial_makes_it_invalid_and_the_config_is_restored(netns_topology):

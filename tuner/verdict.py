@@ -27,6 +27,12 @@ OWN_CPU_PCT = 60.0
 # Under a CPU quota (staging up --cpu-quota) the core is never full: the
 # server is saturated when it uses this share of its quota.
 QUOTA_USED_SHARE = 0.85
+# Or when its cgroup ran out of quota in nearly every period: each throttled
+# period used the whole quota, so this share of periods throttled is at
+# least this share of the quota used, whoever in the cgroup used it (a CGI
+# child's CPU reaches httpd's tree only when it is reaped). A server under
+# its capacity forks in bursts and is throttled in about half the periods.
+QUOTA_THROTTLED_PCT = 90.0
 NETWORK_UTIL_PCT = 85.0
 DISK_UTIL_PCT = 90.0
 SWAP_PAGES_PER_S = 10.0
@@ -190,6 +196,8 @@ def saturation_tests(server_cpus: list[int] | None, interval: float, churning: b
         # shared machine another process can fill the core, and then the
         # server is starved, not saturated.
         if cpu_quota_pct and s.httpd_cpu_pct is not None and s.httpd_cpu_pct >= QUOTA_USED_SHARE * cpu_quota_pct:
+            return True
+        if cpu_quota_pct and s.cpu_throttled_pct is not None and s.cpu_throttled_pct >= QUOTA_THROTTLED_PCT:
             return True
         return server_busy(s, server_cpus) >= CPU_BUSY_PCT and server_own_share(s, server_cpus) >= OWN_CPU_PCT
 
