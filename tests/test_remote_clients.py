@@ -136,7 +136,9 @@ def test_interrupt_asks_each_command_to_report(netns_topology):
         group.stop()
         for conn in connections.values():
             conn.close()
-    assert [out.strip() for out in outputs] == ["reported after SIGINT"] * 2
+    assert [out.strip().splitlines()[0] for out in outputs] == ["reported after SIGINT"] * 2
+    # ... and the wrapper's own last line: the command's CPU time and run time.
+    assert all(out.strip().splitlines()[-1].startswith("apache-advisor-client-cpu ") for out in outputs), outputs
     assert [p.returncode for p in group.processes] == [0, 0]
 
 
@@ -172,3 +174,27 @@ def test_stop_and_a_dead_tool_end_every_client(netns_topology):
             conn.close()
         SshConnection(HostSpec(netns_topology.clients[1].addr, "root"), options=netns_topology.ssh_options(),
                       identity=str(netns_topology.user_key)).close()
+
+
+def test_each_clients_cpu_is_read_from_its_wrappers_last_line_and_a_starved_one_disturbs_the_trial():
+    from advisor.tuner.remote.clients import CPU_LINE, client_cpu_pct
+
+    text = f"httperf --client=0/2 ...\nTotal: connections 800\n{CPU_LINE} 3.600 4.000\n"
+    assert client_cpu_pct(text) == 90.0
+    assert client_cpu_pct("Total: connections 800\n") is None  # an older wrapper, or httperf killed
+    assert client_cpu_pct(f"{CPU_LINE} 1.0 0\n") is None
+    from advisor.tuner.httperf import HttperfResult
+    from advisor.tuner.trial import TrialInputs, TrialResult
+    from advisor.tuner.verdict import Verdict
+
+    def run(shares):
+        inputs = TrialInputs(workload="1k", uri="/", rate=100.0, duration_s=3.0)
+        result = HttperfResult(connections=300, requests=300, replies=300, test_duration_s=3.0)
+        return TrialResult(inputs, result, [], [], Verdict("none", {}), 0, 0, 0.0, 3.0,
+                           client_cpu_pct=shares).interference
+
+    calm = run({"root@a": 99.0, "root@b": 97.5})
+    assert not calm["disturbed"] and calm["load_clients_cpu_pct"] == {"root@a": 99.0, "root@b": 97.5}
+    starved = run({"root@a": 99.0, "root@b": 41.0})
+    assert starved["disturbed"] and starved["reasons"] == [
+        "httperf on load client root@b got only 41 % of its core on average"]

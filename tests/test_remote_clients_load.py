@@ -75,3 +75,8 @@ def test_two_client_hosts_offer_what_one_httperf_cannot(netns_topology):
     assert two["httperf"]["max_concurrent_connections"] > 1100, _brief(two)
     assert two["httperf"]["connections"] >= 0.98 * 1600, _brief(two)
     assert two["httperf"]["errors"].get("fd-unavail", 0) == 0
+    # Each client's httperf reported its own CPU (its mean share of a core there).
+    shares = two["interference"]["load_clients_cpu_pct"]
+    print(f"load clients' httperf CPU: {shares}")
+    assert set(shares) == {f"root@{first.addr}", f"root@{second.addr}"}
+    assert all(share is not None and 1 <= share <= 110 for share in shares.values()), shares

@@ -150,6 +150,8 @@ class TrialResult:
     pending_restart: list[str] = field(default_factory=list)  # limits the server did not take
     session_connections: str = ""  # sessions: "per request" or "persistent", and why
     metrics_lost: str = ""  # the server's metrics stopped mid-trial (a remote host's connection went away)
+    client_cpu_pct: dict[str, float | None] = field(default_factory=dict)
+    """Several load clients: each httperf's mean share of a core on its host."""
 
     @property
     def interference(self) -> dict[str, object]:
@@ -177,6 +179,12 @@ class TrialResult:
             reasons.append(f"httperf got only {statistics.fmean(client):.0f} % of its core on average")
         elif client and min(client) < HTTPERF_STARVED_PEAK_PCT:
             reasons.append(f"httperf got only {min(client):.0f} % of its core in one sample")
+        if self.client_cpu_pct:
+            # Several clients: each one's mean over its run (no per-second series there).
+            info["load_clients_cpu_pct"] = dict(self.client_cpu_pct)
+            for name, share in self.client_cpu_pct.items():
+                if share is not None and share < HTTPERF_STARVED_PCT:
+                    reasons.append(f"httperf on load client {name} got only {share:.0f} % of its core on average")
         info["disturbed"] = bool(reasons)
         info["reasons"] = reasons
         return info
@@ -542,6 +550,9 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     attribute_listen_overflows(samples)
     overflows = sum(s.listen_overflows for s in samples)
     drops = sum(s.listen_drops for s in samples)
+    client_cpu: dict[str, float | None] = {}
+    if isinstance(process, GroupRun):
+        client_cpu = dict(zip(clients.names, process.cpu_pct))
     if isinstance(process, GroupRun) and len(process.results) > 1:
         # Each client against its own share: one at its FD_SETSIZE cap or
         # behind its rate makes the trial the clients' limit, whatever the sum.
@@ -572,7 +583,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                        listen_overflows=overflows, listen_drops=drops, started=started,
                        wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
                        pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
-                       metrics_lost=lost)
+                       metrics_lost=lost, client_cpu_pct=client_cpu)
 
 
 def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,

@@ -37,11 +37,16 @@ STOP_GRACE_S = 3
 # argv[1:] is the command. Python rather than sh: a command that sh starts in
 # the background ignores SIGINT for good, and SIGINT is how httperf is asked
 # to stop and report. The clients need python3 anyway (the metrics sampler).
+# Its last line is httperf's CPU time and its run time (wait4's rusage of the
+# child): httperf busy-polls, so a share of a core well under 100 % means
+# other programs on that client took its core.
+CPU_LINE = "apache-advisor-client-cpu"
 WRAPPER = f"""
-import signal, subprocess, sys, threading
+import os, resource, signal, subprocess, sys, threading, time
 print("ready", flush=True)
 if not sys.stdin.readline():
     sys.exit(0)
+began = time.monotonic()
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
 def watch():
     sys.stdin.readline()
@@ -53,8 +58,24 @@ def watch():
     except OSError:
         pass
 threading.Thread(target=watch, daemon=True).start()
-sys.exit(child.wait())
+code = child.wait()
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print("{CPU_LINE} %.3f %.3f" % (used.ru_utime + used.ru_stime, time.monotonic() - began), flush=True)
+sys.exit(code)
 """
+
+
+def client_cpu_pct(text: str) -> float | None:
+    """httperf's mean share of one core on its client, from the wrapper's last line."""
+    for line in reversed(text.strip().splitlines()):
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == CPU_LINE:
+            try:
+                cpu_s, wall_s = float(parts[1]), float(parts[2])
+            except ValueError:
+                return None
+            return round(100.0 * cpu_s / wall_s, 1) if wall_s > 0 else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -354,6 +375,8 @@ class GroupRun:
         self.group = ClientGroup(clients.clients, clients.connections)
         self.group.start(commands)
         self.results: list[HttperfResult] = []
+        self.cpu_pct: list[float | None] = []
+        """Each client's httperf: its mean share of a core over its run."""
 
     @staticmethod
     def _files_there(conn: SshConnection, part: HttperfSpec) -> HttperfSpec:
@@ -392,6 +415,7 @@ class GroupRun:
 
         outputs = self.group.finish(timeout)
         self.results = []
+        self.cpu_pct = [client_cpu_pct(text) for text in outputs]
         for client, text in zip(self.clients.clients, outputs):
             parsed = parse(text)
             if not ran(parsed):
