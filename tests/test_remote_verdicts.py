@@ -21,13 +21,13 @@ pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]
 
 PORT = 8080
 
-# A fifth of a core cannot run 60 CGI requests a second (about 36 fit): the
+# A fifth of a core cannot run 100 CGI requests a second (about 40 fit): the
 # cgroup is throttled in nearly every period and the verdict is the server's
 # CPU. (1 KB files at 3,000/s, bench's other quota scenario, is not used here:
 # over the bridge that overload overflows the accept queue and connections
 # stall in the network for seconds, workers held in R and C with the CPU
 # idle: a property of the path, not of the server.)
-QUOTA = dict(up={"cpu_quota_pct": 20}, args=["--workload", "cgi", "--cgi-n", "1000", "--rate", "60",
+QUOTA = dict(up={"cpu_quota_pct": 20}, args=["--workload", "cgi", "--cgi-n", "1000", "--rate", "100",
                                              "--duration", "4", "--timeout", "5"])
 
 SCENARIOS = {

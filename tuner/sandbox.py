@@ -155,6 +155,8 @@ class SandboxState:
     cpu_quota_pct: float | None = None  # % of one core the server may use (cgroup)
     cgroup: str | None = None
     cgroup_version: int | None = None
+    isolated: dict | None = None
+    """The namespace and link `staging up --isolated` made (advisor.tuner.isolated.IsolatedLink)."""
 
     @property
     def base_url(self) -> str:
@@ -257,13 +259,30 @@ class Sandbox:
         status_allow: list[str] | None = None,
         extended_status: bool = False,
         cpu_quota_pct: float | None = None,
+        isolated: bool = False,
         timeout: float = 15.0,
+        _link=None,
     ) -> SandboxState:
         if self.running_pid():
             raise UsageError(
                 f"a sandbox is already running in {self.work_dir}",
                 hint="run `apache-advisor staging down` first, or pass another --workdir",
             )
+        if isolated:
+            from advisor.tuner import isolated as isolation
+
+            if netns is not None:
+                raise UsageError("--isolated makes its own namespace", hint="give --isolated or --netns, not both")
+            link = isolation.create(str(self.work_dir.resolve()))
+            try:
+                return self.up(source_config=source_config, mpm=mpm, port=port or 8080, host=link.server_addr,
+                               server_cpus=server_cpus, netns=link.netns,
+                               status_allow=list(status_allow or ["127.0.0.1", "::1"]) + [link.client_addr],
+                               extended_status=extended_status, cpu_quota_pct=cpu_quota_pct, timeout=timeout,
+                               _link=link)
+            except BaseException:
+                isolation.destroy(link)
+                raise
         binary = find_httpd(self._binary)
         modules_dir = find_modules_dir(binary)
         site: list[str] = []
@@ -330,6 +349,7 @@ class Sandbox:
             site_directives=site, started_at=time.time(),
             cpu_quota_pct=cpu_quota_pct, cgroup=quota.path if quota else None,
             cgroup_version=quota.version if quota else None,
+            isolated=_link.to_dict() if _link is not None else None,
         )
         self._save_state(state)
         wait_healthy(state.base_url + "/index.html", timeout=timeout)
@@ -444,6 +464,10 @@ class Sandbox:
         stragglers = self._stop(pid, state, quota, timeout=timeout, grace=grace)
         if quota is not None:
             quota.remove(timeout=1.0)
+        if state is not None and state.isolated:
+            from advisor.tuner import isolated as isolation
+
+            isolation.destroy(isolation.IsolatedLink(**state.isolated))
         self.state_path.unlink(missing_ok=True)
         return StopResult(was_running=pid is not None or bool(stragglers), stragglers=stragglers)
 

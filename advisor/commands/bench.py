@@ -19,7 +19,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
-                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption)
+                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption, WanDelayOption,
+                                      WanJitterOption, WanLossOption, WanRateOption)
 from advisor.errors import AdvisorError, UsageError
 
 
@@ -60,6 +61,10 @@ def bench(
     identity: IdentityOption = None,
     allow_host: Optional[list[str]] = typer.Option(None, "--allow-host", help="A host off loopback that may be loaded (repeat); --host needs it."),
     client_host: ClientHostOption = None,
+    wan_delay: WanDelayOption = None,
+    wan_jitter: WanJitterOption = None,
+    wan_loss: WanLossOption = None,
+    wan_rate: WanRateOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -76,8 +81,10 @@ def bench(
 
 def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from advisor.commands.targets import open_load_clients, parse_load_clients, place_processes, resolve_target
-    from advisor.tuner import httperf, workload
+    from advisor.commands.targets import (open_load_clients, parse_load_clients, place_processes, resolve_target,
+                                          wan_link)
+    from advisor.tuner import httperf, wan as wan_qdiscs, workload
+    from advisor.tuner.wan import WanSpec
     from advisor.tuner.target import ManagedConfig, offered_load_text
     from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, with_rate
 
@@ -107,6 +114,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
 
     load_clients = parse_load_clients(opts["client_host"], opts["ssh_option"], opts["identity"], opts["host"])
+    wan = WanSpec.parse(opts["wan_delay"], opts["wan_jitter"], opts["wan_loss"], opts["wan_rate"])
     with_host = bool(opts["host"])
     resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
                               reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
@@ -151,18 +159,24 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
 
     signal.signal(signal.SIGTERM, on_sigterm)
     trials = []
-    if log is not None:
-        for line in log.summary_lines():
-            report.info(line)
     steps = _parse_rates(opts["rates"]) if opts["mode"] == "ramp" else []
     peak = {"fixed": opts["rate"], "ramp": max(steps, default=0.0)}.get(opts["mode"], opts["max_rate"])
+    link = wan_link(wan, target)
     clients = open_load_clients(load_clients, target, opts["ssh_option"], opts["identity"])
     here = client if clients is None or any(c.local for c in load_clients) else None
-    report.info("load: " + offered_load_text(target.base_url + work.uri, here, peak,
-                                             "sessions/s" if wsess else "connections/s",
-                                             wsess[1] if wsess else opts["num_calls"],
-                                             generators=clients.describe() if clients else None))
     try:
+        if link is not None and wan is not None:
+            wan_qdiscs.apply(link, wan)
+            report.info(f"wan: {wan.describe()} (on {link.client_if}, the clients' end, and {link.server_if})")
+        elif link is not None:
+            wan_qdiscs.clear(link)  # what a run killed with -9 may have left on the tool's own link
+        if log is not None:
+            for line in log.summary_lines():
+                report.info(line)
+        report.info("load: " + offered_load_text(target.base_url + work.uri, here, peak,
+                                                 "sessions/s" if wsess else "connections/s",
+                                                 wsess[1] if wsess else opts["num_calls"],
+                                                 generators=clients.describe() if clients else None))
         with ManagedConfig(target) as managed_config:
             if managed_config.stray_load:
                 report.note("ended httperf left running by an interrupted run (pid "
@@ -201,6 +215,8 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         report.stop()
         if clients is not None:
             clients.close()
+        if link is not None:
+            wan_qdiscs.clear(link)
     report.plots(trials)
 
 

@@ -32,6 +32,7 @@ def staging_up(
     listen_host: str = typer.Option("127.0.0.1", "--listen-host", help="Address to listen on (127.0.0.1, or one inside --netns)."),
     status_allow: Optional[list[str]] = typer.Option(None, "--status-allow", help="Extra address allowed to read mod_status."),
     extended_status: bool = typer.Option(False, "--extended-status", help="Turn ExtendedStatus on."),
+    isolated: bool = typer.Option(False, "--isolated", help="Run httpd in a network namespace the tool makes, reached over one veth pair (root): bench and tune may then put WAN conditions on that link (--wan-delay, --wan-rate...)."),
     cpu_quota: Optional[float] = typer.Option(None, "--cpu-quota", help="Let httpd use at most this % of one core (a cgroup; needs root), so that it saturates before httperf does."),
     output_format: str = typer.Option("text", "--format", help="text or json."),
 ) -> None:
@@ -48,18 +49,22 @@ def staging_up(
         allow = ["127.0.0.1", "::1"] + list(status_allow or [])
         state = Sandbox(workdir, binary=httpd_bin).up(
             source_config=config, mpm=mpm, port=port, host=listen_host, server_cpus=cpus, netns=netns,
-            status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota)
+            status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota, isolated=isolated)
     except AdvisorError as error:
         fail(error)
         return
     if output_format == "json":
         print(json.dumps({"url": state.base_url, "pid": state.pid, "mpm": state.mpm, "work_dir": state.work_dir,
                           "server_cpus": state.server_cpus, "cpu_quota_pct": state.cpu_quota_pct,
-                          "managed": state.managed}))
+                          "managed": state.managed, "isolated": state.isolated}))
     else:
         quota = f", at most {state.cpu_quota_pct:g} % of a core" if state.cpu_quota_pct else ""
         print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}{quota}")
         print(f"work dir {state.work_dir}; managed include {state.managed}")
+        if state.isolated:
+            link = state.isolated
+            print(f"isolated: namespace {link['netns']}, reached from {link['client_addr']} over "
+                  f"{link['client_if']} (the clients' end, where --wan-* applies)")
 
 
 @staging_app.command("down")

@@ -31,6 +31,12 @@ IdentityOption = Annotated[Optional[str], typer.Option(
 ClientHostOption = Annotated[Optional[List[str]], typer.Option(
     "--client-host", help="A load generator: HOST, USER@HOST[:PORT] over SSH (with --ssh-option and --identity), or local for "
                           "this machine (repeat: each runs httperf --client=I/N with its share, started together, reports merged).")]
+WanDelayOption = Annotated[Optional[str], typer.Option(
+    "--wan-delay", help="Isolated sandbox (staging up --isolated): delay what the clients send by this much (40ms; netem).")]
+WanJitterOption = Annotated[Optional[str], typer.Option("--wan-jitter", help="... with this jitter (5ms).")]
+WanLossOption = Annotated[Optional[str], typer.Option("--wan-loss", help="... and drop this share of it (0.1%).")]
+WanRateOption = Annotated[Optional[str], typer.Option(
+    "--wan-rate", help="Isolated sandbox: hold the link to this rate each way (100mbit; tbf).")]
 # An existing staging server (bench and tune take the same five).
 ConfigOption = Annotated[Optional[str], typer.Option(
     "--config", help="Existing staging server: the config it reads (must include the managed file).")]
@@ -139,6 +145,20 @@ def open_load_clients(load_clients: list, target, ssh_option: list[str] | None, 
                          "loopback (there it would load the client itself)",
                          hint="run the server on an address the clients reach, or use --client-host local")
     return LoadClients(load_clients, ssh_option, identity)
+
+
+def wan_link(spec, target):
+    """The link the tool made for the target (`staging up --isolated`), if
+    any: the only one WAN conditions (`spec`) may go on."""
+    from advisor.tuner.isolated import IsolatedLink
+
+    sandbox = getattr(target, "sandbox", None)
+    state = sandbox.load_state() if sandbox is not None else None
+    link = IsolatedLink.from_dict(state.isolated) if state is not None else None
+    if link is None and spec is not None:
+        raise UsageError("--wan-* changes qdiscs only on a link the tool made, and this target has none",
+                         hint="start the sandbox with `apache-advisor staging up --isolated` and bench or tune it")
+    return link
 
 
 def _allowed(host: str, allowed: list[str]) -> bool:

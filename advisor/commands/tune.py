@@ -20,7 +20,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
-                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption)
+                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption, WanDelayOption,
+                                      WanJitterOption, WanLossOption, WanRateOption)
 from advisor.errors import AdvisorError, UsageError
 
 
@@ -69,6 +70,10 @@ def tune(
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
     client_host: ClientHostOption = None,
+    wan_delay: WanDelayOption = None,
+    wan_jitter: WanJitterOption = None,
+    wan_loss: WanLossOption = None,
+    wan_rate: WanRateOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -87,7 +92,9 @@ def _tune(**opts: Any) -> None:
     from pathlib import Path
 
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from advisor.commands.targets import open_load_clients, parse_load_clients, place_processes, resolve_target
+    from advisor.commands.targets import (open_load_clients, parse_load_clients, place_processes, resolve_target,
+                                          wan_link)
+    from advisor.tuner import wan as wan_qdiscs
     from advisor.tuner import httperf
     from advisor.tuner.session import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
                                        SessionWorkload, TuneSession, make_session_workload)
@@ -96,6 +103,7 @@ def _tune(**opts: Any) -> None:
         raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
     # Everything that needs no server first: bad input changes nothing.
     load_clients = parse_load_clients(opts["client_host"], opts["ssh_option"], opts["identity"], opts["host"])
+    wan = wan_qdiscs.WanSpec.parse(opts["wan_delay"], opts["wan_jitter"], opts["wan_loss"], opts["wan_rate"])
     ram_bytes = None
     if opts["ram"] is not None:
         from advisor.capacity.sizing import parse_size
@@ -160,6 +168,7 @@ def _tune(**opts: Any) -> None:
     else:
         work = make_session_workload(opts["workload_name"], resolved.work_dir, calls=opts["num_calls"],
                                      think_s=opts["think"], uri=path, cgi_n=opts["cgi_n"], sleep_ms=opts["sleep_ms"])
+    link = wan_link(wan, target)
     settings.clients = open_load_clients(load_clients, target, opts["ssh_option"], opts["identity"])
     settings.client_here = not load_clients or any(c.local for c in load_clients)
     session = TuneSession(target, resolved.work_dir, work, spec, probes, settings, display)
@@ -171,6 +180,11 @@ def _tune(**opts: Any) -> None:
         return
     settings.server_cpus, settings.client_cpus = place_processes(target, opts["server_cpus"], opts["client_cpus"])
     try:
+        if link is not None and wan is not None:
+            wan_qdiscs.apply(link, wan)
+            display.note(f"wan: {wan.describe()} (on {link.client_if}, the clients' end, and {link.server_if})")
+        elif link is not None:
+            wan_qdiscs.clear(link)  # what a run killed with -9 may have left on the tool's own link
         with session.open():
             plan = session.prepare()
             display.plan(plan)
@@ -191,6 +205,8 @@ def _tune(**opts: Any) -> None:
         display.stop()
         if settings.clients is not None:
             settings.clients.close()
+        if link is not None:
+            wan_qdiscs.clear(link)
     _write(outcome, settings.session_dir, display)
     if not outcome.normal_stop:
         sys.stderr.write(f"apache-advisor: the session stopped early: {outcome.search.stop_reason}"
