@@ -37,8 +37,9 @@ ROBUST_SCALE = 0.3
 SEARCH_CONNECTIONS = 1500
 # Mean busy workers below this are mostly the scoreboard's rounding.
 RESOLVED_BUSY = 2.0
-# A trial is light when fewer than this share of its workers were busy.
-LIGHT_SHARE = 0.6
+# A trial tells the hold (Little's law on the pool) while the pool is not
+# full: a full pool's busy count stands at its size whatever the hold.
+LIGHT_SHARE = 0.95
 
 
 @dataclass
@@ -218,15 +219,20 @@ def fit_pool(observations: list[Observation], workers: int, cores: float, backlo
     if light:
         hold = sum(o.busy_workers for o, _ in light) / sum(o.throughput for o, _ in light)
         # The scoreboard is read once a second and counts whole workers: a
-        # trial's busy count is good to about half a worker, its hold to half
-        # a worker over its throughput. A tail below that is not resolved
-        # (at 4 req/s, paced, every sample caught the one request in service:
-        # a 250 ms hold for a 208 ms reply).
-        tails = sorted(o.busy_workers / o.throughput - o.response_time for o, _ in light
-                       if o.busy_workers >= RESOLVED_BUSY)
-        tail = tails[len(tails) // 2] if tails else 0.0
-        resolution = min(0.5 / o.throughput for o, _ in light)
-        tail = tail if tail > resolution else 0.0
+        # trial's busy count is good to about half a worker. Pooled over the
+        # trials (Little's law holds for the pool whether or not the listen
+        # queue holds some), the hold is good to half a worker per trial over
+        # their summed throughput, and a tail below that is not resolved (at
+        # 4 req/s, paced, every sample caught the one request in service: a
+        # 250 ms hold for a 208 ms reply; one trial at 8/s read 2.2 workers
+        # for 1.8, a 72 ms tail that was rounding).
+        resolved = [o for o, _ in light if o.busy_workers >= RESOLVED_BUSY]
+        tail = 0.0
+        if resolved:
+            served = sum(o.throughput for o in resolved)
+            tail = (sum(o.busy_workers for o in resolved) - sum(o.throughput * o.response_time for o in resolved)) / served
+            resolution = 0.5 * len(resolved) / served
+            tail = tail if tail > resolution else 0.0
     else:
         lightest = min(obs, key=lambda o: o.rate)
         hold, tail = lightest.response_time, 0.0
