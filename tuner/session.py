@@ -469,7 +469,7 @@ class TuneSession:
         cfg, options = load_config_in_use(self.target)
         mpms = ("prefork", "worker", "event") if self.settings.allow_mpm_switch else (cfg.mpm,)
         host = self.target.host_kernel()
-        docroot = self._docroot() if getattr(self.target, "on_this_machine", True) else None
+        docroot = self._docroot() if self.target.on_this_machine else None
         bounds, why = ram_workers(cfg, [m for m in mpms if m], self.settings.ram_bytes, docroot, host)
         space = derive_space(cfg, bounds, allow_mpm_switch=self.settings.allow_mpm_switch,
                              somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why)
@@ -995,7 +995,7 @@ def _hide_file(section, path: str) -> None:
 
 
 def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None,
-                host: HostKernel | None = None) -> tuple[dict[str, int], str]:
+                host: HostKernel) -> tuple[dict[str, int], str]:
     """How many workers of each MPM this host's RAM holds, by capacity's sizing
     (Kegel's sum), and a few words on where the figure comes from.
 
@@ -1008,10 +1008,6 @@ def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None
                                          MPM_DEFAULTS, MemoryInputs, Quantity, assumed_child, default_os_reserve,
                                          format_size, recommend)
 
-    if host is None:
-        from advisor.tuner.target import read_host_kernel
-
-        host = HostKernel(*read_host_kernel(), "this host's")
     ram = Quantity(ram_bytes, "--ram") if ram_bytes else Quantity(host.ram_bytes, f"{host.where} RAM")
     connection = (Quantity(host.socket_buffer_bytes, f"{host.where} kernel tcp_rmem + tcp_wmem defaults")
                   if host.socket_buffer_bytes else Quantity(KEGEL_CONNECTION_BYTES, "Kegel 1997: 64 KB"))

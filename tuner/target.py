@@ -40,26 +40,6 @@ class HostKernel:
     """Whose figures: "this host's", "root@10.0.0.2's"."""
 
 
-def read_host_kernel() -> list:
-    """[RAM bytes, default socket buffers, somaxconn] of the machine it runs on.
-    Stdlib only: it is also sent to a remote host and run there."""
-    def number(path, field):
-        try:
-            with open(path) as handle:
-                return int(handle.read().split()[field])
-        except (OSError, ValueError, IndexError):
-            return None
-
-    ram = 0
-    with open("/proc/meminfo") as handle:
-        for line in handle:
-            if line.startswith("MemTotal:"):
-                ram = int(line.split()[1]) * 1024
-    rmem, wmem = number("/proc/sys/net/ipv4/tcp_rmem", 1), number("/proc/sys/net/ipv4/tcp_wmem", 1)
-    buffers = rmem + wmem if rmem is not None and wmem is not None else None
-    return [ram, buffers, number("/proc/sys/net/core/somaxconn", 0)]
-
-
 class StagingTarget(ABC):
     """One staging server. Implementations talk to it; ManagedConfig keeps it safe."""
 
@@ -151,6 +131,8 @@ class StagingTarget(ABC):
 
     def host_kernel(self) -> "HostKernel":
         """RAM and socket settings of the server's host: this machine here."""
+        from advisor.capacity.measure import read_host_kernel
+
         ram, buffers, somaxconn = read_host_kernel()
         return HostKernel(ram, buffers, somaxconn, "this host's")
 

@@ -148,6 +148,18 @@ def apply(link: IsolatedLink, spec: WanSpec) -> None:
         raise
 
 
+def set_for_run(link: IsolatedLink | None, spec: WanSpec | None) -> str | None:
+    """Before a command's first trial: `spec` on the tool's link, or none
+    (taking off what a run killed with -9 left). The line to print, if any."""
+    if link is None:
+        return None
+    if spec is None:
+        clear(link)
+        return None
+    apply(link, spec)
+    return f"wan: {spec.describe()} (on {link.client_if}, the clients' end, and {link.server_if})"
+
+
 def clear(link: IsolatedLink) -> None:
     """Back to the kernel's default qdisc on both ends (quiet when there was none)."""
     for side in ("client", "server"):

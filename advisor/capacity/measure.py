@@ -185,15 +185,30 @@ def measure_service(name: str) -> ServiceSample:
     return ServiceSample(name, total, count, methods)
 
 
+def read_host_kernel() -> list:
+    """[RAM bytes, default socket buffers, somaxconn] of the machine it runs on.
+    Stdlib only: it is also sent to a remote host and run there."""
+    def number(path, field):
+        try:
+            with open(path) as handle:
+                return int(handle.read().split()[field])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    ram = 0
+    with open("/proc/meminfo") as handle:
+        for line in handle:
+            if line.startswith("MemTotal:"):
+                ram = int(line.split()[1]) * 1024
+    rmem, wmem = number("/proc/sys/net/ipv4/tcp_rmem", 1), number("/proc/sys/net/ipv4/tcp_wmem", 1)
+    buffers = rmem + wmem if rmem is not None and wmem is not None else None
+    return [ram, buffers, number("/proc/sys/net/core/somaxconn", 0)]
+
+
 def kernel_socket_buffers() -> tuple[int, str] | None:
     """Default receive + send buffer of one TCP socket (net.ipv4.tcp_rmem/wmem)."""
-    try:
-        with open("/proc/sys/net/ipv4/tcp_rmem") as r, open("/proc/sys/net/ipv4/tcp_wmem") as w:
-            rmem = int(r.read().split()[1])
-            wmem = int(w.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return rmem + wmem, "kernel tcp_rmem + tcp_wmem defaults"
+    buffers = read_host_kernel()[1]
+    return (buffers, "kernel tcp_rmem + tcp_wmem defaults") if buffers is not None else None
 
 
 def document_set_size(directory: str) -> tuple[int, int]:

@@ -165,11 +165,9 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     clients = open_load_clients(load_clients, target, opts["ssh_option"], opts["identity"])
     here = client if clients is None or any(c.local for c in load_clients) else None
     try:
-        if link is not None and wan is not None:
-            wan_qdiscs.apply(link, wan)
-            report.info(f"wan: {wan.describe()} (on {link.client_if}, the clients' end, and {link.server_if})")
-        elif link is not None:
-            wan_qdiscs.clear(link)  # what a run killed with -9 may have left on the tool's own link
+        wan_line = wan_qdiscs.set_for_run(link, wan)
+        if wan_line:
+            report.info(wan_line)
         if log is not None:
             for line in log.summary_lines():
                 report.info(line)

@@ -180,11 +180,9 @@ def _tune(**opts: Any) -> None:
         return
     settings.server_cpus, settings.client_cpus = place_processes(target, opts["server_cpus"], opts["client_cpus"])
     try:
-        if link is not None and wan is not None:
-            wan_qdiscs.apply(link, wan)
-            display.note(f"wan: {wan.describe()} (on {link.client_if}, the clients' end, and {link.server_if})")
-        elif link is not None:
-            wan_qdiscs.clear(link)  # what a run killed with -9 may have left on the tool's own link
+        wan_line = wan_qdiscs.set_for_run(link, wan)
+        if wan_line:
+            display.note(wan_line)
         with session.open():
             plan = session.prepare()
             display.plan(plan)

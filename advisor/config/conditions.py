@@ -49,7 +49,7 @@ def evaluate_condition(kind: str, inner: str, node: Section, state: ReadState) -
         path = word if os.path.isabs(word) else os.path.join(state.server_root, word)
         if state.options.recorder is not None:
             state.options.recorder.looked_at(path)
-        result = os.path.exists(state.options.root.rstrip("/") + path if state.options.root else path)
+        result = os.path.exists(state.options.root + path if state.options.root else path)
     elif kind == "ifdirective":
         result = directive_exists(subject, state)
     elif kind == "ifsection":

@@ -66,10 +66,11 @@ def expand(argument: str, server_root: str, optional: bool,
 
     The recorder, when given, hears of every path tested and directory listed.
     With `root`, the host's `/` is that local directory: the walk runs there
-    and the paths come back as the host names them."""
+    and the paths come back as the host names them (the loader passes it
+    without a trailing slash)."""
     full = server_root_relative(argument, server_root)
     if root is not None:
-        return _under_root(full, optional, root.rstrip("/"))
+        return _under_root(full, optional, root)
     if not has_wildcard(full):
         return _plain(full, optional, 0, recorder)
     parts = full.split("/")

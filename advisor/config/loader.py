@@ -114,7 +114,7 @@ class _Reader:
         # the buffered-file layers of open() double the cost of reading them.
         root = self.state.options.root
         try:
-            descriptor = os.open(root.rstrip("/") + path if root else path, os.O_RDONLY | os.O_CLOEXEC)
+            descriptor = os.open(root + path if root else path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             raise ConfigError(f"cannot open {path}: no such file", file, line,
                               "fix the path or create the file") from None
@@ -489,7 +489,8 @@ def _load(path: str, options: LoadOptions, assumed_mpm: str | None) -> Config:
         envvars = options.envvars or (envvars_beside(main_file, recorder) if options.use_envvars else None)
     if envvars:
         environ.update(read_envvars(envvars, environ, recorder))
-    options = replace(options, environ=environ)
+    # The root without its trailing slash, once: every lookup prefixes it.
+    options = replace(options, environ=environ, root=root)
     state = ReadState(
         options=options,
         server_root=os.path.abspath(server_root),

@@ -268,7 +268,8 @@ class RemoteTarget(ExistingServerTarget):
 
     def host_kernel(self):
         """RAM and the kernel's socket settings of the host (what sizes its pool)."""
-        from advisor.tuner.target import HostKernel, read_host_kernel
+        from advisor.capacity.measure import read_host_kernel
+        from advisor.tuner.target import HostKernel
 
         program = _shipped(read_host_kernel) + "\n\nprint(json.dumps(read_host_kernel()))\n"
         result = self.conn.run(["python3", "-c", program], timeout=30)
