@@ -101,21 +101,28 @@ def run_case(case: Case, scratch: Path) -> dict:
 def summarise(case: Case, fit: dict) -> dict:
     model = fit["model"]
     print(f"\n{case.name}: {fit['regime']}, CPU {model['cpu_demand'] * 1000:.3g} ms, wait "
-          f"{model['wait'] * 1000:.3g} ms, capacity {fit['capacity']:.4g}/s")
+          f"{model['wait'] * 1000:.3g} ms, capacity {fit['capacity']:.4g}/s "
+          f"(workers in step: {fit['capacity_in_step']:.4g}/s)")
     print(f"  {'rate':>7} {'':8} {'replies/s':>19} {'reply time ms':>17} {'turned away %':>15}")
     worst = {"throughput": 0.0, "reply_time": 0.0, "turned_away_points": 0.0}
+    not_past = False
     for tag, rows in (("fitted", fit["comparisons"]), ("held out", fit["held_out"])):
         for r in rows:
             print(f"  {r['rate']:>7g} {tag:8} {r['throughput']:9.1f} {r['throughput_predicted']:9.1f} "
                   f"{r['response_time'] * 1000:8.1f} {r['response_time_predicted'] * 1000:8.1f} "
                   f"{(r['turned_away'] or 0) * 100:7.1f} {r['turned_away_predicted'] * 100:7.1f}")
+            if tag == "held out" and (r["turned_away"] or 0) < 0.05:
+                print(f"  {r['rate']:>7g} is not past the knee on this machine (everything answered): "
+                      f"it proves nothing; move the case's rates")
+                not_past = True
             if tag == "held out":
                 worst["throughput"] = max(worst["throughput"], abs(r["throughput_predicted"] / r["throughput"] - 1))
                 worst["reply_time"] = max(worst["reply_time"],
                                           abs(r["response_time_predicted"] / r["response_time"] - 1))
                 worst["turned_away_points"] = max(worst["turned_away_points"],
                                                   abs(r["turned_away_predicted"] - (r["turned_away"] or 0)) * 100)
-    ok = worst["throughput"] <= 0.10 and worst["reply_time"] <= 0.25 and worst["turned_away_points"] <= 5
+    ok = (worst["throughput"] <= 0.10 and worst["reply_time"] <= 0.25 and worst["turned_away_points"] <= 5
+          and not not_past)
     print(f"  worst held out: replies/s {worst['throughput']:.1%}, reply time {worst['reply_time']:.1%}, "
           f"turned away {worst['turned_away_points']:.1f} points -> {'within' if ok else 'OUTSIDE'} the goals")
     return {"case": case.name, "fit": fit, "worst": worst, "within_goals": ok}

@@ -89,3 +89,46 @@ def test_saturated_the_replay_serves_what_the_product_form_says():
     served = (replay.replies) / 120
     assert served == pytest.approx(expected, rel=0.03)
     assert served < min(model.cpu_limit(), model.pool_limit(4))
+
+
+@pytest.mark.parametrize("cpu_demand, wait, workers, mixed", [
+    (0.0177, 0.151, 8, True), (0.0226, 0.149, 8, True), (0.005, 0.1, 4, False)])
+def test_workers_that_start_together_stay_in_step_near_the_floor(cpu_demand, wait, workers, mixed):
+    # Equal demands under processor sharing: requests that start together
+    # finish their CPU phase together, wait together, and take their next
+    # requests from the full listen queue together. Offered at 2,000/s the
+    # first requests arrive half a millisecond apart, so the replay's pool
+    # runs close to step: never below ServerModel.in_step_capacity, and
+    # within a fifth above it (measured: 5-15 %, the arrival gaps drift the
+    # phases apart). With spread demands the same trial serves clearly more
+    # when the pool both computes and waits (the two mixed servers of
+    # docs/capacity.md).
+    model = ServerModel(cpu_demand, wait, 1.0, 8)
+    # A short listen queue and a timeout under a second: the queue stays
+    # full, every queued request is answered in time, refused ones are not
+    # retried within the timeout.
+    floor = model.in_step_capacity(workers)
+    assert floor < model.capacity(workers)
+
+    def steady_rate(cv: float) -> float:
+        # Replies per second of load, the start and the drain taken out.
+        short, long = (replay_trial(model, TrialSpec(2000, seconds, 0.9, workers, workers), cpu_demand_cv=cv)
+                       for seconds in (4.0, 10.0))
+        return (long.replies - short.replies) / 6.0
+
+    in_step = steady_rate(0.0)
+    assert floor * 0.98 <= in_step <= floor * 1.2
+    if mixed:
+        assert steady_rate(0.25) > 1.1 * in_step
+
+
+def test_the_in_step_floor_meets_the_limits_at_the_two_ends():
+    # Nothing to share (no CPU): in step or not, c workers each held w.
+    assert ServerModel(0.0, 0.2, 1.0, 4).in_step_capacity(4) == pytest.approx(4 / 0.2)
+    # Nothing to wait for: the CPU is busy all the time either way.
+    assert ServerModel(0.01, 0.0, 1.0, 4).in_step_capacity(4) == pytest.approx(100.0)
+    assert ServerModel(0.01, 0.0, 0.5, 4).in_step_capacity(4) == pytest.approx(50.0)
+    # Between them it is below the model's capacity.
+    model = ServerModel(0.0177, 0.151, 1.0, 8)
+    assert model.in_step_capacity(8) == pytest.approx(8 / (8 * 0.0177 + 0.151))
+    assert model.in_step_capacity(8) < 0.75 * model.capacity(8)

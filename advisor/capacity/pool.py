@@ -94,6 +94,19 @@ class ServerModel:
     def capacity(self, workers: int) -> float:
         return float(self.pool_throughput(workers)[-1])
 
+    def in_step_capacity(self, workers: int) -> float:
+        """Replies/s if every worker's CPU phase starts together with all the
+        others' (the workers "in step"): each request shares the CPU with all
+        of them for its whole CPU phase, then they all wait while the CPU
+        idles. With equal demands and a wait longer than that phase no
+        arrangement of a full pool holds a request at the CPU longer, so this
+        is the pool's floor where `capacity` (phases spread out as chance
+        has them) is the model's figure; the sandbox's pool that computes and
+        then waits has been measured between the two (docs/capacity.md,
+        section 3b)."""
+        cpu_phase = self.cpu_demand * workers / min(workers, self.cores)
+        return workers / (cpu_phase + self.wait)
+
     def cpu_limit(self) -> float:
         return math.inf if self.cpu_demand == 0 else self.cores / self.cpu_demand
 

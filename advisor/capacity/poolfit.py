@@ -40,6 +40,10 @@ RESOLVED_BUSY = 2.0
 # A trial tells the hold (Little's law on the pool) while the pool is not
 # full: a full pool's busy count stands at its size whatever the hold.
 LIGHT_SHARE = 0.95
+# Name the in-step floor for a mixed pool when it is this far below the
+# capacity. Wait-bound pools (8 workers x 200 ms, 8 ms of CPU: floor 81 % of
+# capacity) held the model's figure past the knee; the mixed one did not.
+IN_STEP_WARN = 0.9
 
 
 @dataclass
@@ -80,6 +84,9 @@ class PoolFit:
     replay_spec: TrialSpec | None = None
     """The trials' common settings, when they were replayed: curves are
     replays of such a trial at other rates."""
+    capacity_in_step: float = 0.0
+    """Replies/s at `workers` if the workers' CPU phases fall into step
+    (ServerModel.in_step_capacity): the floor below `capacity`."""
 
     @property
     def service_time(self) -> float:
@@ -279,6 +286,13 @@ def fit_pool(observations: list[Observation], workers: int, cores: float, backlo
                         f"it rest on the model alone")
     if d_measured is None:
         warnings.append("bench's CPU figures are missing: the CPU demand was fitted, not measured")
+    in_step = model.in_step_capacity(c_main)
+    if model.regime(c_main) == "mixed" and in_step < IN_STEP_WARN * capacity:
+        warnings.append(
+            f"past the knee the workers may fall into step (a full listen queue hands each freed worker its "
+            f"next request at once, and their CPU phases bunch up): then the pool serves as little as "
+            f"{in_step:.3g} req/s, not {capacity:.3g}. The sandbox's pool that computes then waits served "
+            f"71-91 % of the model's figure there (docs/capacity.md, section 3b)")
     method = ("each trial replayed as bench ran it (paced arrivals, its length and timeout, SYN retries)"
               if replay else "steady state, Poisson arrivals")
     spec = None
@@ -290,7 +304,7 @@ def fit_pool(observations: list[Observation], workers: int, cores: float, backlo
         spec = TrialSpec(1.0, duration, timeout, c_main, queue, burst_cores=burst, quota_period=period)
     return PoolFit(model, c_main, model.regime(c_main), capacity, d_measured is not None, rms, len(obs),
                    comparisons, warnings, held_out=checks.compare(model, replay) if checks.obs else [],
-                   method=method, replay_spec=spec)
+                   method=method, replay_spec=spec, capacity_in_step=in_step)
 
 
 def fit_curve(fit: PoolFit, rates: list[float], workers: int):

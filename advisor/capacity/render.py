@@ -192,7 +192,8 @@ def _render_pool_fit(f: PoolFit, console) -> None:
         f"Fit from {f.points} trials: [bold]{f.regime}[/]. Per request {_seconds(pm.cpu_demand)} of CPU "
         f"({cpu}, {pm.cores:g} core(s)) and {_seconds(pm.wait)} waiting without CPU "
         f"({_seconds(pm.reply_tail)} of it after the reply); capacity {f.capacity:,.3g} req/s with "
-        f"{f.workers} workers (CPU alone: {pm.cpu_limit():,.3g}, workers alone: {pm.pool_limit(f.workers):,.3g}); "
+        f"{f.workers} workers (CPU alone: {pm.cpu_limit():,.3g}, workers alone: {pm.pool_limit(f.workers):,.3g}, "
+        f"workers in step: {f.capacity_in_step:,.3g}); "
         f"typical error {f.rms_log_error:.1%}."
     )
     title = "Measured vs predicted, per trial fitted on" + (" and held out" if f.held_out else "")
