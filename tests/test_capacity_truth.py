@@ -17,12 +17,16 @@ Each ramp is bounded: at most 8 rates of 6 s, about 90 s with warm-ups.
 
 Three servers are not here (docs/capacity.md has the figures;
 bench/capacity_truth.py measures them). Two because the model does not yet
-predict them to these tolerances: 1 KB files under a quota (on loopback
-the server's CPU per reply falls with the load, 0.18 to 0.05 ms between 500
-and 7,000/s on this VM, so its knee is not the server's own) and a pool
-that computes and then waits (past the knee it serves between the model's
-capacity and the floor of workers in step, nearer the floor: 10-25 % below
-the prediction).
+predict them to these tolerances on this VM: 1 KB files under a quota (on
+loopback the server's CPU per reply falls with the load, 0.18 to 0.05 ms
+between 500 and 7,000/s, so its knee is not the server's own) and a pool
+that computes and then waits. That one, run in the worker (mod_lua), came
+within 2.5-4.4 % at the held-out rates in some ramps and 10-31 % off in
+others: the same request's CPU moved between 23 and 35 ms a reply from one
+minute to the next (a fixed C loop took 22 to 103 ms of CPU), and a
+prediction past the knee is only as good as that figure. As a CGI it falls
+short for a reason of mod_cgi's (APR's 47-ms reaping sleep), see
+docs/capacity.md.
 The third, the CPU-bound CGI under half a core, is predicted within the
 tolerances when the server runs as it did up to the knee (60-62 replies/s
 measured at 80/s in four runs, 61.6 predicted), but on this two-core VM

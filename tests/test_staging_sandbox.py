@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from advisor.tuner.workload import ALMEIDA_WORKLOAD_A, ONE_KB, ONE_MB
+from advisor.tuner.workload import ALMEIDA_WORKLOAD_A, ONE_KB, ONE_MB, make_workload
 from test_bench_support import (SandboxRun, cli, keepalive_header, one_error_line, require,
                                 require_cgroup_cpu, wait_for, work_dir)
 
@@ -53,6 +53,13 @@ def test_up_status_down_and_the_workload_files():
         started = time.monotonic()
         assert requests.get(base + "/cgi-bin/sleep.cgi?ms=300", timeout=10).status_code == 200
         assert time.monotonic() - started >= 0.3
+        # The mixed workload: computed and waited for inside the worker (mod_lua), no CGI process.
+        mixed = make_workload("mixed", directory, cgi_n=20000, sleep_ms=200)
+        started = time.monotonic()
+        answer = requests.get(base + mixed.uri, timeout=10)
+        # The Lua script's own answer: the CGI one says only "slept".
+        assert answer.status_code == 200 and answer.text == "summed 20000, slept 200 ms\n"
+        assert time.monotonic() - started >= 0.2
         assert "BusyWorkers" in requests.get(base + "/server-status?auto", timeout=5).text
     finally:
         down = cli("staging", "down", "--workdir", str(directory))

@@ -302,6 +302,11 @@ class Sandbox:
         cgi = ("LoadModule cgi_module \"{0}/mod_cgi.so\"" if mpm == "prefork"
                else "LoadModule cgid_module \"{0}/mod_cgid.so\"\nScriptSock \"{1}/cgid.sock\"").format(
             modules_dir, self.work_dir / "run")
+        # The mixed workload's in-process endpoint; without mod_lua it answers 404.
+        lua = (f'LoadModule lua_module "{modules_dir}/mod_lua.so"\n'
+               f'<Files "{workload.MIXED_SCRIPT}">\n    SetHandler lua-script\n</Files>'
+               if os.path.exists(os.path.join(modules_dir, "mod_lua.so"))
+               else "# mod_lua is not installed: the mixed workload is not served")
         template = Template((resources.files("advisor.tuner") / "assets" / "httpd.conf.in").read_text())
         text = template.substitute(
             server_root=self.work_dir,
@@ -312,6 +317,7 @@ class Sandbox:
             mpm=mpm,
             modules_dir=modules_dir,
             cgi_module=cgi,
+            lua_module=lua,
             listen=f"Listen {host}:{port}",
             mime_types="/etc/mime.types" if os.path.exists("/etc/mime.types") else "/dev/null",
             docroot=self.work_dir / "docroot",

@@ -40,10 +40,6 @@ RESOLVED_BUSY = 2.0
 # A trial tells the hold (Little's law on the pool) while the pool is not
 # full: a full pool's busy count stands at its size whatever the hold.
 LIGHT_SHARE = 0.95
-# Name the in-step floor for a mixed pool when it is this far below the
-# capacity. Wait-bound pools (8 workers x 200 ms, 8 ms of CPU: floor 81 % of
-# capacity) held the model's figure past the knee; the mixed one did not.
-IN_STEP_WARN = 0.9
 
 
 @dataclass
@@ -287,12 +283,6 @@ def fit_pool(observations: list[Observation], workers: int, cores: float, backlo
     if d_measured is None:
         warnings.append("bench's CPU figures are missing: the CPU demand was fitted, not measured")
     in_step = model.in_step_capacity(c_main)
-    if model.regime(c_main) == "mixed" and in_step < IN_STEP_WARN * capacity:
-        warnings.append(
-            f"past the knee the workers may fall into step (a full listen queue hands each freed worker its "
-            f"next request at once, and their CPU phases bunch up): then the pool serves as little as "
-            f"{in_step:.3g} req/s, not {capacity:.3g}. The sandbox's pool that computes then waits served "
-            f"71-91 % of the model's figure there (docs/capacity.md, section 3b)")
     method = ("each trial replayed as bench ran it (paced arrivals, its length and timeout, SYN retries)"
               if replay else "steady state, Poisson arrivals")
     spec = None
