@@ -33,8 +33,6 @@ from pathlib import Path
 
 DURATION_S = 6
 LOCK = "/tmp/advisor-load.lock"
-KEEP: str | None = None
-PASSES = 1
 
 
 @dataclass
@@ -81,7 +79,7 @@ def _cli(*args: str) -> str:
     return result.stdout
 
 
-def run_case(case: Case, scratch: Path) -> dict:
+def run_case(case: Case, scratch: Path, passes: int = 1, keep: str | None = None) -> dict:
     workdir = scratch / case.name
     up = ["staging", "up", "--mpm", "prefork", "--workdir", str(workdir), "--server-cpus", "0"]
     if case.quota_pct:
@@ -90,13 +88,13 @@ def run_case(case: Case, scratch: Path) -> dict:
     try:
         # Several passes interleave the fitted and the held-out rates in time,
         # so that a drift of the machine's speed falls on both alike.
-        rates = ",".join(f"{r:g}" for r in (case.below + case.above) * PASSES)
+        rates = ",".join(f"{r:g}" for r in (case.below + case.above) * passes)
         out = _cli("bench", "--workdir", str(workdir), "--mode", "ramp", "--rates", rates, "--duration",
                    str(DURATION_S), "--timeout", str(case.timeout), "--format", "json", *case.bench_args)
     finally:
         _cli("staging", "down", "--workdir", str(workdir))
-    if KEEP:
-        (Path(KEEP) / f"{case.name}-ramp.json").write_text(out)
+    if keep:
+        (Path(keep) / f"{case.name}-ramp.json").write_text(out)
     trials = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     trials = [t for t in trials if t.get("kind") == "trial"]
     fitted = [t for t in trials if t["inputs"]["rate"] in case.below]
@@ -156,8 +154,6 @@ def main() -> int:
                         help="run the ramp this many times over, interleaved; held-out rates are scored on the "
                              "median of their trials")
     args = parser.parse_args()
-    global KEEP, PASSES
-    KEEP, PASSES = args.keep, max(1, args.passes)
     cases = [c for c in CASES if not args.only or c.name in args.only]
     scratch = Path(tempfile.mkdtemp(prefix="aa-capacity-truth-", dir="/tmp"))
     os.chmod(scratch, 0o755)  # the sandbox's workers (www-data) enter it
@@ -166,7 +162,7 @@ def main() -> int:
         with open(LOCK, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             for case in cases:
-                results.append(summarise(case, run_case(case, scratch)))
+                results.append(summarise(case, run_case(case, scratch, max(1, args.passes), args.keep)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if args.json:

@@ -134,7 +134,7 @@ def make_workload(
     if name == "slow":
         return Workload("slow", f"/cgi-bin/sleep.cgi?ms={sleep_ms}", description=f"slow endpoint sleeping {sleep_ms} ms")
     if name == "mixed":
-        # In the worker (mod_lua), as mod_php runs: see MIXED_IN_PROCESS.
+        # In the worker (mod_lua), as mod_php runs: see MIXED_SCRIPT.
         return Workload("mixed", f"/{MIXED_SCRIPT}?n={cgi_n}&ms={sleep_ms}",
                         description=f"in-process endpoint (mod_lua) summing {cgi_n} random numbers, "
                                     f"then sleeping {sleep_ms} ms")

@@ -101,9 +101,9 @@ class ServerModel:
         idles. With equal demands and a wait longer than that phase no
         arrangement of a full pool holds a request at the CPU longer, so this
         is the pool's floor where `capacity` (phases spread out as chance
-        has them) is the model's figure; the sandbox's pool that computes and
-        then waits has been measured between the two (docs/capacity.md,
-        section 3b)."""
+        has them) is the model's figure; the sandbox's CGI that computes and
+        then waits (mod_cgi's reaping sleep bunches its phases) has been
+        measured between the two (docs/capacity.md, section 3b)."""
         cpu_phase = self.cpu_demand * workers / min(workers, self.cores)
         return workers / (cpu_phase + self.wait)
 
