@@ -24,8 +24,25 @@ app = typer.Typer(
 )
 
 
+def _print_version(wanted: bool) -> None:
+    if not wanted:
+        return
+    # The installed distribution's metadata, so the figure is the one pip
+    # knows (a wheel and an editable checkout say the same thing).
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        print(f"apache-advisor {version('apache-advisor')}")
+    except PackageNotFoundError:
+        print("apache-advisor (not installed: run it from an installed package)")
+    raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                      help="Print the installed version and exit."),
+) -> None:
     """Apache httpd configuration advisor: dump, lint, capacity, bench and tune."""
 
 

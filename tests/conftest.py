@@ -104,3 +104,19 @@ def netns_topology(tmp_path_factory):
     finally:
         left = topo.close()
         assert not left, f"the test network left {left} behind"
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory) -> Path:
+    """The wheel `pip install .` builds from this checkout (tests/installed.py)."""
+    import installed
+
+    return installed.build_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+@pytest.fixture(scope="session")
+def installed_product(built_wheel, tmp_path_factory):
+    """That wheel in a fresh venv, run from a directory outside the checkout."""
+    import installed
+
+    return installed.install(built_wheel, tmp_path_factory.mktemp("installed"))

@@ -566,3 +566,42 @@ def test_a_finding_a_fix_uncovers_is_reported_and_a_second_run_fixes_it(tmp_path
     assert second.returncode == 0 and "also reports" not in second.stderr, second.stderr
     assert path.read_text().endswith("KeepAlive On\nKeepAliveTimeout 5\n")
     assert run_fix("--check-cmd", "true", "--select", "P102,P104", str(path)).returncode == 0
+
+
+def test_a_preview_without_httpd_shows_the_diff_and_says_it_was_not_checked(monkeypatch, tmp_path):
+    """A laptop or CI image without httpd still gets the diff; --write does
+    not. (No machine without apache2 can be had inside this test run, so the
+    lookup of the binary is what is replaced here, and nothing else.)"""
+    from advisor.commands.fix import plan_fixes
+    from advisor.config import oracle
+    from advisor.errors import UsageError
+    from advisor.fix import check
+
+    monkeypatch.setattr(oracle, "find_httpd", lambda: None)
+    monkeypatch.setattr(check.shutil, "which", lambda name: None)
+    copy = tmp_path / "debian"
+    shutil.copytree(SAMPLES / "debian", copy, symlinks=True)
+    options = LintOptions(paths=[str(copy)], format="json", fail_on="never", isolated=True, live=False, cache=False)
+    outcome = plan_fixes(options, None, write=False, backup_suffix=".orig")
+    assert "+KeepAliveTimeout 5" in outcome.diff and not outcome.written
+    assert any("not checked by httpd" in note and "--write needs it" in note for note in outcome.notes)
+    with pytest.raises(UsageError, match="no apache2, httpd or apachectl"):
+        plan_fixes(options, None, write=True, backup_suffix=".orig")
+    assert (copy / "apache2.conf").read_bytes() == (SAMPLES / "debian" / "apache2.conf").read_bytes()
+
+
+def test_the_check_makes_the_run_directories_apache2ctl_would(tmp_path):
+    """The Debian sample's envvars name /var/run/apache2, which apache2ctl
+    creates before httpd starts: a host where httpd never ran must not make
+    the check refuse the tree (DefaultRuntimeDir)."""
+    require_httpd()
+    copy = tmp_path / "debian"
+    shutil.copytree(SAMPLES / "debian", copy, symlinks=True)
+    envvars = copy / "envvars"
+    missing = tmp_path / "never-made"
+    envvars.write_text(envvars.read_text().replace("/var/run/apache2", str(missing / "run"))
+                       .replace("/var/lock/apache2", str(missing / "lock")))
+    result = run_fix(str(copy))
+    assert result.returncode == 1, result.stderr
+    assert "+KeepAliveTimeout 5" in result.stdout
+    assert not missing.exists()  # made in the check's scratch copy, never on the host

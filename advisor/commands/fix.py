@@ -29,16 +29,29 @@ class FixOutcome:
 def plan_fixes(options, check_cmd: str | None, write: bool, backup_suffix: str | None) -> FixOutcome:
     """Lint, plan, splice, check on a copy, and (with `write`) replace."""
     from advisor.commands.lint import run_lint
-    from advisor.fix.check import check_tree, resolve_command
+    from advisor.fix.check import CheckCommand, check_tree, resolve_command
     from advisor.fix.plan import keep_inside, make_plan, splice, tree_root, unified_diff
     from advisor.fix.write import Target, write_all
 
     # Resolved first: a missing check command is refused before any work.
-    command = resolve_command(check_cmd)
+    # A preview on a machine without httpd (a laptop, a CI image) still
+    # shows the diff; only --write, or a check command named and missing,
+    # needs httpd's word.
+    unchecked: str | None = None
+    try:
+        command = resolve_command(check_cmd)
+    except UsageError as missing:
+        if write or check_cmd is not None:
+            raise
+        command = CheckCommand([], skip=True)
+        unchecked = (f"the diff was not checked by httpd: {missing.message}; --write needs it "
+                     "(or --check-cmd CMD)")
     run = run_lint(options)
     plan = make_plan(run.findings)
     keep_inside(plan, [tree_root(main, root) for main, root in run.trees])
     outcome = FixOutcome("")
+    if unchecked:
+        outcome.notes.append(unchecked)
     for skipped in plan.skipped:
         finding = skipped.finding
         outcome.notes.append(f"{finding.file}:{finding.line}: {finding.code} not fixed "

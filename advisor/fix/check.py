@@ -146,6 +146,20 @@ def check_tree(command: CheckCommand, main_file: str, server_root: str, files: l
                      hint="fix that by hand, or leave out the rule with --ignore")
 
 
+# Debian's apache2ctl makes these before it starts httpd (mkdir -p), so a
+# host where httpd never ran, or whose /run was emptied by a reboot, lacks
+# them without the config being wrong. The check gives the copy its own.
+_APACHE2CTL_MADE_DIRS = (("APACHE_RUN_DIR", "/var/run/apache2"), ("APACHE_LOCK_DIR", "/var/lock/apache2"))
+
+
+def _runtime_directories(env: dict[str, str], scratch: str) -> None:
+    for name, default in _APACHE2CTL_MADE_DIRS:
+        if not os.path.isdir(env.get(name) or default):
+            made = os.path.join(scratch, name.lower())
+            os.makedirs(made, exist_ok=True)
+            env[name] = made
+
+
 def _run_on_copy(command: CheckCommand, main_file: str, server_root: str, files: list[str],
                  contents: dict[str, bytes], root: str, timeout: float):
     """(completed process, the copy's root, argv) of one check on a fresh copy."""
@@ -195,6 +209,7 @@ def _run_on_copy(command: CheckCommand, main_file: str, server_root: str, files:
         envvars = envvars_beside(copy_main)
         if envvars is not None:
             env.update(read_envvars(envvars, env))
+            _runtime_directories(env, scratch)
         try:
             done = subprocess.run(argv, capture_output=True, timeout=timeout, env=env,
                                   cwd=copy_root, stdin=subprocess.DEVNULL)

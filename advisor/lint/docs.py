@@ -136,6 +136,8 @@ def rules_document(rules: Iterable[Rule]) -> str:
         "  `[per-path-ignores]`, `[host]`.",
         "- pre-commit: `.pre-commit-hooks.yaml` ships the hooks `apache-advisor-lint` (give the main",
         "  config in `args`) and `apache-advisor-lint-files` (each staged file linted on its own).",
+        "- GitHub Actions: `action.yml` (a composite action) installs the package, lints `path`, writes",
+        "  SARIF, annotates the pull request and fails as `lint` exits; see the README.",
         "",
         "## Rules",
         "",
