@@ -120,3 +120,35 @@ def installed_product(built_wheel, tmp_path_factory):
     import installed
 
     return installed.install(built_wheel, tmp_path_factory.mktemp("installed"))
+
+
+# Side by side under pytest-xdist (tests/exclusive.py): `load` tests take
+# the host alone, the rest share it.
+_host_lock = None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    global _host_lock
+    import exclusive
+
+    if _host_lock is None:
+        _host_lock = exclusive.worker_lock() or False
+    if not _host_lock:
+        yield
+        return
+    with _host_lock.exclusive() if exclusive.needs_the_host(item) else _host_lock.shared():
+        yield
+
+
+# Tests that share an expensive session fixture run on one worker, which
+# builds it once: the test network, and the wheel with its venv.
+_WORKER_GROUPS = {"test_packaging": "wheel", "test_installed_product": "wheel", "test_github_action": "wheel"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.get_closest_marker("netns") is not None:
+            item.add_marker(pytest.mark.xdist_group("netns"))
+        elif item.module.__name__ in _WORKER_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(_WORKER_GROUPS[item.module.__name__]))

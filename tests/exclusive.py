@@ -1,0 +1,87 @@
+"""Tests that need the host to themselves, among tests that run side by side.
+
+The suite runs on two pytest-xdist workers. Most tests read configs, start an
+httpd and ask it something, or drive a command to its one-line error: they
+share the two cores happily. A `load` test asserts a rate, a peak or a probe
+sequence and pins httpd and httperf to a core each, and the trial itself
+marks a run disturbed when another program takes the server's core. Each of
+those runs alone: it takes this lock exclusively, every other test takes it
+shared.
+
+Two flock(2) locks make a readers-writer lock that prefers the writer: a
+test that wants the host waits at most for the tests already running, never
+for the stream of shared tests that would otherwise keep starting around it.
+Exclusive tests also take the host-wide load lock that bench/capacity_truth.py
+takes, so a measurement started by hand and the suite do not overlap.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+# Marks whose tests need the host alone. (The netns tests that send no load
+# share the host, on one worker: they share one session-scoped topology.)
+EXCLUSIVE_MARKS = ("load",)
+HOST_LOAD_LOCK = Path("/tmp/advisor-load.lock")
+
+
+class HostLock:
+    def __init__(self, directory: Path, run_id: str, host_lock: Path | None = HOST_LOAD_LOCK) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        # Separate open files per process: flock locks belong to the open file.
+        self._turnstile = open(directory / f"apache-advisor-tests-{run_id}.turnstile", "a+")
+        self._readers_writer = open(directory / f"apache-advisor-tests-{run_id}.rw", "a+")
+        self._host = None
+        if host_lock is not None:
+            try:
+                self._host = open(host_lock, "a+")
+            except OSError:
+                pass  # another user's lock file: the suite still excludes itself
+
+    @contextmanager
+    def shared(self) -> Iterator[None]:
+        fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._readers_writer, fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._readers_writer, fcntl.LOCK_UN)
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        # Holding the turnstile keeps new shared tests from starting while
+        # the ones already running finish.
+        fcntl.flock(self._turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self._readers_writer, fcntl.LOCK_EX)
+            try:
+                if self._host is not None:
+                    fcntl.flock(self._host, fcntl.LOCK_EX)
+                try:
+                    yield
+                finally:
+                    if self._host is not None:
+                        fcntl.flock(self._host, fcntl.LOCK_UN)
+            finally:
+                fcntl.flock(self._readers_writer, fcntl.LOCK_UN)
+        finally:
+            fcntl.flock(self._turnstile, fcntl.LOCK_UN)
+
+
+def needs_the_host(item) -> bool:
+    return any(item.get_closest_marker(mark) is not None for mark in EXCLUSIVE_MARKS)
+
+
+def worker_lock() -> HostLock | None:
+    """The lock of this xdist run, or None outside xdist (one test at a time anyway)."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not run_id:
+        return None
+    return HostLock(Path(os.environ.get("TMPDIR", "/tmp")), run_id)

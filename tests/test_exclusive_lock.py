@@ -1,0 +1,77 @@
+"""The lock that lets `load` and `netns` tests run alone while the rest of
+the suite runs side by side (tests/exclusive.py), held to its three promises
+by real processes: shared holders overlap, an exclusive holder overlaps
+nobody, and a waiting exclusive holder goes before shared ones that come
+after it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from conftest import REPO
+
+HOLDER = """
+import sys, time
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from exclusive import HostLock
+lock = HostLock(Path({directory!r}), "selftest", host_lock=Path({host!r}))
+kind, name, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
+with (lock.exclusive() if kind == "exclusive" else lock.shared()):
+    with open({log!r}, "a") as log:
+        log.write(f"{{time.monotonic():.6f}} start {{name}}\\n")
+    time.sleep(hold)
+    with open({log!r}, "a") as log:
+        log.write(f"{{time.monotonic():.6f}} end {{name}}\\n")
+"""
+
+
+def spans(log: Path) -> dict[str, tuple[float, float]]:
+    start: dict[str, float] = {}
+    found = {}
+    for line in log.read_text().splitlines():
+        moment, what, name = line.split()
+        if what == "start":
+            start[name] = float(moment)
+        else:
+            found[name] = (start[name], float(moment))
+    return found
+
+
+def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def run_holders(tmp_path: Path, plan: list[tuple[str, str, float, float]]) -> dict[str, tuple[float, float]]:
+    """plan: (kind, name, start after s, hold s); every holder ends by itself."""
+    log = tmp_path / "log"
+    script = HOLDER.format(tests=str(REPO / "tests"), directory=str(tmp_path), host=str(tmp_path / "host.lock"),
+                           log=str(log))
+    processes = []
+    began = time.monotonic()
+    for kind, name, after, hold in plan:
+        time.sleep(max(0.0, began + after - time.monotonic()))
+        processes.append(subprocess.Popen([sys.executable, "-c", script, kind, name, str(hold)]))
+    for process in processes:
+        assert process.wait(timeout=30) == 0
+    return spans(log)
+
+
+def test_shared_holders_overlap_and_an_exclusive_one_overlaps_nobody(tmp_path):
+    found = run_holders(tmp_path, [("shared", "a", 0.0, 1.0), ("shared", "b", 0.1, 1.0),
+                                   ("exclusive", "x", 0.3, 0.5)])
+    assert overlap(found["a"], found["b"])
+    assert not overlap(found["x"], found["a"]) and not overlap(found["x"], found["b"])
+    assert found["x"][0] >= max(found["a"][1], found["b"][1])
+
+
+def test_a_waiting_exclusive_holder_goes_before_later_shared_ones(tmp_path):
+    # a holds shared; x asks for the host; c asks for shared after x: c must
+    # wait for x, although a shared lock alone would have let it in beside a.
+    found = run_holders(tmp_path, [("shared", "a", 0.0, 1.0), ("exclusive", "x", 0.3, 0.5),
+                                   ("shared", "c", 0.6, 0.2)])
+    assert found["x"][0] >= found["a"][1]
+    assert found["c"][0] >= found["x"][1]
