@@ -76,7 +76,10 @@ def test_max_connections_per_child_10_has_a_clearly_lower_peak_than_0():
     require("apache2", "httperf")
     two_cores()
     with SandboxRun(mpm="prefork") as run:
-        unlimited, limited = _compare(run, {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 0"], "max_rate": 2000},
+        # The unlimited arm starts at half its cap: it passed 250, 500 and
+        # 1,000/s in every run here, and only its passing 2,000/s counts.
+        unlimited, limited = _compare(run, {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 0"], "max_rate": 2000,
+                                            "start": 1000.0},
                                       {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 10"], "max_rate": 2000})
     peak_0 = statistics.median(r["reply_rate"] for r in unlimited)
     peak_10 = statistics.median(r["reply_rate"] for r in limited)
@@ -104,10 +107,13 @@ def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
     require_cgroup_cpu()
     with SandboxRun(mpm="prefork", cpu_quota_pct=KEEPALIVE_QUOTA_PCT) as run:
         # Three rounds: the absolute peaks move with what else the machine
-        # runs (3,500 to 6,000/s for Off here); the ratio within a run holds.
-        off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 1000.0},
+        # runs (3,500 to 8,000/s for Off here); the ratio within a run holds.
+        # Each search starts a doubling or two below the knees seen here
+        # (Off 8,000 replies/s; On 1,500-2,000 connections/s, x8 replies): a
+        # slower machine only halves from there, a faster one doubles on.
+        off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 2000.0},
                            {"directives": PREFORK_POOL + ["KeepAlive On", "MaxKeepAliveRequests 100"], "num_calls": 8,
-                            "start": 250.0}, rounds=3)
+                            "start": 1000.0}, rounds=3)
     peak_off = statistics.median(r["reply_rate"] for r in off)
     peak_on = statistics.median(r["reply_rate"] for r in on)
     print(f"\nKeepAlive Off:\n{_brief(off)}\nKeepAlive On x8:\n{_brief(on)}")

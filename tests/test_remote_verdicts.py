@@ -140,7 +140,7 @@ def test_a_connection_lost_mid_trial_makes_it_invalid_and_the_config_is_restored
              "--managed", str(run.sandbox.managed_path),
              "--reload-cmd", f"{run.state.binary} -f {run.sandbox.config_path} -k graceful",
              "--url", f"http://{topo.server.addr}:{PORT}/index.html", "--format", "json", "--client-cpus", "1",
-             "--workload", "1k", "--rate", "100", "--duration", "8", "--warmup", "0",
+             "--workload", "1k", "--rate", "100", "--duration", "5", "--warmup", "0",
              "--set", "KeepAliveTimeout 3"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
