@@ -1,6 +1,6 @@
 """The report of `apache-advisor tune`: the drop-in include, report.md and the JSON.
 
-Renders a `TuneReport` (advisor.tuner.tune_report), where every decision
+Renders a `TuneReport` (advisor.tuner.session.report_data), where every decision
 was made; nothing here chooses a value, a directive or a verdict.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
-    from advisor.tuner.tune_report import Change, Gain, TuneReport
+    from advisor.tuner.session.report_data import Change, Gain, TuneReport
 
 INCLUDE_NAME = "recommended.conf"
 MARKDOWN_NAME = "report.md"
@@ -224,7 +224,7 @@ def render_json(report: "TuneReport", plots: Mapping[str, str] | None = None,
 def write_report(report: "TuneReport", directory: str | Path, plots: Mapping[str, Path] | None = None
                  ) -> dict[str, Path]:
     """recommended.conf, report.md and report.json in `directory`; plots
-    (already written there by advisor.tuner.tune_plots) are linked by their
+    (already written there by advisor.tuner.session.report_plots) are linked by their
     names. Each file is written whole, then renamed into place."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
