@@ -11,7 +11,7 @@ The model, per request of a session workload (`calls` requests per session,
 - CPU: `capacity`'s worker-pool model at its CPU-bound end: requests share
   `cpu` cores (at most one core each), MaxRequestWorkers workers and the
   listen queue (ListenBacklog + 1) hold them, solved in closed form by
-  `advisor.capacity.pool.cpu_end_arrays`; with one core or less it is
+  `advisor.capacity.workerpool_model.cpu_end_arrays`; with one core or less it is
   Andersson et al.'s (2003) M/G/1/K*PS with K = workers + listen queue
   (insensitive to the service law). The wait a request spends with its
   worker but without CPU is the pool check's below. The CPU cost of a
@@ -46,7 +46,7 @@ The model, per request of a session workload (`calls` requests per session,
   worker, up to (1 + AsyncRequestWorkerFactor 2) connections per worker.
 - RAM: a pool beyond what RAM holds swaps; the CPU then collapses.
 
-Why a closed form for the pool rather than queueing.py's simulation or its
+Why a closed form for the pool rather than queueing_model.py's simulation or its
 Markov chain: the grid that finds the optimum evaluates about 10^5 points
 with a 50-step bisection each; the chain costs milliseconds per rate and the
 simulation seconds, the closed forms microseconds, vectorised with numpy.
@@ -188,7 +188,7 @@ def _state(rate, c: dict, m: _Model, host: SimulatedHost):
     """SLO checks at offered request rate `rate` (arrays): (cpu_ok, pool_ok, extras)."""
     import numpy as np
 
-    from advisor.capacity.pool import LINUX_EXTRA_SLOT, cpu_end_arrays
+    from advisor.capacity.workerpool_model import LINUX_EXTRA_SLOT, cpu_end_arrays
 
     sessions = rate / host.calls
     gaps = max(host.calls - 1, 0)

@@ -1003,7 +1003,7 @@ def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None
     server's children are too fresh to show what they grow to, and the
     bound must come out the same when a session is resumed.
     """
-    from advisor.capacity import measure as probe
+    from advisor.capacity import host_probe as probe
     from advisor.capacity.sizing import (DEFAULT_CHILD_BYTES, DEFAULT_THREAD_BYTES, KEGEL_CONNECTION_BYTES,
                                          MPM_DEFAULTS, MemoryInputs, Quantity, assumed_child, default_os_reserve,
                                          format_size, recommend)

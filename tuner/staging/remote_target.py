@@ -268,7 +268,7 @@ class RemoteTarget(ExistingServerTarget):
 
     def host_kernel(self):
         """RAM and the kernel's socket settings of the host (what sizes its pool)."""
-        from advisor.capacity.measure import read_host_kernel
+        from advisor.capacity.host_probe import read_host_kernel
         from advisor.tuner.staging.target import HostKernel
 
         program = _shipped(read_host_kernel) + "\n\nprint(json.dumps(read_host_kernel()))\n"

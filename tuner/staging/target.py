@@ -131,7 +131,7 @@ class StagingTarget(ABC):
 
     def host_kernel(self) -> "HostKernel":
         """RAM and socket settings of the server's host: this machine here."""
-        from advisor.capacity.measure import read_host_kernel
+        from advisor.capacity.host_probe import read_host_kernel
 
         ram, buffers, somaxconn = read_host_kernel()
         return HostKernel(ram, buffers, somaxconn, "this host's")

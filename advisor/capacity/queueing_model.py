@@ -379,7 +379,7 @@ def _mmpp_chain(lam1, lam2, r1: float, r2: float, service_time: float, k: int) -
         raise ValueError("K must be at least 1")
     l1 = np.asarray(lam1, dtype=float)
     l2 = np.asarray(lam2, dtype=float)
-    probs, blocking = _level_chain(l1, l2, r1, r2, np.full(k, 1.0 / service_time))
+    probs, blocking = mmpp_level_chain(l1, l2, r1, r2, np.full(k, 1.0 / service_time))
     mean_n = (probs * np.arange(k + 1)[:, None]).sum(axis=0)
     lam = (l1 * r2 + l2 * r1) / (r1 + r2)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -389,14 +389,23 @@ def _mmpp_chain(lam1, lam2, r1: float, r2: float, service_time: float, k: int) -
             for b_, n_, h_, t_ in zip(blocking, mean_n, throughput, response)]
 
 
-def _level_chain(lam1, lam2, r1: float, r2: float, service_rates):
-    """`_mmpp_chain` with a service rate that depends on the level.
+def mmpp_level_chain(lam1, lam2, r1: float, r2: float, service_rates):
+    """A finite queue under MMPP-2 arrivals whose completion rate depends on
+    how many requests are inside: its level probabilities and blocking.
 
-    service_rates[n-1] is the completion rate with n requests inside (the
-    worker pool of advisor.capacity.pool). The same level reduction holds:
-    U_n = -(A1(n) + mu_{n+1} R_{n+1}) still has rows summing to mu_n, the
-    only way down from level n. Returns (P(level) as [L+1, rates], blocking
-    as arrivals see it).
+    The arrivals switch between rate lam1[i] and lam2[i] (one pair per rate
+    to solve for, as arrays), leaving phase 1 at rate r1 and phase 2 at rate
+    r2 (`MMPP2`). service_rates[n-1] is the completion rate with n requests
+    inside, for n = 1..L; L is the capacity, and a request that finds L
+    inside is turned away. This queueing model's M/M/1/K chain is the case of
+    L = K equal rates (`_mmpp_chain`); the worker-pool model
+    (advisor.capacity.workerpool_model) gives each level its pool's
+    throughput.
+
+    The method is `_mmpp_chain`'s level reduction: U_n = -(A1(n) + mu_{n+1}
+    R_{n+1}) still has rows summing to mu_n, the only way down from level n.
+    Returns (P(level) as an array [L+1, rates], blocking as arrivals see it,
+    one per rate).
     """
     import numpy as np
 

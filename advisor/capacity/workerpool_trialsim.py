@@ -1,6 +1,6 @@
 """What a bench trial would measure on the worker-pool model: a simulation.
 
-The closed forms in `pool.py` give the steady state under Poisson arrivals.
+The closed forms in `workerpool_model.py` give the steady state under Poisson arrivals.
 A bench trial is neither: httperf paces its connections (`--rate` opens one
 every 1/rate seconds), the trial lasts a few seconds from an empty server,
 and httperf gives up on a connection after `--timeout` seconds. Past the
@@ -35,7 +35,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from advisor.capacity.pool import ServerModel
+from advisor.capacity.workerpool_model import ServerModel
 
 # Linux retransmits an unanswered SYN after 1 s, then doubles the wait
 # (TCP_TIMEOUT_INIT, tcp_syn_retries = 6).

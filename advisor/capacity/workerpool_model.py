@@ -35,7 +35,7 @@ exact at both ends:
   b -> infinity Erlang's delay system (Erlang-C).
 
 Arrivals are Poisson (closed form, vectorised over rates) or the paper's
-MMPP-2 (the Markov chain of queueing.py with level-dependent service).
+MMPP-2 (the Markov chain of queueing_model.py with level-dependent service).
 numpy is imported inside functions.
 """
 
@@ -45,7 +45,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from advisor.capacity.queueing import Arrivals, Estimate, Prediction
+from advisor.capacity.queueing_model import Arrivals, Estimate, Prediction
 
 # Linux's accept queue is full when it holds more than the backlog: one more
 # than ListenBacklog fits (sk_acceptq_is_full compares with >).
@@ -194,7 +194,7 @@ def solve(rates: Sequence[float], model: ServerModel, workers: int,
     """Throughput, response time, blocking and busy workers at each mean rate."""
     import numpy as np
 
-    from advisor.capacity.queueing import _level_chain
+    from advisor.capacity.queueing_model import mmpp_level_chain
 
     if workers < 1:
         raise ValueError("need at least one worker")
@@ -210,8 +210,8 @@ def solve(rates: Sequence[float], model: ServerModel, workers: int,
             blocking = p[-1]
         else:
             models = [arrivals.mmpp(float(r)) for r in lam]
-            p, blocking = _level_chain([m.lam1 for m in models], [m.lam2 for m in models],
-                                       arrivals.r1, arrivals.r2, mu)
+            p, blocking = mmpp_level_chain([m.lam1 for m in models], [m.lam2 for m in models],
+                                           arrivals.r1, arrivals.r2, mu)
         mean_n = (levels[:, None] * p).sum(axis=0)
         busy = (np.minimum(levels, workers)[:, None] * p).sum(axis=0)
         throughput = lam * (1 - blocking)

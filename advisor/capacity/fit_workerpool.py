@@ -1,4 +1,4 @@
-"""Fit the worker-pool model (advisor.capacity.pool) to what bench measured.
+"""Fit the worker-pool model (advisor.capacity.workerpool_model) to what bench measured.
 
 bench measures more than httperf's reply rate and reply time, and the model
 has a place for each of them:
@@ -23,9 +23,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from advisor.capacity.fit import Observation
-from advisor.capacity.pool import ServerModel, solve
-from advisor.capacity.trialsim import TrialSpec, replay_trial
+from advisor.capacity.fit_inputs import Observation
+from advisor.capacity.workerpool_model import ServerModel, solve
+from advisor.capacity.workerpool_trialsim import TrialSpec, replay_trial
 
 # Weight of a turned-away share residual against a log residual: a 5-point
 # miss weighs like a 10 % miss of throughput or reply time.
@@ -164,7 +164,7 @@ def _cpu_per_reply(obs: list[Observation]) -> float | None:
 
 
 def _queue_length(listen_backlog: int, somaxconn: int | None) -> int:
-    from advisor.capacity.pool import LINUX_EXTRA_SLOT
+    from advisor.capacity.workerpool_model import LINUX_EXTRA_SLOT
 
     capped = listen_backlog if somaxconn is None else min(listen_backlog, somaxconn)
     return max(capped, 0) + LINUX_EXTRA_SLOT
@@ -300,8 +300,8 @@ def fit_pool(observations: list[Observation], workers: int, cores: float, backlo
 def fit_curve(fit: PoolFit, rates: list[float], workers: int):
     """The fitted model along `rates` at `workers`, as the trials saw it:
     replays of a trial like theirs, else the Poisson steady state."""
-    from advisor.capacity.pool import predict_pool
-    from advisor.capacity.queueing import Arrivals, Estimate, Prediction
+    from advisor.capacity.queueing_model import Arrivals, Estimate, Prediction
+    from advisor.capacity.workerpool_model import predict_pool
 
     if fit.replay_spec is None:
         return predict_pool(rates, fit.model, workers, Arrivals("poisson"))
