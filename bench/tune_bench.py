@@ -40,8 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advisor.config.load_options import LoadOptions  # noqa: E402
 from advisor.config.loader import load_config  # noqa: E402
-from advisor.config.options import LoadOptions  # noqa: E402
 from advisor.tuner.search.optimizer import SearchSettings, make_searcher, run_search  # noqa: E402
 from advisor.tuner.search.simulated import default_levels, grid  # noqa: E402
 from advisor.tuner.search.space import derive_space  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from advisor.config import LoadOptions, load_config
-from advisor.output import tune_report as fmt
+from advisor.output import tune_files as fmt
 from advisor.tuner.search.optimizer import Observation, TrialOutcome
 from advisor.tuner.search.recommend import edited_files, recommend
 from advisor.tuner.search.simulated import SimulatedObjective

@@ -213,7 +213,7 @@ def _tune(**opts: Any) -> None:
 
 
 def _write(outcome, directory, display: "_Display") -> None:
-    from advisor.output.tune_report import JSON_NAME, render_json, write_report
+    from advisor.output.tune_files import JSON_NAME, render_json, write_report
     from advisor.tuner.session.report_plots import write_plots
 
     report = outcome.report
@@ -333,7 +333,7 @@ class _Display:
     # ---- the end -----------------------------------------------------------------
 
     def summary(self, report, written, plots) -> None:
-        from advisor.output.tune_report import gain_sentence
+        from advisor.output.tune_files import gain_sentence
 
         self._print(f"session: {report.facts.stop_reason}, {len(report.trials)} trials in "
                     f"{report.facts.elapsed_s:.0f} s", markup=False)

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Mapping
 from advisor.errors import AdvisorError
 
 if TYPE_CHECKING:
+    from advisor.config.load_options import LoadOptions
     from advisor.config.model import Config
-    from advisor.config.options import LoadOptions
     from advisor.tuner.search.space import Space, Value
 
 Key = tuple[str, str, int, str]

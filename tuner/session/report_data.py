@@ -4,7 +4,7 @@ after, the effect of each change and the curves the plots draw.
 
 Every decision the report makes is made in this module and the three it
 gathers (search.recommend, session.gain, search.surrogate); the formatters
-(advisor.output.tune_report) and the plots (session.report_plots) only
+(advisor.output.tune_files) and the plots (session.report_plots) only
 render a `TuneReport`.
 """
 

@@ -85,8 +85,8 @@ def read_pool(config: Path | str, mpm: str | None = None, skip: Path | None = No
     `skip` leaves out the directives of one file (the sandbox's own
     compensation include), to get what the configuration itself claims.
     """
+    from advisor.config.load_options import LoadOptions
     from advisor.config.loader import load_config
-    from advisor.config.options import LoadOptions
 
     try:
         cfg = load_config(str(config), LoadOptions(apache_version="2.4"))

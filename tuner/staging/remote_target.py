@@ -255,7 +255,7 @@ class RemoteTarget(ExistingServerTarget):
     def config_source(self):
         """The host's config tree, copied here (tuner/staging/mirror.py) and
         read under that copy at the host's paths."""
-        from advisor.config.options import LoadOptions
+        from advisor.config.load_options import LoadOptions
         from advisor.tuner.staging.mirror import collect_config_tree, decode_answer, write_mirror
 
         program = _shipped(collect_config_tree) + "\n\nprint(json.dumps(collect_config_tree(sys.argv[1])))\n"

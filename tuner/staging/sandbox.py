@@ -607,8 +607,8 @@ def read_tuning_directives(path: str) -> tuple[str | None, list[str]]:
     if not os.path.isfile(path):
         raise ConfigError("config file not found", file=path, hint="give the path of an httpd.conf")
     try:
+        from advisor.config.load_options import LoadOptions
         from advisor.config.loader import load_config
-        from advisor.config.options import LoadOptions
     except ImportError:  # the config model is not there: read the one file ourselves
         return _read_tuning_plain(path)
     cfg = load_config(path, LoadOptions(apache_version="2.4"))

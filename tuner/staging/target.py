@@ -124,7 +124,7 @@ class StagingTarget(ABC):
     def config_source(self):
         """(path, LoadOptions) with which the config model reads the server's
         config as it reads it; None when the config is not known."""
-        from advisor.config.options import LoadOptions
+        from advisor.config.load_options import LoadOptions
 
         path = self.config_file
         return None if path is None else (str(path), LoadOptions(apache_version="2.4"))
