@@ -1,8 +1,9 @@
 """The tuner's layers (issue 9): the HTTP helpers under the sandbox and the targets.
 
-tests/test_import_graph.py fails on any cycle; this says which way the
-tuner's own dependencies must run, so that the sandbox/target circle does
-not come back as a longer one.
+tests/test_import_graph.py fails on any cycle and holds the tuner's
+sub-packages to the rank table of docs/TEAM.md; this says which way the
+modules inside them must run, so that the sandbox/target circle does not
+come back as a longer one.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ class Sample:
     listen_drops: int = 0
     # The kernel counts overflows for the whole network namespace. Those of a
     # second in which the server's own accept queue stood empty belong to some
-    # other listener on this host, and are kept apart (see trial.py).
+    # other listener on this host, and are kept apart (see trial/runner.py).
     other_listen_overflows: int = 0
     accept_queue: int | None = None  # connections waiting for accept() on the server port
     time_wait: int = 0
