@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
-    from advisor.tuner.session.report_data import Change, Gain, TuneReport
+    from advisor.tuner.search.recommend import Change
+    from advisor.tuner.session.gain import Gain
+    from advisor.tuner.session.report_data import TuneReport
 
 INCLUDE_NAME = "recommended.conf"
 MARKDOWN_NAME = "report.md"
