@@ -1,4 +1,4 @@
-"""Fit the model's mean service time and K from load-test measurements.
+"""Fit the queueing model's (queueing_model) mean service time and K to load tests.
 
 Cao, Andersson, Nyberg & Kihl (2003), whose parameters Andersson et al. (2003,
 Table 2) reuse, maximised a likelihood of the observed mean response times.
