@@ -20,11 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from advisor.output.dump import dump_text
-from advisor.errors import AdvisorError
-from advisor.config.oracle import available_modules, dump_config, find_httpd
+from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
-from advisor.config.options import LoadOptions
+from advisor.config.oracle import available_modules, dump_config, find_httpd
+from advisor.errors import AdvisorError
+from advisor.output.httpd_dump import dump_text
 
 # Modules that need others loaded first, or that cannot load beside the
 # rest in a bare wrapper.

@@ -8,7 +8,7 @@ trial budget for several seeds, and prints per seed and as medians: start,
 tuner, random, best of grid, tuner/best, tuner/start, and the time each took.
 
 Every point is measured by the tune session's own trial objective
-(advisor.tuner.session.TrialObjective) under tune's default workload
+(advisor.tuner.session.loop.TrialObjective) under tune's default workload
 (almeida-sessions: the sandbox's Almeida file set, 5 requests per session,
 0.2 s think time, HTTP/1.0 when the config closes after every reply) and its
 default objective (the peak sustainable session rate under the SLO, told as
@@ -40,16 +40,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from advisor.config.load_options import LoadOptions  # noqa: E402
 from advisor.config.loader import load_config  # noqa: E402
-from advisor.config.options import LoadOptions  # noqa: E402
-from advisor.tuner.optimizer import SearchSettings, make_searcher, run_search  # noqa: E402
-from advisor.tuner.sandbox import Sandbox, find_httpd, find_modules_dir  # noqa: E402
-from advisor.tuner.session import (ObjectiveSpec, ProbeSettings, TrialObjective, _key,  # noqa: E402
-                                   make_session_workload)
-from advisor.tuner.simulated import default_levels, grid  # noqa: E402
-from advisor.tuner.space import derive_space  # noqa: E402
-from advisor.tuner.space_lint import CandidateLint  # noqa: E402
-from advisor.tuner.target import ManagedConfig, SandboxTarget  # noqa: E402
+from advisor.tuner.search.optimizer import SearchSettings, make_searcher, run_search  # noqa: E402
+from advisor.tuner.search.simulated import default_levels, grid  # noqa: E402
+from advisor.tuner.search.space import derive_space  # noqa: E402
+from advisor.tuner.search.space_lint import CandidateLint  # noqa: E402
+from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, TrialObjective, _key,  # noqa: E402
+                                        make_session_workload)
+from advisor.tuner.staging.sandbox import Sandbox, find_httpd, find_modules_dir  # noqa: E402
+from advisor.tuner.staging.target import ManagedConfig, SandboxTarget  # noqa: E402
 
 # The worst practice. MaxConnectionsPerChild 100 and MaxRequestWorkers 8
 # lie below the space's guards (lint calls MaxConnectionsPerChild <= 1,000 an
@@ -212,7 +212,7 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
 
 
 def _observation(point, outcome):
-    from advisor.tuner.optimizer import Observation
+    from advisor.tuner.search.optimizer import Observation
 
     return Observation(trial=0, point=dict(point), objective=outcome.objective, valid=outcome.valid,
                        verdict=outcome.verdict, details=outcome.details)

@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from advisor.tuner.target import ManagedConfig, SandboxTarget
-from advisor.tuner.trial import TrialInputs, knee_search
+from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.trial.runner import TrialInputs, knee_search
 from test_bench_support import IN_CI, SandboxRun, require, require_cgroup_cpu, two_cores
 
 pytestmark = [pytest.mark.load, pytest.mark.httpd]

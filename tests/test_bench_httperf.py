@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from advisor.tuner import httperf
+from advisor.tuner.load import httperf
 from test_bench_support import SandboxRun, require, two_cores
 
 pytestmark = pytest.mark.httpd

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.tuner.sandbox import Sandbox
+from advisor.tuner.staging.sandbox import Sandbox
 
 # As tests/conftest.py: any non-empty CI counts (.ci/run sets CI=true).
 IN_CI = bool(os.environ.get("CI"))
@@ -53,7 +53,7 @@ def two_cores() -> None:
 
 def require_cgroup_cpu() -> None:
     """--cpu-quota needs root and a cgroup cpu controller (CI runs as root)."""
-    from advisor.tuner import cgroup
+    from advisor.tuner.measure import cgroup
 
     if os.geteuid() == 0 and (cgroup._v2_root() or cgroup._v1_root()):
         return

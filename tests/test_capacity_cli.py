@@ -170,7 +170,7 @@ def test_fit_from_bench_json_drives_the_pool_model(tmp_path):
     """The issue's ramp: four workers, a sleeping endpoint. Fitted on the
     model's own numbers, the fit is wait-bound and its K counts the workers
     and the listen queue, never a negative queue, never K = 1."""
-    from advisor.capacity.pool import ServerModel, solve
+    from advisor.capacity.workerpool_model import ServerModel, solve
 
     truth = ServerModel(0.008, 0.2, cores=1, backlog=512)
     rates = [5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
@@ -214,8 +214,8 @@ def test_fit_on_paced_trials_replays_them_and_checks_the_held_out_ones(tmp_path)
     """Trials bench ran (paced, with a timeout) are replayed as run: fitted on
     the rates below the knee, the model predicts the ones above it, and says
     the config's pool is not the one measured."""
-    from advisor.capacity.pool import ServerModel
-    from advisor.capacity.trialsim import TrialSpec, replay_trial
+    from advisor.capacity.workerpool_model import ServerModel
+    from advisor.capacity.workerpool_trialsim import TrialSpec, replay_trial
 
     truth = ServerModel(0.008, 0.2, cores=1, backlog=4)
     trials = [_replayed_bench_trial(r, replay_trial(truth, TrialSpec(r, 6, 0.9, 4, 4)), 4, 3, 6, 0.9)
@@ -238,7 +238,7 @@ def test_fit_on_paced_trials_replays_them_and_checks_the_held_out_ones(tmp_path)
 
 
 def test_fit_plot_draws_the_measured_points(tmp_path):
-    from advisor.capacity.pool import ServerModel, solve
+    from advisor.capacity.workerpool_model import ServerModel, solve
 
     truth = ServerModel(0.02, 0.1, cores=1, backlog=5)
     trials = []

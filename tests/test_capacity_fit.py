@@ -7,12 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from advisor.capacity.fit import (
-    Observation,
-    fit_service_time_and_k,
-    read_measurements,
-)
-from advisor.capacity.queueing import Arrivals, Service, SimulationOptions, fit_lognormal_cv, simulate
+from advisor.capacity.fit_inputs import Observation, read_measurements
+from advisor.capacity.fit_queueing import fit_service_time_and_k
+from advisor.capacity.queueing_model import Arrivals, Service, SimulationOptions, fit_lognormal_cv, simulate
 from advisor.errors import AdvisorError
 
 RATES_PAST_SATURATION = (20, 45, 70, 90, 105, 115, 125, 140, 170, 220)
@@ -46,7 +43,7 @@ def test_fit_recovers_known_service_time_and_k(x, k, service):
 
 
 def test_fit_is_exact_on_noise_free_model_output():
-    from advisor.capacity.queueing import mm1k
+    from advisor.capacity.queueing_model import mm1k
 
     obs = []
     for rate in (30, 80, 120, 160, 300):
@@ -59,7 +56,7 @@ def test_fit_is_exact_on_noise_free_model_output():
 
 
 def test_fit_says_when_k_is_not_determined():
-    from advisor.capacity.queueing import mm1k
+    from advisor.capacity.queueing_model import mm1k
 
     obs = [Observation(r, mm1k(r, 0.01, 100).response_time, r) for r in (10, 30, 50, 70)]
     fit = fit_service_time_and_k(obs)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.capacity.measure import (
+from advisor.capacity.host_probe import (
     document_set_size,
     kernel_socket_buffers,
     measure_httpd,

@@ -1,5 +1,5 @@
-"""The worker-pool model (advisor.capacity.pool) against closed forms it
-shares no code with, and its fit (advisor.capacity.poolfit) on data the
+"""The worker-pool model (advisor.capacity.workerpool_model) against closed forms it
+shares no code with, and its fit (advisor.capacity.fit_workerpool) on data the
 model itself generates."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from advisor.capacity.fit import Observation
-from advisor.capacity.pool import ServerModel, erlang_b, erlang_c, mmck, pool_throughputs, predict_pool, solve
-from advisor.capacity.poolfit import fit_pool
-from advisor.capacity.queueing import Arrivals, mm1k, mmpp_m1k_many
+from advisor.capacity.fit_inputs import Observation
+from advisor.capacity.fit_workerpool import fit_pool
+from advisor.capacity.queueing_model import Arrivals, mm1k, mmpp_m1k_many
+from advisor.capacity.workerpool_model import ServerModel, erlang_b, erlang_c, mmck, pool_throughputs, predict_pool, solve
 
 
 def erlang_b_by_sum(servers: int, offered: float) -> float:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.capacity.queueing import (
+from advisor.capacity.queueing_model import (
     MMPP2,
     PAPER_L1_FACTOR,
     Arrivals,

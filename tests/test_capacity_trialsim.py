@@ -1,13 +1,13 @@
-"""The trial replay (advisor.capacity.trialsim) and the CPU-bound end in
-closed form (pool.cpu_end_arrays), held to results they share no code with."""
+"""The trial replay (advisor.capacity.workerpool_trialsim) and the CPU-bound end in
+closed form (workerpool_model.cpu_end_arrays), held to results they share no code with."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.capacity.pool import ServerModel, cpu_end_arrays, pool_throughputs, solve
-from advisor.capacity.queueing import mm1k_arrays
-from advisor.capacity.trialsim import TrialSpec, replay_trial
+from advisor.capacity.queueing_model import mm1k_arrays
+from advisor.capacity.workerpool_model import ServerModel, cpu_end_arrays, pool_throughputs, solve
+from advisor.capacity.workerpool_trialsim import TrialSpec, replay_trial
 
 
 @pytest.mark.parametrize("cores", [0.5, 1.0, 2.0, 3.5])

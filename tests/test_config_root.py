@@ -18,7 +18,7 @@ import pytest
 
 from advisor.config import LoadOptions, load_config
 from advisor.errors import ConfigError
-from advisor.output.dump import dump_json, include_lines
+from advisor.output.httpd_dump import dump_json, include_lines
 
 SAMPLES = Path(__file__).resolve().parent.parent / "corpus" / "samples"
 

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.output.dump import dump_text
-from advisor.errors import ConfigError
-from advisor.config.oracle import dump_config, module_dir
+from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
-from advisor.config.options import LoadOptions
+from advisor.config.oracle import dump_config, module_dir
+from advisor.errors import ConfigError
+from advisor.output.httpd_dump import dump_text
 from conftest import require_httpd
 
 WORDS = st.sampled_from(["a", "b#c", "#x", "\"q r\"", "'s t'", "u\\\\v", "w\\\"x", "${V}", "${NOPE}",

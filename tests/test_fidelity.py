@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from advisor.output.dump import dump_text, include_lines
 from advisor.config.envvars import read_envvars
-from advisor.config.oracle import dump_config, run_httpd
+from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
-from advisor.config.options import LoadOptions
+from advisor.config.oracle import dump_config, run_httpd
+from advisor.output.httpd_dump import dump_text, include_lines
 from conftest import REPO, SAMPLES, require_httpd, sample_index
 
 SAMPLES_BY_NAME = {sample["name"]: sample for sample in sample_index()}

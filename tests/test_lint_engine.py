@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from advisor.config.load_options import LoadOptions
+from advisor.config.loader import load_config
 from advisor.lint.context import HostFacts, LintContext
 from advisor.lint.engine import lint_config
 from advisor.lint.suppress import parse_file
-from advisor.config.loader import load_config
-from advisor.config.options import LoadOptions
 from advisor.rules import all_rules
 from advisor.rules._mpm import effective_workers
 from advisor.rules.s505_ssl_protocol import admitted

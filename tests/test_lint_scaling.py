@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
-from advisor.config.options import LoadOptions
 from advisor.lint.context import HostFacts, LintContext
 from advisor.lint.engine import _silenced, lint_config
 from advisor.lint.rule import Finding

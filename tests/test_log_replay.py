@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import UsageError
-from advisor.tuner.accesslog import COMBINED, COMMON, LogFormat, LogReader, expand_paths, format_from_config
-from advisor.tuner.replay import (CGI_ENDPOINT, LENGTH_CLASSES, ReplayOptions, derive, prepare, session_shape)
+from advisor.tuner.load.accesslog import COMBINED, COMMON, LogFormat, LogReader, expand_paths, format_from_config
+from advisor.tuner.load.replay import (CGI_ENDPOINT, LENGTH_CLASSES, ReplayOptions, derive, prepare, session_shape)
 
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC
 CLI = [sys.executable, "-m", "advisor"]
@@ -367,8 +367,8 @@ def test_a_missing_log_and_a_bad_option_are_one_line_and_exit_2(tmp_path):
 _MEMORY_PROBE = r"""
 import json, resource, sys, time
 from pathlib import Path
-from advisor.tuner.accesslog import COMBINED, LogFormat, LogReader
-from advisor.tuner.replay import ReplayOptions, derive
+from advisor.tuner.load.accesslog import COMBINED, LogFormat, LogReader
+from advisor.tuner.load.replay import ReplayOptions, derive
 
 def write(path, lines, urls):
     # 40 clients at a time, each a session of 10 requests over about 20 s,
@@ -423,8 +423,8 @@ def test_a_trial_on_a_replayed_log_counts_its_requests_and_tail_from_the_file(tm
     """Sessions of 16 requests in 4 bursts with 7 s of think between them: the
     trial asks for what the file holds, and the sessions' 21 s tail is not
     held against the server."""
-    from advisor.tuner import httperf
-    from advisor.tuner.trial import TrialInputs, TrialResult, with_rate
+    from advisor.tuner.load import httperf
+    from advisor.tuner.trial.runner import TrialInputs, TrialResult, with_rate
 
     log = tmp_path / "access.log"
     write_known_log(log)

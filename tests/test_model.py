@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from advisor.errors import ConfigError
+from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
 from advisor.config.model import Directive, Include, Section
-from advisor.config.options import LoadOptions
+from advisor.errors import ConfigError
 from conftest import SAMPLES
 
 

@@ -24,8 +24,9 @@ def test_the_wheel_holds_every_module_and_data_file_of_the_tree(built_wheel):
     # The three roots and their data are all there, under one top-level name.
     assert {name.split("/")[0] for name in shipped} == {"advisor"}
     for sample in ("advisor/fix/plan.py", "advisor/rules/p101_max_connections_per_child.py",
-                   "advisor/tuner/remote/ssh.py", "advisor/config/data/directives.json",
-                   "advisor/tuner/assets/httpd.conf.in"):
+                   "advisor/tuner/transport/ssh.py", "advisor/config/data/directives.json",
+                   "advisor/tuner/staging/assets/httpd.conf.in",
+                   "advisor/tuner/load/assets/mixed.lua"):
         assert sample in shipped, sample
 
 
@@ -40,8 +41,9 @@ def test_the_wheel_declares_the_command_and_its_version(built_wheel):
 
 
 def test_the_comparison_catches_a_hand_kept_package_list(tmp_path):
-    """Self-test: the package list this project shipped before issue 25 (no
-    `advisor.fix`), built from a copy of today's tree, is caught."""
+    """Self-test: a hand-kept package list like the one this project shipped
+    before issue 25 (no `advisor.fix`), brought to today's tuner sub-packages
+    and built from a copy of today's tree, is caught."""
     copy = tmp_path / "checkout"
     for name in checkout_files():
         target = copy / name
@@ -51,9 +53,12 @@ def test_the_comparison_catches_a_hand_kept_package_list(tmp_path):
     hand_kept = (
         '[tool.setuptools]\n'
         'packages = ["advisor", "advisor.commands", "advisor.config", "advisor.config.data", "advisor.capacity", '
-        '"advisor.lint", "advisor.output", "advisor.rules", "advisor.tuner", "advisor.tuner.remote"]\n\n'
+        '"advisor.lint", "advisor.output", "advisor.rules", "advisor.tuner", "advisor.tuner.transport", '
+        '"advisor.tuner.measure", "advisor.tuner.load", "advisor.tuner.staging", "advisor.tuner.trial", '
+        '"advisor.tuner.search", "advisor.tuner.session"]\n\n'
         '[tool.setuptools.package-dir]\n"advisor" = "advisor"\n"advisor.rules" = "rules"\n"advisor.tuner" = "tuner"\n\n'
-        '[tool.setuptools.package-data]\n"advisor.config.data" = ["*.json"]\n"advisor.tuner" = ["assets/*"]\n\n')
+        '[tool.setuptools.package-data]\n"advisor.config.data" = ["*.json"]\n"advisor.tuner.load" = ["assets/*"]\n'
+        '"advisor.tuner.staging" = ["assets/*"]\n\n')
     pyproject = copy / "pyproject.toml"
     text = pyproject.read_text()
     pyproject.write_text(text.replace("[tool.pytest.ini_options]", hand_kept + "[tool.pytest.ini_options]"))

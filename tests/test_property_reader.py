@@ -14,10 +14,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.output.dump import dump_json, dump_text
-from advisor.errors import ConfigError
+from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
-from advisor.config.options import LoadOptions
+from advisor.errors import ConfigError
+from advisor.output.httpd_dump import dump_json, dump_text
 from conftest import SAMPLES
 
 # Files that include nothing: a mutation cannot turn them into an Include of

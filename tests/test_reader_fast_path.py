@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 
 from advisor.config import loader
 from advisor.config.lexer import split_words, splits_like_httpd
+from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
 from advisor.config.model import Section, effective_tree
-from advisor.config.options import LoadOptions
 from advisor.errors import ConfigError
-from advisor.output.dump import dump_json
+from advisor.output.httpd_dump import dump_json
 from conftest import SAMPLES
 
 # ---- words -------------------------------------------------------------------

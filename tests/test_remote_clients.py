@@ -15,9 +15,9 @@ import time
 import pytest
 
 from advisor.errors import UsageError
-from advisor.tuner.httperf import HttperfSpec, parse
-from advisor.tuner.remote.clients import ClientGroup, LoadClient, merge, parse_clients, share
-from advisor.tuner.remote.ssh import HostSpec, SshConnection
+from advisor.tuner.load.httperf import HttperfSpec, parse
+from advisor.tuner.load.remote_clients import ClientGroup, LoadClient, merge, parse_clients, share
+from advisor.tuner.transport.ssh import HostSpec, SshConnection
 
 
 def test_clients_are_this_machine_unless_named():
@@ -177,15 +177,15 @@ def test_stop_and_a_dead_tool_end_every_client(netns_topology):
 
 
 def test_each_clients_cpu_is_read_from_its_wrappers_last_line_and_a_starved_one_disturbs_the_trial():
-    from advisor.tuner.remote.clients import CPU_LINE, client_cpu_pct
+    from advisor.tuner.load.remote_clients import CPU_LINE, client_cpu_pct
 
     text = f"httperf --client=0/2 ...\nTotal: connections 800\n{CPU_LINE} 3.600 4.000\n"
     assert client_cpu_pct(text) == 90.0
     assert client_cpu_pct("Total: connections 800\n") is None  # an older wrapper, or httperf killed
     assert client_cpu_pct(f"{CPU_LINE} 1.0 0\n") is None
-    from advisor.tuner.httperf import HttperfResult
-    from advisor.tuner.trial import TrialInputs, TrialResult
-    from advisor.tuner.verdict import Verdict
+    from advisor.tuner.load.httperf import HttperfResult
+    from advisor.tuner.trial.runner import TrialInputs, TrialResult
+    from advisor.tuner.trial.verdict import Verdict
 
     def run(shares):
         inputs = TrialInputs(workload="1k", uri="/", rate=100.0, duration_s=3.0)

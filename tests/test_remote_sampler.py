@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from advisor.tuner.metrics import MetricsCollector, Sample
-from advisor.tuner.remote.sampler import RemoteMetricsCollector, sampler_source
-from advisor.tuner.remote.ssh import HostSpec, SshConnection
+from advisor.tuner.measure.metrics import MetricsCollector, Sample
+from advisor.tuner.measure.remote_sampler import RemoteMetricsCollector, sampler_source
+from advisor.tuner.transport.ssh import HostSpec, SshConnection
 from test_bench_support import wait_for
 from test_remote_target import remote_sandbox  # noqa: F401 - the fixture
 

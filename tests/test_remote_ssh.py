@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from advisor.errors import AdvisorError, UsageError
-from advisor.tuner.remote.ssh import HostSpec, SshConnection, SshError
+from advisor.tuner.transport.ssh import HostSpec, SshConnection, SshError
 
 
 @pytest.mark.parametrize("text,host,user,port", [

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import AdvisorError, ConfigError
-from advisor.tuner.remote.ssh import HostSpec, SshConnection
-from advisor.tuner.remote.target import RemoteTarget
-from advisor.tuner.target import ManagedConfig
+from advisor.tuner.staging.remote_target import RemoteTarget
+from advisor.tuner.staging.target import ManagedConfig
+from advisor.tuner.transport.ssh import HostSpec, SshConnection
 from test_bench_support import SandboxRun, require
 
 pytestmark = pytest.mark.netns
@@ -130,7 +130,7 @@ TOOL = """
 import json, sys, time
 sys.path.insert(0, {tests!r})
 from test_remote_target import make_target
-from advisor.tuner.target import ManagedConfig
+from advisor.tuner.staging.target import ManagedConfig
 args = json.loads(sys.argv[1])
 target = make_target(args)
 with ManagedConfig(target) as managed:
@@ -171,7 +171,7 @@ def test_kill_9_mid_run_is_restored_by_the_next_run(remote_sandbox, tmp_path):
     assert run.sandbox.managed_path.read_text() == run.stock
     assert not list((tmp_path / "state").rglob("*.journal"))
     # And the server runs the original again (the restore reloaded it).
-    from advisor.tuner.status import wait_healthy
+    from advisor.tuner.measure.status import wait_healthy
 
     wait_healthy(f"http://{topo.server.addr}:8080/index.html", timeout=5)
 

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from advisor.tuner.sandbox import INSTRUMENT_HEADER
+from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER
 from test_bench_support import SandboxRun, cli, require, two_cores
 
 pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]

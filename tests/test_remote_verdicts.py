@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from advisor.tuner.sandbox import INSTRUMENT_HEADER
+from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER
 from test_bench_support import SandboxRun, cli, require, require_cgroup_cpu, two_cores
 
 pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]
@@ -123,7 +123,7 @@ def test_a_connection_lost_mid_trial_makes_it_invalid_and_the_config_is_restored
     import sys
     import time
 
-    from advisor.tuner.remote.ssh import HostSpec, SshConnection
+    from advisor.tuner.transport.ssh import HostSpec, SshConnection
 
     require("apache2", "httperf")
     two_cores()

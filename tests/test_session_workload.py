@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from advisor.tuner import httperf
-from advisor.tuner.target import ManagedConfig, SandboxTarget
-from advisor.tuner.trial import TrialInputs, TrialResult, cap_after, run_trial, session_connections, with_rate
-from advisor.tuner.verdict import ConnectionCap
-from advisor.tuner.workload import make_workload, session_log
+from advisor.tuner.load import httperf
+from advisor.tuner.load.workload import make_workload, session_log
+from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.trial.runner import TrialInputs, TrialResult, cap_after, run_trial, session_connections, with_rate
+from advisor.tuner.trial.verdict import ConnectionCap
 from test_bench_support import SandboxRun, require, two_cores
 
 CALLS, THINK = 5, 0.2  # the tune session's default "almeida-sessions"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from advisor.tuner.workload import ALMEIDA_WORKLOAD_A, ONE_KB, ONE_MB, make_workload
+from advisor.tuner.load.workload import ALMEIDA_WORKLOAD_A, ONE_KB, ONE_MB, make_workload
 from test_bench_support import (SandboxRun, cli, keepalive_header, one_error_line, require,
                                 require_cgroup_cpu, wait_for, work_dir)
 
@@ -206,7 +206,7 @@ def test_kill_9_mid_trial_kills_httperf_too_and_the_next_run_restores_first():
 
 def test_the_next_run_ends_a_recorded_stray_httperf_before_anything_else():
     """The second line of defence, for a load generator no death signal reached."""
-    from advisor.tuner import httperf
+    from advisor.tuner.load import httperf
 
     require("apache2", "httperf")
     with SandboxRun() as run:

@@ -3,10 +3,10 @@ config claims (a pool short of its limit) met it; only a failure is in doubt."""
 
 from __future__ import annotations
 
-from advisor.tuner.httperf import HttperfResult
-from advisor.tuner.pool import PoolCheck
-from advisor.tuner.trial import TrialInputs, TrialResult
-from advisor.tuner.verdict import CLOSED_BY_SERVER, Verdict
+from advisor.tuner.load.httperf import HttperfResult
+from advisor.tuner.trial.poolcheck import PoolCheck
+from advisor.tuner.trial.runner import TrialInputs, TrialResult
+from advisor.tuner.trial.verdict import CLOSED_BY_SERVER, Verdict
 
 SHORT = "the pool held 6 workers in 3 of 3 seconds it was full, not the 65 the server should run"
 
@@ -39,7 +39,7 @@ def test_a_client_bound_or_closed_connection_run_never_passes():
 def test_a_failure_on_a_short_pool_is_worth_another_attempt_only_when_asked():
     """tune asks (a pool still growing after its reload is not the setting);
     bench keeps its documented retries for disturbed probes only."""
-    from advisor.tuner.trial import worth_another_attempt
+    from advisor.tuner.trial.runner import worth_another_attempt
 
     short = probe(200, pool_reasons=[SHORT], label="keep-alive holding workers")
     assert worth_another_attempt(short, retry_short_pool=True)

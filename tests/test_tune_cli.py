@@ -116,10 +116,10 @@ def test_a_missing_space_file_is_one_line(run, tmp_path):
 
 def _journal_for(run: SandboxRun, report: Path) -> bytes:
     """A journal as a default session on this sandbox starts it (header only)."""
-    from advisor.tuner.session import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
-                                       make_session_workload)
-    from advisor.tuner.target import SandboxTarget
-    from advisor.tuner.tune_journal import Journal, JournalHeader
+    from advisor.tuner.session.journal import Journal, JournalHeader
+    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
+                                            make_session_workload)
+    from advisor.tuner.staging.target import SandboxTarget
 
     target = SandboxTarget(run.sandbox)
     workload = make_session_workload("almeida-sessions", run.dir)
@@ -220,9 +220,9 @@ def test_the_estimate_left_ignores_the_long_first_trial(tmp_path):
     """The first trial searches from the start rate (230 s in a measured stock
     session, where a later trial took 49 s): the time left after it comes from
     the plan, and after later trials from their own mean."""
-    from advisor.tuner.optimizer import Observation
-    from advisor.tuner.session import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
-                                       make_session_workload)
+    from advisor.tuner.search.optimizer import Observation
+    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
+                                            make_session_workload)
 
     workload = make_session_workload("almeida-sessions", tmp_path)
     session = TuneSession(None, tmp_path, workload, ObjectiveSpec(), ProbeSettings(), SessionSettings(tmp_path / "r"))

@@ -16,13 +16,13 @@ import pytest
 
 from advisor.config import LoadOptions, load_config
 from advisor.errors import UsageError
-from advisor.tuner.optimizer import (Observation, SearchSettings, TrialOutcome, make_searcher,
-                                     run_search)
-from advisor.tuner.simulated import (SimulatedHost, SimulatedObjective, best_of_grid, default_levels,
-                                     grid)
-from advisor.tuner.space import derive_space
-from advisor.tuner.tune_journal import (Journal, JournalHeader, journal_path, read_journal)
-from advisor.tuner.verdict import LABELS
+from advisor.tuner.search.optimizer import (Observation, SearchSettings, TrialOutcome, make_searcher,
+                                            run_search)
+from advisor.tuner.search.simulated import (SimulatedHost, SimulatedObjective, best_of_grid, default_levels,
+                                            grid)
+from advisor.tuner.search.space import derive_space
+from advisor.tuner.session.journal import (Journal, JournalHeader, journal_path, read_journal)
+from advisor.tuner.trial.verdict import LABELS
 
 M = "/usr/lib/apache2/modules"
 # Debian's stock prefork setup: apache2.conf's keep-alive and lookup lines,
@@ -336,8 +336,8 @@ def test_kill_9_mid_write_leaves_a_readable_journal(tmp_path, stock_space):
     script = f"""
 import sys
 sys.path[:0] = {sys.path!r}
-from advisor.tuner.optimizer import Observation
-from advisor.tuner.tune_journal import Journal, journal_path
+from advisor.tuner.search.optimizer import Observation
+from advisor.tuner.session.journal import Journal, journal_path
 journal = Journal(journal_path({str(tmp_path)!r}))
 point = {stock_space.start!r}
 trial = 0
@@ -399,7 +399,7 @@ def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_
     those it lacks, and takes none from a journal of another winner."""
     from types import SimpleNamespace
 
-    from advisor.tuner.session import SessionEvents, TuneSession
+    from advisor.tuner.session.loop import SessionEvents, TuneSession
 
     sim = SimulatedObjective(stock_space, HOST, seed=2)
     winner = dict(stock_space.start, KeepAlive="Off" if stock_space.start["KeepAlive"] == "On" else "On")

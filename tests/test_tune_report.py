@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from advisor.config import LoadOptions, load_config
-from advisor.output import tune_report as fmt
-from advisor.tuner import tune_plots
-from advisor.tuner.optimizer import Observation, TrialOutcome
-from advisor.tuner.simulated import SimulatedObjective
-from advisor.tuner.space import derive_space
-from advisor.tuner.tune_gain import Replicates, measure_gain, ratio_interval, replicate_order
-from advisor.tuner.tune_recommend import edited_files, recommend
-from advisor.tuner.tune_report import EVIDENCE, SessionFacts, build_report, summarise_verdicts
-from advisor.tuner.tune_surrogate import Surrogate
+from advisor.output import tune_files as fmt
+from advisor.tuner.search.optimizer import Observation, TrialOutcome
+from advisor.tuner.search.recommend import edited_files, recommend
+from advisor.tuner.search.simulated import SimulatedObjective
+from advisor.tuner.search.space import derive_space
+from advisor.tuner.search.surrogate import Surrogate
+from advisor.tuner.session import report_plots
+from advisor.tuner.session.gain import Replicates, measure_gain, ratio_interval, replicate_order
+from advisor.tuner.session.report_data import EVIDENCE, SessionFacts, build_report, summarise_verdicts
 from conftest import REPO, SAMPLES, require_httpd
 from test_citations import seed
 
@@ -368,14 +368,14 @@ def test_the_plots_are_pngs_and_report_md_links_them(session):
     from matplotlib.image import imread
 
     report, out = session["report"], session["dir"]
-    plots = tune_plots.write_plots(report, out)
+    plots = report_plots.write_plots(report, out)
     assert set(plots) == {"convergence", "partial_dependence"}
     for path in plots.values():
         assert path.read_bytes()[:8] == PNG_SIGNATURE
         height, width = imread(path).shape[:2]
         assert width >= 800 and height >= 400
-    rows = math.ceil(len(report.curves) / tune_plots.COLUMNS)
-    assert imread(plots["partial_dependence"]).shape[0] == pytest.approx((3.1 * rows + 1.1) * tune_plots.DPI, abs=2)
+    rows = math.ceil(len(report.curves) / report_plots.COLUMNS)
+    assert imread(plots["partial_dependence"]).shape[0] == pytest.approx((3.1 * rows + 1.1) * report_plots.DPI, abs=2)
 
     files = fmt.write_report(report, out, plots)
     markdown = files["markdown"].read_text()

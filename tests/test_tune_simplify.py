@@ -1,14 +1,14 @@
-"""The recommendation keeps only the changes the trials back (tuner/tune_simplify)."""
+"""The recommendation keeps only the changes the trials back (tuner/session/simplify.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.tuner.optimizer import Observation
-from advisor.tuner.simulated import SimulatedObjective
-from advisor.tuner.space_lint import CandidateLint
-from advisor.tuner.tune_simplify import simplify
-from advisor.tuner.tune_surrogate import Surrogate
+from advisor.tuner.search.optimizer import Observation
+from advisor.tuner.search.simulated import SimulatedObjective
+from advisor.tuner.search.space_lint import CandidateLint
+from advisor.tuner.search.surrogate import Surrogate
+from advisor.tuner.session.simplify import simplify
 
 from test_tune_core import HOST, load_stock
 
@@ -73,8 +73,8 @@ def test_without_a_model_lint_decides_and_a_measured_gain_is_never_dropped(stock
 
 
 def test_a_real_model_of_simulated_trials_keeps_what_it_measured(stock):
-    """The GP of tune_surrogate on trials of the simulated host: a change it
-    models as a gain with an interval above 1.0 is never taken back."""
+    """The GP of the surrogate (search/surrogate.py) on trials of the simulated host: a change
+    it models as a gain with an interval above 1.0 is never taken back."""
     cfg, space, lint = stock
     sim = SimulatedObjective(space, HOST, seed=4)
     best = dict(space.start, MaxRequestWorkers=min(space.dimension("MaxRequestWorkers").high, 400))

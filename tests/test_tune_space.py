@@ -10,8 +10,8 @@ import pytest
 
 from advisor.config import LoadOptions, load_config
 from advisor.errors import UsageError
-from advisor.tuner.space import derive_space, narrow_from_file
-from advisor.tuner.space_lint import CandidateLint
+from advisor.tuner.search.space import derive_space, narrow_from_file
+from advisor.tuner.search.space_lint import CandidateLint
 from conftest import SAMPLES
 
 M = "/usr/lib/apache2/modules"

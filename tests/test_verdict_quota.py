@@ -8,8 +8,8 @@ to fork when throttled) looks exhausted. The throttling is the evidence.
 
 from __future__ import annotations
 
-from advisor.tuner.metrics import Sample
-from advisor.tuner.verdict import decide
+from advisor.tuner.measure.metrics import Sample
+from advisor.tuner.trial.verdict import decide
 
 
 def _samples(throttled: float, httpd: list[float]) -> list[Sample]:

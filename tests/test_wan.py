@@ -16,7 +16,7 @@ import pytest
 
 from conftest import assert_one_line_error
 from advisor.errors import UsageError
-from advisor.tuner.wan import WanSpec
+from advisor.tuner.staging.wan import WanSpec
 from test_bench_support import SandboxRun, cli, require, two_cores, work_dir
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advisor.capacity.queueing import Curve
+from advisor.capacity.queueing_model import Curve
 
 COLOURS = ("#c0392b", "#1f5fa8", "#2e8b57", "#7d3c98")
 FIT_COLOURS = ("#e67e22", "#16a085", "#8e44ad")
@@ -25,7 +25,7 @@ class PlotSpec:
     fit_curves: list[Curve] = field(default_factory=list)
     """The fitted model at the pool sizes the trials ran with."""
     measured: list = field(default_factory=list)
-    """poolfit.TrialComparison rows: drawn as points over `fit_curves`."""
+    """fit_workerpool.TrialComparison rows: drawn as points over `fit_curves`."""
     held_out: list = field(default_factory=list)
     """Rows the model was not fitted on (--check): filled points."""
 

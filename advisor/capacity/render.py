@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
+from advisor.capacity.fit_workerpool import PoolFit
 from advisor.capacity.jsonable import to_jsonable
-from advisor.capacity.poolfit import PoolFit
-from advisor.capacity.queueing import Estimate, Prediction
+from advisor.capacity.queueing_model import Estimate, Prediction
 from advisor.capacity.report import CapacityReport
 from advisor.capacity.sizing import format_size
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from advisor.capacity.fit import FitResult
-from advisor.capacity.pool import ServerModel, predict_pool
-from advisor.capacity.poolfit import PoolFit
-from advisor.capacity.queueing import (
+from advisor.capacity.fit_queueing import FitResult
+from advisor.capacity.fit_workerpool import PoolFit
+from advisor.capacity.queueing_model import (
     Arrivals,
     Curve,
     Prediction,
@@ -29,6 +28,7 @@ from advisor.capacity.sizing import (
     memory_at,
     recommend,
 )
+from advisor.capacity.workerpool_model import ServerModel, predict_pool
 
 MPMS = ("prefork", "worker", "event")
 # Rates shown when the admin names none: light, busy, at and past capacity.
@@ -249,7 +249,7 @@ def _pool_predictions(request: CapacityRequest, settings: MpmSettings, rec: Reco
             curves.append(Curve(c, label, predict_pool(grid, pm, workers, request.arrivals)))
         fit = request.fit
         if isinstance(fit, PoolFit):
-            from advisor.capacity.poolfit import fit_curve
+            from advisor.capacity.fit_workerpool import fit_curve
 
             rows = fit.comparisons + fit.held_out
             sizes = sorted({row.workers for row in rows})

@@ -15,7 +15,7 @@ Next to it stands apache2buddy's figure: floor((RAM - other services) /
 largest child), with 90 % of it as the low end of its acceptable range.
 When the two disagree, `explain` says which terms make the difference.
 
-Pure arithmetic: nothing here reads files or processes (see measure.py).
+Pure arithmetic: nothing here reads files or processes (see host_probe.py).
 """
 
 from __future__ import annotations

@@ -83,10 +83,11 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
     from advisor.commands.targets import (open_load_clients, parse_load_clients, place_processes, resolve_target,
                                           wan_link)
-    from advisor.tuner import httperf, wan as wan_qdiscs, workload
-    from advisor.tuner.wan import WanSpec
-    from advisor.tuner.target import ManagedConfig, offered_load_text
-    from advisor.tuner.trial import TrialInputs, knee_search, ramp, run_trial, with_rate
+    from advisor.tuner.load import httperf, workload
+    from advisor.tuner.staging import wan as wan_qdiscs
+    from advisor.tuner.staging.target import ManagedConfig, offered_load_text
+    from advisor.tuner.staging.wan import WanSpec
+    from advisor.tuner.trial.runner import TrialInputs, knee_search, ramp, run_trial, with_rate
 
     if opts["mode"] not in ("fixed", "ramp", "knee"):
         raise UsageError(f"unknown --mode {opts['mode']!r}", hint="choose fixed, ramp or knee")
@@ -336,13 +337,13 @@ class _Reporter:
             return
         from pathlib import Path
 
-        from advisor.tuner import plots
+        from advisor.tuner.trial import bench_plots
 
         directory = Path(self.plot_dir)
         directory.mkdir(parents=True, exist_ok=True)
-        written = [plots.rates_plot(trials, directory / "rates.png")]
+        written = [bench_plots.rates_plot(trials, directory / "rates.png")]
         for index, trial in enumerate(trials, 1):
-            written.append(plots.timeline_plot(trial, directory / f"trial-{index:02d}-timeline.png"))
+            written.append(bench_plots.timeline_plot(trial, directory / f"trial-{index:02d}-timeline.png"))
         if not self.json:
             self.console.print(f"plots: {', '.join(str(p) for p in written)}")
         else:

@@ -58,7 +58,7 @@ def _float_directive(cfg, name: str) -> float | None:
 
 
 def parse_burst(text: str):
-    from advisor.capacity.queueing import Arrivals
+    from advisor.capacity.queueing_model import Arrivals
 
     parts = [p.strip() for p in text.split(",")]
     try:
@@ -73,7 +73,7 @@ def parse_burst(text: str):
 
 
 def parse_service(text: str):
-    from advisor.capacity.queueing import Service
+    from advisor.capacity.queueing_model import Service
 
     kind, _, shape = text.partition(":")
     try:
@@ -130,7 +130,7 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reser
                    reserve_process: list[str], os_reserve: str | None, worker_memory: str | None,
                    thread_memory: str | None, connection_memory: str | None, docroot: str | None,
                    doc_set: str | None, measure: bool, notes: list[str]):
-    from advisor.capacity import measure as probe
+    from advisor.capacity import host_probe as probe
     from advisor.capacity.sizing import (
         DEFAULT_CHILD_BYTES,
         DEFAULT_THREAD_BYTES,
@@ -210,7 +210,7 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reser
 def _listen_queue(cfg) -> int:
     """Connections the kernel queues beyond the workers: ListenBacklog (httpd's
     default 511), capped by net.core.somaxconn, plus the one more Linux admits."""
-    from advisor.capacity.pool import DEFAULT_LISTEN_BACKLOG, LINUX_EXTRA_SLOT
+    from advisor.capacity.workerpool_model import DEFAULT_LISTEN_BACKLOG, LINUX_EXTRA_SLOT
 
     written = _int_directive(cfg, "ListenBacklog")
     backlog = written if written is not None else DEFAULT_LISTEN_BACKLOG
@@ -281,9 +281,9 @@ def run_capacity(
     service_dist, service_samples, fit, plot, output_format, define, module, modules_from,
     apache_version, server_root, allow_missing_includes=False, check=None,
 ) -> None:
-    from advisor.capacity.fit import read_measurements
-    from advisor.capacity.poolfit import fit_pool
-    from advisor.capacity.queueing import Arrivals, Service, SimulationOptions, fit_lognormal_cv
+    from advisor.capacity.fit_inputs import read_measurements
+    from advisor.capacity.fit_workerpool import fit_pool
+    from advisor.capacity.queueing_model import Arrivals, Service, SimulationOptions, fit_lognormal_cv
     from advisor.capacity.report import CapacityRequest, build_report
     from advisor.capacity.sizing import MPM_DEFAULTS, effective_mpm_settings
     from advisor.commands.options import load_options

@@ -31,8 +31,8 @@ def register(app: typer.Typer) -> None:
         allow_missing_includes: AllowMissingIncludesOption = False,
     ) -> None:
         """Print the effective config in the shape of `httpd -t -D DUMP_CONFIG`."""
-        from advisor.output.dump import dump_json, dump_text, include_lines
         from advisor.config.loader import load_config
+        from advisor.output.httpd_dump import dump_json, dump_text, include_lines
 
         options = load_options(define, module, modules_from, apache_version, server_root,
                                allow_missing_includes)

@@ -26,7 +26,7 @@ SPEEDUP_HELP = "log:PATH workloads: sessions per second as a multiple of the log
 class LogWorkload:
     """A prepared replay and what the commands need to run it."""
 
-    replay: Any  # advisor.tuner.replay.Replay
+    replay: Any  # advisor.tuner.load.replay.Replay
     name: str
     format_source: str
     sandbox: bool
@@ -57,8 +57,8 @@ def is_log_workload(name: str) -> bool:
 
 def prepare(name: str, *, workdir: str | None, config: str | None, url: str | None, log_format: str | None,
             session_gap: float, dynamic: str, anonymize: bool, speedup: float | None) -> LogWorkload:
-    from advisor.tuner.replay import ReplayOptions, prepare as derive
-    from advisor.tuner.sandbox import Sandbox
+    from advisor.tuner.load.replay import ReplayOptions, prepare as derive
+    from advisor.tuner.staging.sandbox import Sandbox
 
     if speedup is not None and not 0 < speedup <= 10000:
         raise UsageError("--speedup must be more than 0 and at most 10000")

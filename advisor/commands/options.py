@@ -14,7 +14,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from advisor.config.options import LoadOptions
+from advisor.config.load_options import LoadOptions
 from advisor.errors import AdvisorError, UsageError
 
 DefineOption = Annotated[Optional[List[str]], typer.Option(

@@ -37,7 +37,7 @@ def staging_up(
     output_format: str = typer.Option("text", "--format", help="text or json."),
 ) -> None:
     """Start the staging sandbox."""
-    from advisor.tuner.sandbox import Sandbox, parse_cpus
+    from advisor.tuner.staging.sandbox import Sandbox, parse_cpus
 
     try:
         if listen_host != "127.0.0.1" and not netns:
@@ -70,7 +70,7 @@ def staging_up(
 @staging_app.command("down")
 def staging_down(workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP)) -> None:
     """Stop the staging sandbox (restoring its managed include first); return when all of it is gone."""
-    from advisor.tuner.sandbox import Sandbox
+    from advisor.tuner.staging.sandbox import Sandbox
 
     try:
         sandbox = Sandbox(workdir)
@@ -92,7 +92,7 @@ def _restore_file_only(sandbox) -> None:
     """A journal left by a killed bench: put the original file back before stopping."""
     from pathlib import Path
 
-    from advisor.tuner.target import Journal
+    from advisor.tuner.staging.target import Journal
 
     journal_path = Path(sandbox.managed_path.name + ".journal")
     journal_path = sandbox.managed_path.with_name(journal_path.name)
@@ -111,7 +111,7 @@ def staging_status(
     output_format: str = typer.Option("text", "--format", help="text or json."),
 ) -> None:
     """Report whether the sandbox runs, where, and its workers."""
-    from advisor.tuner.sandbox import Sandbox
+    from advisor.tuner.staging.sandbox import Sandbox
 
     try:
         sandbox = Sandbox(workdir)

@@ -52,7 +52,7 @@ ManagedOption = Annotated[Optional[str], typer.Option(
 @dataclass
 class ResolvedTarget:
     target: Any
-    """An advisor.tuner.target.StagingTarget."""
+    """An advisor.tuner.staging.target.StagingTarget."""
     work_dir: Optional[Path]
     """The sandbox's work directory (workload files live there); None for an existing server."""
 
@@ -67,8 +67,8 @@ def resolve_target(*, workdir: str | None, config: str | None, url: str | None, 
     loopback is refused unless its host is in the list. A remote target
     (`host`) is always checked so, its ssh host and its URL's host both.
     """
-    from advisor.tuner.sandbox import Sandbox
-    from advisor.tuner.target import LocalServerTarget, SandboxTarget
+    from advisor.tuner.staging.sandbox import Sandbox
+    from advisor.tuner.staging.target import LocalServerTarget, SandboxTarget
 
     if host:
         target = remote_target(host, ssh_options, identity, config=config, url=url, reload_cmd=reload_cmd,
@@ -100,8 +100,8 @@ def remote_target(host: str, ssh_options: list[str] | None, identity: str | None
     """A RemoteTarget, refused before any connection unless both hosts are allowed."""
     import atexit
 
-    from advisor.tuner.remote.ssh import HostSpec, SshConnection
-    from advisor.tuner.remote.target import RemoteTarget
+    from advisor.tuner.staging.remote_target import RemoteTarget
+    from advisor.tuner.transport.ssh import HostSpec, SshConnection
 
     if not (config and url):
         raise UsageError("a staging server on another host needs --config (its path there) and --url",
@@ -122,7 +122,7 @@ def parse_load_clients(client_host: list[str] | None, ssh_option: list[str] | No
     """The --client-host names, checked before anything is touched."""
     load_clients = []
     if client_host:
-        from advisor.tuner.remote.clients import parse_clients
+        from advisor.tuner.load.remote_clients import parse_clients
 
         load_clients = parse_clients(client_host)
     if (ssh_option or identity) and not host and not any(not c.local for c in load_clients):
@@ -138,7 +138,7 @@ def open_load_clients(load_clients: list, target, ssh_option: list[str] | None, 
         return None
     from urllib.parse import urlsplit
 
-    from advisor.tuner.remote.clients import LoadClients
+    from advisor.tuner.load.remote_clients import LoadClients
 
     if any(not c.local for c in load_clients) and is_loopback(urlsplit(target.base_url).hostname or ""):
         raise UsageError(f"a load client on another host cannot reach {target.base_url}: it is this machine's "
@@ -150,7 +150,7 @@ def open_load_clients(load_clients: list, target, ssh_option: list[str] | None, 
 def wan_link(spec, target):
     """The link the tool made for the target (`staging up --isolated`), if
     any: the only one WAN conditions (`spec`) may go on."""
-    from advisor.tuner.isolated import IsolatedLink
+    from advisor.tuner.staging.isolated import IsolatedLink
 
     sandbox = getattr(target, "sandbox", None)
     state = sandbox.load_state() if sandbox is not None else None
@@ -198,8 +198,8 @@ def check_host(url: str, allowed: list[str]) -> None:
 def place_processes(target, server_cpus: str | None, client_cpus: str | None) -> tuple[list[int] | None, list[int] | None]:
     """Pin the server to `server_cpus` (when given) and choose httperf's cores:
     (server cores, client cores), each None when not pinned."""
-    from advisor.tuner.sandbox import parse_cpus
-    from advisor.tuner.trial import server_affinity
+    from advisor.tuner.staging.sandbox import parse_cpus
+    from advisor.tuner.trial.runner import server_affinity
 
     if getattr(target, "kind", "") == "remote":
         if server_cpus:

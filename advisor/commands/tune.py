@@ -1,7 +1,7 @@
 """`apache-advisor tune`: a guided Bayesian tuning session on a staging server.
 
 The session itself (space, trials, journal, replicates, report data) is
-advisor.tuner.session; this module reads the options, asks for confirmation,
+advisor.tuner.session.loop; this module reads the options, asks for confirmation,
 shows progress and writes the report. Only Typer is imported at module
 level: scikit-optimize, numpy and matplotlib load when the command runs.
 """
@@ -94,10 +94,10 @@ def _tune(**opts: Any) -> None:
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
     from advisor.commands.targets import (open_load_clients, parse_load_clients, place_processes, resolve_target,
                                           wan_link)
-    from advisor.tuner import wan as wan_qdiscs
-    from advisor.tuner import httperf
-    from advisor.tuner.session import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
-                                       SessionWorkload, TuneSession, make_session_workload)
+    from advisor.tuner.load import httperf
+    from advisor.tuner.session.loop import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
+                                            SessionWorkload, TuneSession, make_session_workload)
+    from advisor.tuner.staging import wan as wan_qdiscs
 
     if opts["output_format"] not in ("text", "json"):
         raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
@@ -213,8 +213,8 @@ def _tune(**opts: Any) -> None:
 
 
 def _write(outcome, directory, display: "_Display") -> None:
-    from advisor.output.tune_report import JSON_NAME, render_json, write_report
-    from advisor.tuner.tune_plots import write_plots
+    from advisor.output.tune_files import JSON_NAME, render_json, write_report
+    from advisor.tuner.session.report_plots import write_plots
 
     report = outcome.report
     plots = write_plots(report, directory)
@@ -228,7 +228,7 @@ def _write(outcome, directory, display: "_Display") -> None:
 
 
 class _Display:
-    """Formats what the session tells (advisor.tuner.session.SessionEvents); decides nothing."""
+    """Formats what the session tells (advisor.tuner.session.loop.SessionEvents); decides nothing."""
 
     def __init__(self, as_json: bool) -> None:
         from rich.console import Console
@@ -333,7 +333,7 @@ class _Display:
     # ---- the end -----------------------------------------------------------------
 
     def summary(self, report, written, plots) -> None:
-        from advisor.output.tune_report import gain_sentence
+        from advisor.output.tune_files import gain_sentence
 
         self._print(f"session: {report.facts.stop_reason}, {len(report.trials)} trials in "
                     f"{report.facts.elapsed_s:.0f} s", markup=False)
@@ -354,7 +354,7 @@ class _Display:
         return self.session.objective.unit.split(" ")[0] if self.session is not None else ""
 
     def _point(self, point) -> str:
-        from advisor.tuner.session import point_text
+        from advisor.tuner.session.loop import point_text
 
         space = getattr(self.session, "space", None)
         return point_text(space, point) if space is not None else ""

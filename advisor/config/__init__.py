@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 from advisor.errors import ConfigError
 
 if TYPE_CHECKING:
+    from advisor.config.load_options import LoadOptions
     from advisor.config.loader import load_config
     from advisor.config.model import Config, Diagnostic, Directive, Include, Node, Section
-    from advisor.config.options import LoadOptions
 
 _EXPORTS = {
     "load_config": "advisor.config.loader",
@@ -38,7 +38,7 @@ _EXPORTS = {
     "Include": "advisor.config.model",
     "Node": "advisor.config.model",
     "Section": "advisor.config.model",
-    "LoadOptions": "advisor.config.options",
+    "LoadOptions": "advisor.config.load_options",
 }
 
 __all__ = ["ConfigError", *_EXPORTS]

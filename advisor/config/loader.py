@@ -23,9 +23,9 @@ from advisor.config.envvars import envvars_beside, read_envvars
 from advisor.config.inputs import InputRecorder
 from advisor.config.lexer import (LogicalLine, MacroLine, decode, logical_lines, next_word, resolve_env,
                                   split_words, splits_like_httpd)
+from advisor.config.load_options import LoadOptions
 from advisor.config.model import Config, Diagnostic, Directive, Include, Node, Section, effective_tree
 from advisor.config.modules import MPM_NAMES, ModuleSet, module_id_from_name, parse_module_listing, source_name
-from advisor.config.options import LoadOptions
 from advisor.config.state import ReadState
 from advisor.errors import ConfigError, UsageError
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from advisor.config.load_options import LoadOptions
 from advisor.config.model import Diagnostic
 from advisor.config.modules import ModuleSet
-from advisor.config.options import LoadOptions
 
 
 @dataclass

@@ -1,0 +1,246 @@
+"""The report of `apache-advisor tune`: the drop-in include, report.md and the JSON.
+
+Renders a `TuneReport` (advisor.tuner.session.report_data), where every decision
+was made; nothing here chooses a value, a directive or a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from advisor.tuner.search.recommend import Change
+    from advisor.tuner.session.gain import Gain
+    from advisor.tuner.session.report_data import TuneReport
+
+INCLUDE_NAME = "recommended.conf"
+MARKDOWN_NAME = "report.md"
+JSON_NAME = "report.json"
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def _times(value: float | None) -> str:
+    return "unbounded" if value is None else f"×{value:.3f}"
+
+
+def gain_sentence(gain: "Gain | None") -> str:
+    if gain is None:
+        return "not measured"
+    level = f"{gain.confidence:.0%}".replace("%", " %")
+    ci = f"{level} CI {_times(gain.low)} to {_times(gain.high)}"
+    verdict = "excludes 1.0" if gain.excludes_one else "includes 1.0: not a measurable gain"
+    return (f"{_times(gain.ratio)} ({ci}, {verdict}; {len(gain.start)} start and {len(gain.winner)} winner "
+            "runs, interleaved)")
+
+
+# --------------------------------------------------------------------------
+# The drop-in include
+
+
+def _was(change: "Change") -> str:
+    if change.written is not None:
+        return f"# {change.written.location} has {change.written.name} {change.written.value}"
+    return f"# not written: httpd's default is {change.current}"
+
+
+def render_include(report: "TuneReport", include_path: str | None = None) -> str:
+    """The recommended directives as a file to Include after the admin's config."""
+    facts, rec = report.facts, report.recommendation
+    where = include_path or INCLUDE_NAME
+    lines = [
+        f"# Recommended by {facts.producer} on {facts.produced_at}",
+        f"# Objective: {facts.objective} ({facts.unit})" + (f", workload {facts.workload}" if facts.workload else ""),
+        f"# Gain over the starting config: {gain_sentence(report.gain)}",
+        f"# {len(rec.changes)} directive(s) changed, measured with the {rec.mpm} MPM over {len(report.trials)} trials.",
+        f"# Include it at the end of {rec.main_file} (httpd keeps the last value it reads):",
+        f'#   Include "{where}"',
+    ]
+    lines += [f"# {note}" for note in rec.notes]
+    if rec.is_empty:
+        lines.append("# Nothing to change: no point measured beat the starting config.")
+        return "\n".join(lines) + "\n"
+    plain = [c for c in rec.changes if c.mpm_block is None]
+    pooled = [c for c in rec.changes if c.mpm_block is not None]
+    for change in plain:
+        lines += ["", _was(change), change.line]
+    if pooled:
+        lines += ["", f"<IfModule {pooled[0].mpm_block}>"]
+        for change in pooled:
+            lines += [f"    {_was(change)}", f"    {change.line}"]
+        lines.append("</IfModule>")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------
+# report.md
+
+
+def _cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _percent(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{(ratio - 1.0) * 100:+.1f} %"
+
+
+def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None,
+                    include_name: str = INCLUDE_NAME) -> str:
+    plots = dict(plots or {})
+    facts, rec, unit = report.facts, report.recommendation, report.facts.unit
+    out = [f"# Tuning report: {os.path.basename(rec.main_file)}", "",
+           f"Produced by {facts.producer} on {facts.produced_at}"
+           + (f" against {facts.target}" if facts.target else "") + ".", ""]
+    out += ["## Summary", "",
+            f"- Recommendation: {len(rec.changes)} directive(s), in [{include_name}]({include_name}).",
+            f"- Gain over the starting config: {gain_sentence(report.gain)}.",
+            f"- Bottleneck: {report.verdict_line}.",
+            f"- Search: {len(report.trials)} trials, stopped by {facts.stop_reason or 'the budget'}.", ""]
+
+    out += ["## Plan", ""]
+    out += _table(["", ""], [
+        ["objective", f"{facts.objective} ({unit}), higher is better"],
+        ["workload", facts.workload or "-"],
+        ["budget", f"{facts.budget} trials" + (f", at most {facts.max_time_s:g} s" if facts.max_time_s else "")],
+        ["search", f"{facts.search}, seed {facts.seed}"],
+        ["MPM", report.space.get("mpm", "")],
+        ["elapsed", f"{facts.elapsed_s:,.0f} s"],
+    ])
+    out += ["", "The space (each dimension, its range and why):", ""]
+    out += [f"- {line}" for line in report.space.get("plan", [])]
+    out += [f"- {note}" for note in report.space.get("start_notes", [])]
+    out.append("")
+
+    out += ["## Trials", ""]
+    rows = []
+    for row in report.trials:
+        marks = [m for m, on in (("start", row.is_start), ("winner", row.is_winner), ("replicate", row.replicate),
+                                 ("invalid", not row.valid)) if on]
+        changed = ", ".join(f"{k} {v}" for k, v in row.changed.items()) or "(the starting point)"
+        rows.append([row.trial, _number(row.objective), _number(row.best_so_far), row.verdict,
+                     ", ".join(marks), changed])
+    header = ["trial", f"objective ({unit})", f"best mean so far ({unit})", "bottleneck", "", "changed from start"]
+    out += _table(header, rows)
+    if "convergence" in plots:
+        out += ["", f"![objective per trial, best so far and the start level]({plots['convergence']})"]
+    out.append("")
+
+    out += ["## Recommendation", ""]
+    if rec.is_empty:
+        out += ["No point measured beat the starting config: keep it.", ""]
+    else:
+        out += [f"Include [{include_name}]({include_name}) at the end of `{rec.main_file}`, or edit the lines "
+                "below.", "", "```apache", render_include(report).rstrip("\n"), "```", ""]
+        out += ["### Against your config", ""]
+        out += _table(["directive", "today", "recommended", "where"],
+                      [[c.directive, c.current, c.value, c.where] for c in rec.changes])
+        out.append("")
+        for diff in report.diffs:
+            out += ["```diff", *diff.lines, "```", ""]
+        if rec.notes:
+            out += [f"- {note}" for note in rec.notes] + [""]
+
+    out += ["## Gain", ""]
+    gain = report.gain
+    if gain is None:
+        out += ["Not measured: the session ran no interleaved replicates of the start and the winner.", ""]
+    else:
+        out += _table(["", f"runs ({unit})", "mean"], [
+            ["start", ", ".join(_number(v) for v in gain.start), _number(gain.start_mean)],
+            ["winner", ", ".join(_number(v) for v in gain.winner), _number(gain.winner_mean)],
+        ])
+        out += ["", f"Ratio of means {gain_sentence(gain)}.", "",
+                f"Method: {gain.method}" + (f", {gain.df:.1f} degrees of freedom" if gain.df else "") + "."
+                + (f" Run order: {', '.join(gain.order)}." if gain.order else ""), ""]
+        out += [f"- {note}" for note in gain.notes] + ([""] if gain.notes else [])
+
+    out += ["## Bottleneck", ""]
+    for name, summary in (("Before (the starting config)", report.start_verdict),
+                          ("After (the winner)", report.winner_verdict)):
+        if summary is None:
+            out += [f"- {name}: not measured"]
+            continue
+        out += [f"- {name}: {summary.summary}, in {summary.count} of {summary.runs} runs"]
+        scalars = {k: v for k, v in summary.evidence.items() if isinstance(v, (int, float, str)) and v is not None}
+        if scalars:
+            out += ["  - evidence: " + ", ".join(f"{k} = {v}" for k, v in scalars.items())]
+    out.append("")
+
+    out += ["## Effect of each change", ""]
+    sens = {s.dimension: s for s in report.sensitivity}
+    rows = []
+    for change in rec.changes:
+        s = sens.get(change.directive)
+        cites = report.evidence.get(change.directive, [])
+        evidence = "; ".join(f"{c.reference}: {c.figure}" if c.figure else c.reference for c in cites) or "-"
+        if s is not None:
+            effect, band = _percent(s.ratio), f"{_percent(s.low)} to {_percent(s.high)}"
+        elif change.dimension != change.directive:
+            effect, band = f"with {change.dimension}", ""
+        elif change.start == change.value:
+            effect, band = "not moved by the search", ""
+        else:
+            effect, band = "-", ""
+        rows.append([change.directive, f"{change.start} → {change.value}", effect, band, evidence])
+    out += _table(["directive", "start → recommended", "modelled effect", "95 % band", "what the studies measured"],
+                  rows)
+    if report.sensitivity:
+        out += ["", f"Modelled effect: {report.sensitivity[0].method}. The effects interact: they need not add "
+                "up to the measured gain."]
+    out.append("")
+
+    if "partial_dependence" in plots:
+        out += ["## Partial dependence", "",
+                "Each panel: the modelled objective as one dimension varies, averaged over random settings of "
+                "the others (partial dependence) and along a line through the winner, with the trials as dots.",
+                "", f"![partial dependence per dimension]({plots['partial_dependence']})", ""]
+    if report.notes:
+        out += ["## Notes", ""] + [f"- {note}" for note in report.notes] + [""]
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------
+# JSON, and the files together
+
+
+def render_json(report: "TuneReport", plots: Mapping[str, str] | None = None,
+                include_name: str = INCLUDE_NAME) -> str:
+    data = report.to_dict()
+    data["files"] = {"include": include_name, "plots": dict(plots or {})}
+    return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+def write_report(report: "TuneReport", directory: str | Path, plots: Mapping[str, Path] | None = None
+                 ) -> dict[str, Path]:
+    """recommended.conf, report.md and report.json in `directory`; plots
+    (already written there by advisor.tuner.session.report_plots) are linked by their
+    names. Each file is written whole, then renamed into place."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    names = {name: os.path.relpath(path, directory) for name, path in (plots or {}).items()}
+    include = directory / INCLUDE_NAME
+    texts = {
+        "include": (include, render_include(report, str(include.resolve()))),
+        "markdown": (directory / MARKDOWN_NAME, render_markdown(report, names)),
+        "json": (directory / JSON_NAME, render_json(report, names)),
+    }
+    written = {}
+    for key, (path, text) in texts.items():
+        partial = path.with_name(path.name + ".part")
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+        written[key] = path
+    return written

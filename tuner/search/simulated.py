@@ -1,0 +1,336 @@
+"""A simulated trial: a known optimum, realistic noise, the real trial's interface.
+
+For CI and for judging the search itself. `SimulatedObjective(space)(point)`
+returns a `TrialOutcome` like a real knee search would: the peak request rate
+the server sustains within the SLO (errors < 1 %, mean reply < 100 ms), a
+bottleneck label, and the model's working as details.
+
+The model, per request of a session workload (`calls` requests per session,
+`think_s` between them, as httperf --wsess sends them):
+
+- CPU: `capacity`'s worker-pool model at its CPU-bound end: requests share
+  `cpu` cores (at most one core each), MaxRequestWorkers workers and the
+  listen queue (ListenBacklog + 1) hold them, solved in closed form by
+  `advisor.capacity.workerpool_model.cpu_end_arrays`; with one core or less it is
+  Andersson et al.'s (2003) M/G/1/K*PS with K = workers + listen queue
+  (insensitive to the service law). The wait a request spends with its
+  worker but without CPU is the pool check's below. The CPU cost of a
+  request adds:
+    * the request itself, 28 % more when files are read instead of mapped
+      (Arlitt & Williamson 2004, sec. 5.1.4: +28 % from a mapped file) and
+      8 % more when mapped but not sent with sendfile (assumed);
+    * a connection's setup and teardown, 0.8 of a request: chosen so that
+      2, 4 and 8 requests per connection give +29 %, +50 % and +64 % (their
+      sec. 5.1.6 measured +32 %, +42 % and +53 %), shared by the requests
+      the connection carries;
+    * process churn, (1000 / MaxConnectionsPerChild)^0.7 of a connection's
+      cost per connection: the peak halves at 1,000 and loses 17 % at 10,000
+      (measured: "half or worse" and about 15 %, sec. 5.1.3);
+    * the access log, 10 % of a request (sec. 5.1.2), a third of that with
+      BufferedLogs (assumed: one write per batch instead of per line);
+    * HostnameLookups, 25 % of a request in resolver work plus 2 ms waiting
+      with the worker held (assumed: no seed measured DNS);
+    * an idle-pool overhead for large MaxSpare (static pools peaked lower,
+      sec. 5.1.5, Fig. 9) and forks when the spare band is narrower than the
+      pool's random swings, at most one a second as httpd's parent stops at
+      most one idle child a second (assumed sizes).
+- Workers: under prefork and worker, a keep-alive connection holds its
+  worker while the client thinks (or until KeepAliveTimeout closes it; then
+  the next request reconnects). The pool needs A = sessions/s x hold time
+  workers (Little's law), and keeps a square-root safety margin against
+  random peaks: A <= (sqrt(c + b^2/4) - b/2)^2 for a pool of c, with b from
+  2 (backlog 128) down to 1.2 (backlog 4,096): a longer listen queue rides
+  out peaks that a short one turns into drops (otherwise, as Arlitt &
+  Williamson found in sec. 5.1.7, the backlog changes nothing).
+  Under event, idle keep-alive connections wait in the listener, not in a
+  worker, up to (1 + AsyncRequestWorkerFactor 2) connections per worker.
+- RAM: a pool beyond what RAM holds swaps; the CPU then collapses.
+
+Why a closed form for the pool rather than queueing_model.py's simulation or its
+Markov chain: the grid that finds the optimum evaluates about 10^5 points
+with a 50-step bisection each; the chain costs milliseconds per rate and the
+simulation seconds, the closed forms microseconds, vectorised with numpy.
+
+Noise: each trial's peak is multiplied by a lognormal factor (4 % by
+default, the spread of repeated knee searches on the sandbox), drawn from a
+generator seeded once, so a run is deterministic given its seed and the
+sequence of points asked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+from advisor.tuner.search.optimizer import TrialOutcome
+from advisor.tuner.search.space import Space, Value
+
+LOG_SHARE = 0.10
+BUFFERED_LOG_FACTOR = 0.35
+DNS_CPU_SHARE = 0.25
+MMAP_ONLY_FACTOR = 1.08
+READ_FACTOR = 1.28
+CHURN_EXPONENT = 0.7
+CHURN_REFERENCE = 1000.0
+KEEPALIVE_SHAPE = 0.15
+"""Width (in log units of KeepAliveTimeout / think time) of the window in
+which a connection may or may not survive the think time."""
+ASYNC_FACTOR = 2.0
+SOMAXCONN = 4096
+"""net.core.somaxconn on current kernels: the cap on any ListenBacklog."""
+
+
+@dataclass(frozen=True)
+class SimulatedHost:
+    """The server, its workload and its SLO."""
+
+    cpu: float = 0.5
+    """Cores the server may use (the sandbox's --cpu-quota 50)."""
+    ram_workers: Mapping[str, int] = field(default_factory=lambda: {"prefork": 300, "worker": 1200, "event": 1200})
+    request_cpu_s: float = 60e-6
+    connection_cpu_s: float = 48e-6
+    calls: int = 5
+    think_s: float = 0.2
+    access_log: bool = True
+    dns_s: float = 0.002
+    spawn_cpu_s: float = 0.005
+    slo_reply_s: float = 0.100
+    slo_errors: float = 0.01
+    noise_cv: float = 0.04
+    disturbed_share: float = 0.0
+    """Share of trials a disturbance makes invalid (to exercise the retry path)."""
+
+
+_FIELDS = ("threaded", "event", "workers", "threads", "min_spare", "max_spare", "mcpc", "keepalive",
+           "kat_s", "mkar", "sendfile", "mmap", "hostname", "buffered", "backlog", "ram")
+
+
+def _columns(space: Space, points: Sequence[Mapping[str, Value]], host: SimulatedHost):
+    import numpy as np
+
+    rows = []
+    for point in points:
+        mpm = space.mpm_of(point)
+        s = space.settings(point)
+        threaded = mpm != "prefork"
+        rows.append((
+            float(threaded), float(mpm == "event"), float(s["MaxRequestWorkers"]),
+            float(s.get("ThreadsPerChild", 1)),
+            float(s.get("MinSpareThreads" if threaded else "MinSpareServers", 5)),
+            float(s.get("MaxSpareThreads" if threaded else "MaxSpareServers", 10)),
+            float(s.get("MaxConnectionsPerChild", 0)), float(s.get("KeepAlive", "On") == "On"),
+            float(s.get("KeepAliveTimeout", 5000)) / 1000.0, float(s.get("MaxKeepAliveRequests", 100)),
+            float(s.get("EnableSendfile", "Off") == "On"), float(s.get("EnableMMAP", "On") == "On"),
+            float(s.get("HostnameLookups", "Off") == "On"), float(s.get("BufferedLogs", "Off") == "On"),
+            float(s.get("ListenBacklog", 511)), float(host.ram_workers.get(mpm, 10**9)),
+        ))
+    table = np.asarray(rows, dtype=float).reshape(len(rows), len(_FIELDS))
+    return {name: table[:, i] for i, name in enumerate(_FIELDS)}
+
+
+@dataclass
+class _Model:
+    """Per-point quantities that do not depend on the offered rate."""
+
+    cost: Any
+    parts: dict[str, Any]
+    conns_per_session: Any
+    gap_hold: Any
+    """Worker time held per think gap (0 under event or KeepAlive Off)."""
+    conn_gap_hold: Any
+    """Connection time held per think gap (for event's connection limit)."""
+    dns_wait: Any
+    beta: Any
+    capacity: Any
+
+
+def _model(c: dict, host: SimulatedHost) -> _Model:
+    import numpy as np
+
+    r, conn = host.request_cpu_s, host.connection_cpu_s
+    gaps = max(host.calls - 1, 0)
+    file_factor = np.where(c["sendfile"] > 0, 1.0, np.where(c["mmap"] > 0, MMAP_ONLY_FACTOR, READ_FACTOR))
+    idle = np.minimum(c["max_spare"], c["workers"]) / np.maximum(c["threads"], 1)
+    idle_factor = 1.0 + 0.0003 * np.maximum(idle - 10.0, 0.0)
+    # A broad optimum of threads per child near httpd's default 25 (assumed).
+    thread_factor = 1.0 + c["threaded"] * 0.02 * np.log(c["threads"] / 25.0) ** 2
+    request = r * file_factor * idle_factor * thread_factor
+    # Does an idle keep-alive connection survive the think time?
+    survive = c["keepalive"] / (1.0 + np.exp(-np.log(c["kat_s"] / host.think_s) / KEEPALIVE_SHAPE))
+    mkar = np.where(c["mkar"] <= 0, 1e9, c["mkar"])
+    closed_by_mkar = (np.floor(gaps / mkar) / gaps) if gaps else np.zeros_like(mkar)
+    kept = (1.0 - closed_by_mkar) * survive
+    conns = 1.0 + gaps * (1.0 - kept)
+    per_request_conns = conns / host.calls
+    connection = conn * per_request_conns
+    mcpc = c["mcpc"]
+    churn = np.where(mcpc > 0, (CHURN_REFERENCE / np.maximum(mcpc, 1.0)) ** CHURN_EXPONENT, 0.0)
+    churn = churn * (r + conn) * per_request_conns
+    log = (LOG_SHARE * r * np.where(c["buffered"] > 0, BUFFERED_LOG_FACTOR, 1.0)) if host.access_log \
+        else np.zeros_like(mcpc)
+    dns = DNS_CPU_SHARE * r * c["hostname"]
+    cost = request + connection + churn + log + dns
+    # While the client thinks: kept open, the worker waits the think time; timed
+    # out, it waited KeepAliveTimeout first; closed by MaxKeepAliveRequests, nothing.
+    waiting = c["keepalive"] * (1.0 - closed_by_mkar) * (survive * host.think_s
+                                                         + (1.0 - survive) * np.minimum(c["kat_s"], host.think_s * 10))
+    gap_hold = np.where(c["event"] > 0, 0.0, waiting)
+    backlog_scale = np.clip(np.log(c["backlog"] / 128.0) / np.log(32.0), 0.0, 1.0)
+    beta = 2.0 - 0.8 * backlog_scale
+    over = np.maximum(c["workers"] / c["ram"], 1.0)
+    capacity = host.cpu / over ** 4  # swapping: the CPU waits on the disk
+    parts = {"request": request, "connection": connection, "churn": churn, "log": log, "dns": dns}
+    return _Model(cost, parts, conns, gap_hold, waiting, host.dns_s * c["hostname"], beta, capacity)
+
+
+def _state(rate, c: dict, m: _Model, host: SimulatedHost):
+    """SLO checks at offered request rate `rate` (arrays): (cpu_ok, pool_ok, extras)."""
+    import numpy as np
+
+    from advisor.capacity.workerpool_model import LINUX_EXTRA_SLOT, cpu_end_arrays
+
+    sessions = rate / host.calls
+    gaps = max(host.calls - 1, 0)
+    workers = c["workers"]
+    # Forks when the busy count swings past the spare band (prefork: children;
+    # threaded: whole children of ThreadsPerChild).
+    band = np.maximum(c["max_spare"] - c["min_spare"], 1.0)
+    cpu = np.maximum(m.capacity, 1e-9)
+    busy_guess = sessions * gaps * m.gap_hold + rate * 0.002
+    # httpd's parent stops at most one idle child a second (and forks its
+    # replacement when the next swing comes), so churn from the band is capped.
+    forks = np.minimum(sessions * 0.01 * np.exp(-band / np.sqrt(busy_guess + 1.0)) / c["threads"], 1.0)
+    available = np.maximum(cpu - forks * host.spawn_cpu_s, cpu * 0.05)
+    # The worker-pool model's CPU-bound end (waits are counted in the pool
+    # check below): the workers plus the listen queue hold requests.
+    places = np.maximum(workers, 1.0) + np.minimum(c["backlog"], SOMAXCONN) + LINUX_EXTRA_SLOT
+    offered = np.maximum(rate, 1e-9)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        blocking, _, _, response = cpu_end_arrays(offered, m.cost, available, places)
+        # A request waiting in the listen queue holds no worker: the pool
+        # check counts only the time spent in one.
+        _, _, _, in_worker = cpu_end_arrays(offered, m.cost, available, np.maximum(workers, 1.0))
+    reply = response + m.dns_wait
+    cpu_ok = (blocking <= host.slo_errors) & (reply <= host.slo_reply_s) & np.isfinite(reply)
+    hold = host.calls * (np.minimum(in_worker, response) + m.dns_wait) + gaps * m.gap_hold
+    needed = sessions * hold
+    allowed = (np.sqrt(workers + m.beta ** 2 / 4.0) - m.beta / 2.0) ** 2
+    pool_ok = needed <= allowed
+    connections = sessions * (host.calls * reply + gaps * m.conn_gap_hold)
+    conn_ok = np.where(c["event"] > 0, connections <= workers * (1.0 + ASYNC_FACTOR), True)
+    return cpu_ok, pool_ok & conn_ok, {"hold": hold, "needed": needed, "allowed": allowed, "reply": reply}
+
+
+def peak_rates(space: Space, points: Sequence[Mapping[str, Value]], host: SimulatedHost = SimulatedHost()):
+    """The noise-free peak request rate of each point (numpy array), and the model."""
+    import numpy as np
+
+    c = _columns(space, points, host)
+    m = _model(c, host)
+    low = np.zeros(len(points))
+    # No point serves faster than its bare request cost allows.
+    high = np.maximum(m.capacity, 1e-9) / (host.request_cpu_s * 0.5)
+    for _ in range(50):
+        middle = (low + high) / 2.0
+        cpu_ok, pool_ok, _ = _state(middle, c, m, host)
+        ok = cpu_ok & pool_ok
+        low = np.where(ok, middle, low)
+        high = np.where(ok, high, middle)
+    return low, c, m
+
+
+class SimulatedObjective:
+    """point -> TrialOutcome, with noise; `true_value` gives the noise-free peak."""
+
+    def __init__(self, space: Space, host: SimulatedHost = SimulatedHost(), seed: int = 0) -> None:
+        import numpy as np
+
+        self.space = space
+        self.host = host
+        self.rng = np.random.default_rng(seed)
+        self.calls = 0
+
+    def true_values(self, points: Sequence[Mapping[str, Value]]) -> list[float]:
+        values, _, _ = peak_rates(self.space, points, self.host)
+        return [float(v) for v in values]
+
+    def true_value(self, point: Mapping[str, Value]) -> float:
+        return self.true_values([point])[0]
+
+    def __call__(self, point: Mapping[str, Value]) -> TrialOutcome:
+        self.calls += 1
+        values, c, m = peak_rates(self.space, [point], self.host)
+        peak = float(values[0])
+        noisy = peak * math.exp(float(self.rng.normal(0.0, self.host.noise_cv)))
+        disturbed = float(self.rng.random()) < self.host.disturbed_share
+        label = "client-bound" if disturbed else self._verdict(peak, c, m)
+        parts = {name: round(float(v[0]) * 1e6, 2) for name, v in m.parts.items()}
+        details = {
+            "simulated": True,
+            "peak_rps": round(noisy, 1),
+            "true_peak_rps": round(peak, 1),
+            "cpu_us_per_request": parts,
+            "connections_per_session": round(float(m.conns_per_session[0]), 3),
+            "settings": self.space.settings(point),
+        }
+        return TrialOutcome(objective=round(noisy, 2), valid=not disturbed, verdict=label, details=details)
+
+    def _verdict(self, peak: float, c: dict, m: _Model) -> str:
+        """The first SLO to break just past the peak, named like bench's verdicts."""
+        import numpy as np
+
+        cpu_ok, pool_ok, extra = _state(np.asarray([max(peak, 1.0) * 1.03]), c, m, self.host)
+        if not bool(pool_ok[0]):
+            gaps = max(self.host.calls - 1, 0)
+            idle = gaps * float(m.gap_hold[0])
+            return "keep-alive holding workers" if idle > 0.5 * float(extra["hold"][0]) else "worker pool exhausted"
+        if not bool(cpu_ok[0]):
+            cost = float(m.cost[0])
+            if float(m.parts["churn"][0]) > 0.3 * cost:
+                return "process churn"
+            if float(m.parts["log"][0]) > 0.3 * cost:
+                return "logging"
+            return "server CPU"
+        return "none"
+
+
+def grid(space: Space, levels: Mapping[str, Iterable[Value]]) -> list[dict[str, Value]]:
+    """Every combination of the given levels; other dimensions stay at the start."""
+    import itertools
+
+    names = list(levels)
+    points = []
+    for combo in itertools.product(*(list(levels[n]) for n in names)):
+        point = dict(space.start)
+        point.update(zip(names, combo))
+        points.append(point)
+    return points
+
+
+def default_levels(space: Space, per_range: int = 4) -> dict[str, list[Value]]:
+    """Levels for a grid over every free dimension: each choice, and for a
+    range its ends and `per_range - 2` points between (geometric on a log scale)."""
+    levels: dict[str, list[Value]] = {}
+    for d in space.free:
+        if d.kind == "choice":
+            levels[d.name] = list(d.choices)
+            continue
+        count = max(2, per_range)
+        if d.log:
+            values = [d.low * (d.high / d.low) ** (i / (count - 1)) for i in range(count)]
+        else:
+            values = [d.low + (d.high - d.low) * i / (count - 1) for i in range(count)]
+        levels[d.name] = sorted({d.clip(int(round(v))) for v in values})
+    return levels
+
+
+def best_of_grid(objective: SimulatedObjective, points: Sequence[Mapping[str, Value]],
+                 chunk: int = 50_000) -> tuple[dict[str, Value], float]:
+    best_value, best_point = -1.0, None
+    for start in range(0, len(points), chunk):
+        part = points[start:start + chunk]
+        for point, value in zip(part, objective.true_values(part)):
+            if value > best_value:
+                best_value, best_point = value, point
+    return dict(best_point or {}), best_value

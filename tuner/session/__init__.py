@@ -1,0 +1,2 @@
+"""A tuning session: the loop, its journal, the measured gain, the simplified
+recommendation, the report's data and plots."""

@@ -1,0 +1,1144 @@
+"""The tuning session of `apache-advisor tune`: plan, search, replicate, report.
+
+A session ties the pieces together on one staging target:
+
+1. the config in use (read with advisor.config, after any interrupted run's
+   candidate was put back) gives the search space, bounded by capacity's RAM
+   sizing of this host and narrowed by `--space`;
+2. each point the optimizer asks for is written to the managed include
+   (ManagedConfig: validate before apply, roll back a refused reload) and
+   measured: by default a knee search for the peak sustainable rate under the
+   SLO, started from the incumbent's peak so that it needs a few probes, not
+   a full doubling from the bottom;
+3. every completed trial is appended to the session's journal as it
+   completes, so that `--resume` can tell the optimizer what was measured;
+4. after the search the starting config and the winner are measured again,
+   interleaved, for the gain and its confidence interval, and the report is
+   built (advisor.tuner.session.report_data);
+5. whatever happens (success, a refused point, a dead server, Ctrl-C,
+   SIGTERM) the server ends on the config it had; after kill -9 the next run
+   of tune, bench or `staging down` restores it from ManagedConfig's journal.
+
+Formatting is the command's business: the session tells a `SessionEvents`
+what happens and returns data.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from advisor.errors import AdvisorError, UsageError
+from advisor.tuner.search.optimizer import Observation, SearchResult, SearchSettings, TrialOutcome, make_searcher, run_search
+from advisor.tuner.search.space import Space, Value
+from advisor.tuner.staging.target import HostKernel, offered_load_text
+
+# --------------------------------------------------------------------------
+# Workloads
+
+# A browser-like session over Almeida et al.'s (1996) file set: five requests
+# with 0.2 s of think time between them, so that keep-alive (held connections
+# against reconnects), KeepAliveTimeout (shorter or longer than the think
+# time), the pool size and child recycling all bear on the same load.
+SESSION_WORKLOADS: dict[str, tuple[str, int, float]] = {
+    "almeida-sessions": ("almeida", 5, 0.2),
+}
+DEFAULT_WORKLOAD = "almeida-sessions"
+OBJECTIVES = ("peak", "throughput", "latency")
+SEARCHES = ("bayesian", "random")
+# Points httpd refused in a row before the session stops.
+MAX_REFUSED_IN_A_ROW = 3
+REFUSED = "config refused"
+# Rough costs for the plan's estimate (seconds): a reload or restart with its
+# settling, and around each probe the quiet wait, the part of the warm-up a
+# growing pool adds, and httperf's start and end. Measured on the sandbox
+# (2026-11-23): a probe took 18 s on average in a 15-trial session from the
+# stock config (34 min in all), 13 s in the benchmark's from the worst start;
+# with 2.5 s here the plan said 14 min for the 34.
+APPLY_S = 3.0
+PROBE_OVERHEAD_S = 11.0
+REPORT_S = 15.0
+
+
+def workload_names() -> tuple[str, ...]:
+    from advisor.tuner.load.workload import WORKLOAD_NAMES
+
+    return tuple(SESSION_WORKLOADS) + tuple(WORKLOAD_NAMES)
+
+
+@dataclass(frozen=True)
+class SessionWorkload:
+    """What httperf sends in every trial of a session."""
+
+    name: str
+    uri: str
+    uri_list: str | None
+    calls: int
+    """Requests per session (with think time) or per connection (without)."""
+    think_s: float | None
+    """Seconds between a session's requests; None: no sessions."""
+    description: str
+    session_log: str | None = None
+    """A replayed access log's --wsesslog file: calls and think_s are then its means."""
+
+    @property
+    def wsess(self) -> tuple[int, int, float] | None:
+        return (1, self.calls, self.think_s) if self.think_s is not None else None
+
+    @property
+    def num_calls(self) -> int:
+        return 1 if self.think_s is not None else self.calls
+
+    @property
+    def unit(self) -> str:
+        return "sessions/s" if self.think_s is not None else "connections/s"
+
+    def identity(self) -> dict[str, Any]:
+        """What makes two sessions' trials comparable (the journal's check)."""
+        return {"name": self.name, "uri": self.uri,
+                "uri_list": os.path.basename(self.uri_list) if self.uri_list else None,
+                "calls": self.calls, "think_s": self.think_s}
+
+    def describe(self) -> str:
+        if self.think_s is not None:
+            shape = f"sessions of {self.calls} requests, {self.think_s:g} s think time between them"
+        elif self.calls > 1:
+            shape = f"{self.calls} requests per persistent connection"
+        else:
+            shape = "one request per connection"
+        return f"{self.name}: {self.description}; {shape}"
+
+
+def make_session_workload(name: str, work_dir: Path | None, *, calls: int | None = None, think_s: float | None = None,
+                          uri: str | None = None, cgi_n: int = 100000, sleep_ms: int = 1000) -> SessionWorkload:
+    """A session workload by name: "almeida-sessions" or any of bench's workloads
+    (with `calls` per connection, or sessions when `think_s` is given)."""
+    from advisor.tuner.load.workload import make_workload
+
+    base_name, default_calls, default_think = name, 1, None
+    if name in SESSION_WORKLOADS:
+        base_name, default_calls, default_think = SESSION_WORKLOADS[name]
+    elif name not in workload_names():
+        raise UsageError(f"unknown workload {name!r}", hint=f"choose one of {', '.join(workload_names())}")
+    if base_name == "almeida" and work_dir is None:
+        raise UsageError(f"the {name} workload requests the sandbox's Almeida file set",
+                         hint="tune the sandbox (--workdir), or give --workload url (the path of --url) or 1k")
+    work = make_workload(base_name, work_dir, cgi_n=cgi_n, sleep_ms=sleep_ms, uri=uri)
+    calls = calls if calls is not None else default_calls
+    think = think_s if think_s is not None else default_think
+    if calls < 1:
+        raise UsageError("--num-calls must be at least 1")
+    if think is not None and not 0 <= think <= 60:
+        raise UsageError("--think must be between 0 and 60 seconds")
+    description = work.description or work.name
+    return SessionWorkload(name, work.uri, work.uri_list, calls, think, description)
+
+
+# --------------------------------------------------------------------------
+# The objective
+
+
+@dataclass(frozen=True)
+class ObjectiveSpec:
+    """What a trial measures; every kind is told to the optimizer as higher-is-better."""
+
+    kind: str = "peak"
+    rate: float | None = None
+    """throughput and latency: the offered rate (sessions or connections per second)."""
+    slo_ms: float = 100.0
+    slo_errors_pct: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.kind not in OBJECTIVES:
+            raise UsageError(f"unknown --objective {self.kind!r}", hint=f"choose {', '.join(OBJECTIVES)}")
+        if self.kind != "peak" and (self.rate is None or self.rate <= 0):
+            raise UsageError(f"--objective {self.kind} measures at a fixed offered rate", hint="give it with --rate R")
+        if self.slo_ms <= 0 or not 0 < self.slo_errors_pct <= 100:
+            raise UsageError("the SLO needs --slo-ms > 0 and 0 < --slo-errors <= 100")
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rate": self.rate if self.kind != "peak" else None, "slo_ms": self.slo_ms,
+                "slo_errors_pct": self.slo_errors_pct}
+
+    def label(self, unit: str) -> str:
+        slo = f"mean reply < {self.slo_ms:g} ms, errors < {self.slo_errors_pct:g} %"
+        if self.kind == "peak":
+            return f"peak sustainable rate under the SLO ({slo})"
+        if self.kind == "throughput":
+            return (f"throughput at {self.rate:g} {unit}, scaled down by mean reply time / {self.slo_ms:g} ms "
+                    "past the bound")
+        return f"mean reply time at {self.rate:g} {unit}, told as its inverse, 1000 / mean ms (higher is faster)"
+
+    def short_label(self, unit: str) -> str:
+        """The label for the report and its plots' axes."""
+        if self.kind == "peak":
+            return f"peak rate under the SLO ({self.slo_ms:g} ms, {self.slo_errors_pct:g} % errors)"
+        if self.kind == "throughput":
+            return f"throughput at {self.rate:g} {unit} (bound {self.slo_ms:g} ms)"
+        return f"inverse mean reply time at {self.rate:g} {unit}"
+
+    @property
+    def unit(self) -> str:
+        return "1/s" if self.kind == "latency" else "replies/s"
+
+
+@dataclass
+class ProbeSettings:
+    """How each measurement is run (bench's knobs)."""
+
+    duration_s: float = 3.0
+    warmup_s: float | None = None
+    """None: until the server's pool is steady (trial/runner.py decides); 0: none."""
+    timeout_s: float = 2.0
+    start_rate: float = 10.0
+    """The first knee search starts here (later ones at the incumbent's peak)."""
+    max_rate: float = 20000.0
+    max_probes: int = 4
+    """Probes per knee search once an incumbent's peak is known."""
+    first_max_probes: int = 10
+    """Probes of the first knee search, which starts from nothing."""
+    tolerance: float = 0.1
+    retries: int = 1
+    interval: float | None = None
+
+    def check(self) -> None:
+        if not 0 < self.duration_s <= 600:
+            raise UsageError("--duration must be between 0 and 600 seconds")
+        if self.warmup_s is not None and not 0 <= self.warmup_s <= 120:
+            raise UsageError("--warmup must be between 0 and 120 seconds", hint="leave it out to warm up until the pool is steady")
+        if self.max_probes < 1 or self.first_max_probes < 1:
+            raise UsageError("--max-probes must be at least 1")
+        if not 0 < self.start_rate <= self.max_rate:
+            raise UsageError("need 0 < --start-rate <= --max-rate")
+
+    @property
+    def sample_interval(self) -> float:
+        return self.interval or (1.0 if self.duration_s >= 10 else max(0.25, self.duration_s / 6))
+
+
+@dataclass
+class SessionSettings:
+    session_dir: Path
+    budget: int = 15
+    max_time_s: float | None = None
+    seed: int = 0
+    search: str = "bayesian"
+    resume: bool = False
+    gain_replicates: int = 5
+    space_file: str | None = None
+    allow_mpm_switch: bool = False
+    ram_bytes: int | None = None
+    server_cpus: list[int] | None = None
+    client_cpus: list[int] | None = None
+    clients: Any = None
+    """advisor.tuner.load.remote_clients.LoadClients: several load generators (--client-host)."""
+    client_here: bool = True
+    """Whether an httperf runs on this machine (on client_cpus)."""
+
+    def check(self) -> None:
+        if self.budget < 1:
+            raise UsageError(f"--budget {self.budget}: a session needs at least one trial",
+                             hint="give --budget 1 or more (15 is a good start)")
+        if self.max_time_s is not None and self.max_time_s <= 0:
+            raise UsageError("--max-time must be more than 0 seconds")
+        if self.search not in SEARCHES:
+            raise UsageError(f"unknown --search {self.search!r}", hint=f"choose {' or '.join(SEARCHES)}")
+        if self.gain_replicates < 0:
+            raise UsageError("--gain-replicates must be 0 (no gain measured) or more")
+
+
+# --------------------------------------------------------------------------
+# What the command sees
+
+
+class SessionEvents:
+    """What a session tells its display; every method may be left as is."""
+
+    def note(self, text: str) -> None: ...
+
+    def trial_started(self, number: int, total: int, point: Mapping[str, Value], origin: str) -> None: ...
+
+    def probe(self, result) -> None:
+        """One httperf run (advisor.tuner.trial.runner.TrialResult) inside a trial."""
+
+    def trial_done(self, observation: Observation, best: float | None, eta_s: float | None) -> None: ...
+
+    def replicate_done(self, index: int, total: int, role: str, outcome: TrialOutcome) -> None: ...
+
+
+@dataclass
+class Plan:
+    """What the session will do, shown before the first trial."""
+
+    target: dict[str, Any]
+    config: str
+    mpm: str
+    dimensions: list[dict[str, Any]]
+    notes: list[str]
+    workload: str
+    objective: str
+    measurement: str
+    budget: int
+    max_time_s: float | None
+    search: str
+    seed: int
+    gain_replicates: int
+    estimate_s: float
+    journal: str
+    report_dir: str
+    resumed: int = 0
+    pending_restore: bool = False
+    load: str = ""
+    """Who loads what, and the most any trial will offer (said before the first)."""
+
+    def lines(self) -> list[str]:
+        out = [f"target: {self.target.get('kind')} at {self.target.get('url')}; config {self.config} ({self.mpm})",
+               f"search space ({len([d for d in self.dimensions if not d['fixed']])} dimensions):"]
+        for d in self.dimensions:
+            out.append(f"  - {d['text']}")
+            if not d["fixed"]:
+                out.append(f"      starts at {d['start']}")
+        out += [f"  note: {note}" for note in self.notes]
+        out.append(f"workload: {self.workload}")
+        out.append(f"objective: {self.objective}")
+        out.append(f"each trial: {self.measurement}")
+        if self.load:
+            out.append(f"load: {self.load}")
+        limit = f", stopping after {_duration(self.max_time_s)}" if self.max_time_s else ""
+        resumed = f" ({self.resumed} already in the journal)" if self.resumed else ""
+        out.append(f"budget: {self.budget} trials{resumed}, {self.search} search, seed {self.seed}{limit}")
+        if self.gain_replicates:
+            out.append(f"then: {self.gain_replicates} interleaved replicates each of the starting config and "
+                       "the winner, for the gain and its 95 % confidence interval")
+        out.append(f"estimated time: about {_duration(self.estimate_s)}")
+        out.append(f"journal: {self.journal} (continue an interrupted session with --resume)")
+        out.append(f"report: {self.report_dir}")
+        if self.pending_restore:
+            out.append("an interrupted run left a candidate in the managed include: it is put back before "
+                       "the first trial (the space above reads the candidate)")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class SessionOutcome:
+    """What the session measured; the command writes the report from it."""
+
+    report: Any
+    """advisor.tuner.session.report_data.TuneReport (None when no trial was valid)."""
+    search: SearchResult
+    observations: list[Observation]
+    winner: dict[str, Value] | None
+    replicates: Any
+    normal_stop: bool
+    """False: the session was stopped by invalid trials or refused points (see search.advice)."""
+
+
+class PointRefused(Exception):
+    """httpd (or the target) refused a candidate: the trial failed, the session goes on."""
+
+    def __init__(self, error: AdvisorError):
+        super().__init__(error.render())
+        self.error = error
+
+
+# --------------------------------------------------------------------------
+# The session
+
+
+class TuneSession:
+    def __init__(self, target, work_dir: Path | None, workload: SessionWorkload, objective: ObjectiveSpec,
+                 probes: ProbeSettings, settings: SessionSettings, events: SessionEvents | None = None) -> None:
+        settings.check()
+        probes.check()
+        self.target = target
+        self.work_dir = work_dir
+        self.workload = workload
+        self.objective = objective
+        self.probes = probes
+        self.settings = settings
+        self.events = events or SessionEvents()
+        self.cfg = None
+        self.space: Space | None = None
+        self.lint = None
+        self.managed = None
+        self.resumed: list[Observation] = []
+        self.registry: list = []  # httperf processes running now (ended on interrupt)
+        self.restore_error: AdvisorError | None = None
+        """Set when the original config could not be reloaded on the way out."""
+
+    # ---- paths -----------------------------------------------------------
+
+    @property
+    def journal_path(self) -> Path:
+        from advisor.tuner.session.journal import journal_path
+
+        return journal_path(self.settings.session_dir)
+
+    # ---- the server, kept safe -------------------------------------------
+
+    @contextmanager
+    def open(self) -> Iterator["TuneSession"]:
+        """Hold the target for the session: one run at a time, any interrupted
+        run's candidate put back first, the original config restored on the
+        way out whatever happened. SIGTERM is turned into KeyboardInterrupt,
+        so that it restores like Ctrl-C."""
+        from advisor.tuner.staging.target import ManagedConfig
+
+        previous = signal.getsignal(signal.SIGTERM)
+
+        def on_sigterm(signum, frame):
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+        managed = ManagedConfig(self.target)
+        try:
+            managed.__enter__()
+        except BaseException:
+            signal.signal(signal.SIGTERM, previous)
+            raise
+        self.managed = managed
+        if managed.stray_load:
+            self.events.note("ended httperf left running by an interrupted run (pid "
+                             + ", ".join(str(p) for p in managed.stray_load) + ")")
+        if managed.recovered is not None:
+            self.events.note("restored the original managed include left by an interrupted run "
+                             f"(pid {managed.recovered.pid})")
+        failed = False
+        try:
+            yield self
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            # Nothing may interrupt the restore: a second Ctrl-C or SIGTERM is ignored meanwhile.
+            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            try:
+                self._end_load()
+                self._restore(managed, quiet=failed)
+            finally:
+                self.managed = None
+                signal.signal(signal.SIGINT, old_int)
+                signal.signal(signal.SIGTERM, previous)
+
+    def _end_load(self) -> None:
+        for process in list(self.registry):
+            if process.poll() is None:
+                process.kill()
+                try:
+                    process.wait(timeout=5)
+                except Exception:
+                    pass
+
+    def _restore(self, managed, quiet: bool) -> None:
+        """Put the original back. When the session already failed (a dead
+        server, say), that failure is what the admin must read: a restore
+        that could write the file but not reload a dead server stays silent."""
+        try:
+            managed.restore()
+        except AdvisorError as error:
+            self.restore_error = error
+            if not quiet:
+                raise
+        finally:
+            managed.release()
+
+    # ---- the plan ----------------------------------------------------------
+
+    def prepare(self) -> Plan:
+        """Read the config in use, derive and narrow the space, check the
+        journal: everything before the first trial, and nothing that changes
+        the server."""
+        from advisor.tuner.search.space import DEFAULT_SOMAXCONN, derive_space, narrow_from_file
+        from advisor.tuner.search.space_lint import CandidateLint
+        from advisor.tuner.session.journal import read_journal
+
+        if self.settings.allow_mpm_switch and not getattr(self.target, "can_switch_mpm", False):
+            raise UsageError("--allow-mpm-switch needs a target that can load another MPM; this one changes only "
+                             "its managed include, where a second LoadModule for an MPM is refused",
+                             hint="tune each MPM on its own sandbox (staging up --mpm worker), then compare the reports")
+        cfg, options = load_config_in_use(self.target)
+        mpms = ("prefork", "worker", "event") if self.settings.allow_mpm_switch else (cfg.mpm,)
+        host = self.target.host_kernel()
+        docroot = self._docroot() if self.target.on_this_machine else None
+        bounds, why = ram_workers(cfg, [m for m in mpms if m], self.settings.ram_bytes, docroot, host)
+        space = derive_space(cfg, bounds, allow_mpm_switch=self.settings.allow_mpm_switch,
+                             somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why)
+        if self.settings.space_file:
+            space = narrow_from_file(space, self.settings.space_file)
+        self.cfg, self.space = cfg, space
+        self.lint = CandidateLint(cfg, space, options if options.root else None)
+        path = self.journal_path
+        if self.settings.resume:
+            from advisor.tuner.session.journal import check_compatible
+
+            contents = read_journal(path)
+            check_compatible(contents.header, space=space.signature(), workload=self.workload.identity(),
+                             objective=self.objective.identity(), path=str(path))
+            self.resumed = list(contents.trials)
+        elif path.exists():
+            raise UsageError("a tuning journal is already here", file=str(path),
+                             hint="continue it with --resume, or pick a new --report directory")
+        pending = False
+        if self.managed is None:
+            pending = self.target.state_base.with_name(self.target.state_base.name + ".journal").exists()
+        described = self.target.describe()  # a remote target names its config host:path
+        return Plan(
+            target=described, config=str(described.get("config") or cfg.main_file), mpm=space.mpm,
+            dimensions=[{"name": d.name, "text": d.describe(), "fixed": d.is_fixed,
+                         "start": _start_text(d, space.start.get(d.name))} for d in space.dimensions],
+            notes=list(space.notes) + list(space.start_notes),
+            workload=self.workload.describe(), objective=self.objective.label(self.workload.unit),
+            measurement=self._measurement_text(), budget=self.settings.budget,
+            max_time_s=self.settings.max_time_s, search=self.settings.search, seed=self.settings.seed,
+            gain_replicates=self.settings.gain_replicates, estimate_s=self.estimate_s(len(self.resumed)),
+            journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
+            pending_restore=pending, load=self._load_text())
+
+    def _docroot(self) -> str | None:
+        if self.work_dir is not None and (self.work_dir / "docroot").is_dir():
+            return str(self.work_dir / "docroot")
+        return None
+
+    def _measurement_text(self) -> str:
+        p = self.probes
+        warm = "a warm-up until the pool is steady" if p.warmup_s is None else (
+            "no warm-up" if p.warmup_s == 0 else f"{p.warmup_s:g} s of warm-up")
+        if self.objective.kind == "peak":
+            return (f"a knee search for the highest rate that meets the SLO: the first from {p.start_rate:g} "
+                    f"{self.workload.unit} (up to {p.first_max_probes} probes), each later one from the "
+                    f"incumbent's peak to twice it (up to {p.max_probes} probes); each probe {p.duration_s:g} s "
+                    f"of load after {warm}")
+        return f"one run of {p.duration_s:g} s at {self.objective.rate:g} {self.workload.unit} after {warm}"
+
+    def _load_text(self) -> str:
+        p = self.probes
+        peak = p.max_rate if self.objective.kind == "peak" else self.objective.rate
+        clients = self.settings.clients
+        return offered_load_text(self.target.describe().get("url", "?"),
+                                 self.settings.client_cpus if self.settings.client_here else None, peak,
+                                 self.workload.unit, self.workload.calls,
+                                 generators=clients.describe() if clients is not None else None)
+
+    def _probe_s(self) -> float:
+        p = self.probes
+        if p.warmup_s is not None:
+            warm = p.warmup_s
+        else:
+            session = (self.workload.calls - 1) * (self.workload.think_s or 0.0)
+            warm = max(1.5, session + 1.0) + 1.0
+        return warm + p.duration_s + PROBE_OVERHEAD_S
+
+    def _trial_s(self, first: bool, uncapped: bool = False) -> float:
+        if self.objective.kind != "peak":
+            return APPLY_S + self._probe_s()
+        if first:  # doubling from the start rate, then bisecting: 9 probes in the stock session
+            probes = min(self.probes.first_max_probes, 8)
+        elif uncapped:  # a gain replicate: doubling from its own peak, then bisecting (5 or 6)
+            probes = min(self.probes.first_max_probes, 6)
+        else:
+            probes = min(self.probes.max_probes, 3)
+        return APPLY_S + probes * self._probe_s()
+
+    def estimate_s(self, done: int) -> float:
+        """Seconds the rest of the session should take (a rough figure for the plan)."""
+        left = max(0, self.settings.budget - done)
+        search = 0.0
+        if left:
+            search = self._trial_s(first=done == 0) + (left - 1) * self._trial_s(first=False)
+        if self.settings.max_time_s is not None:
+            search = min(search, self.settings.max_time_s)
+        replicates = 2 * self.settings.gain_replicates * self._trial_s(first=False, uncapped=True)
+        return search + replicates + REPORT_S
+
+    # ---- the search --------------------------------------------------------
+
+    def run(self) -> SessionOutcome:
+        """The trials, the replicates and the report's data. Call inside open(), after prepare()."""
+        from advisor.tuner.session.journal import Journal, JournalHeader
+
+        if self.managed is None or self.space is None:
+            raise RuntimeError("TuneSession.run needs open() and prepare() first")
+        space = self.space
+        s = self.settings
+        header = JournalHeader(space=space.signature(), workload=self.workload.identity(),
+                               objective=self.objective.identity(), seed=s.seed, search=s.search,
+                               extra={"target": self.target.describe(), "start": dict(space.start)})
+        if s.resume:
+            journal, contents = Journal.resume(s.session_dir, space=header.space, workload=header.workload,
+                                               objective=header.objective)
+            done = list(contents.trials)
+            earlier_gain = list(contents.gain_runs)
+        else:
+            journal = Journal.create(s.session_dir, header)
+            done = []
+            earlier_gain = []
+        settings = SearchSettings(budget=s.budget, max_time_s=s.max_time_s, seed=s.seed)
+        searcher = make_searcher(s.search, space, settings)
+        searcher.replay(done)
+        for obs in done:
+            if obs.verdict == REFUSED:
+                searcher.reject(obs.point)
+        runner = TrialObjective(self.target, self.managed, space, self.workload, self.objective, self.probes,
+                                server_cpus=s.server_cpus, client_cpus=s.client_cpus, events=self.events,
+                                registry=self.registry, incumbent=lambda: (searcher.incumbent() or (None,))[0],
+                                clients=s.clients)
+        for obs in done:
+            runner.learn(obs)
+        began = time.monotonic()
+        result = self._search(searcher, runner, journal, done, began)
+        runner.on_start = None
+        observations = result.observations
+        winner = result.best
+        if winner is None:
+            raise AdvisorError(f"no trial measured the server ({result.stop_reason})",
+                               hint=result.advice or "see the journal for each trial's reasons")
+        normal = result.advice is None
+        simplified = self._simplify(observations, winner)
+        for note in simplified.notes():
+            self.events.note(note)
+        winner = simplified.point
+        replicates = None
+        if s.gain_replicates and normal:
+            replicates = self._replicates(runner, winner, journal, earlier_gain)
+        report = self._report(observations, winner, replicates, result, time.monotonic() - began,
+                              simplified.notes())
+        return SessionOutcome(report, result, observations, winner, replicates, normal)
+
+    def _simplify(self, observations: list[Observation], best: dict[str, Value]):
+        """The search's best point less the changes the trials do not back (session/simplify.py)."""
+        from advisor.tuner.search.surrogate import Surrogate
+        from advisor.tuner.session.simplify import simplify
+
+        surrogate = Surrogate.fit(self.space, observations, seed=self.settings.seed)
+        return simplify(self.space, best, lint=self.lint, surrogate=surrogate)
+
+    def _search(self, searcher, runner: "TrialObjective", journal, done: list[Observation],
+                began: float) -> SearchResult:
+        """run_search, restarted after each point httpd refused.
+
+        run_search knows valid and invalid trials; a refused point is neither
+        (nothing was measured), so the objective raises PointRefused, and the
+        refusal is journalled, told to the optimizer as a poor point, and the
+        search goes on from where it was; three in a row stop the session.
+        """
+        observations = list(done)
+        refused_in_row = 0
+        for obs in reversed(done):
+            if obs.verdict != REFUSED:
+                break
+            refused_in_row += 1
+        asking = _Asking(searcher)
+        total_time = self.settings.max_time_s
+        check = (lambda point: self.lint.check(point).errors) if self.lint is not None else None
+
+        def record(obs: Observation) -> None:
+            nonlocal refused_in_row
+            journal.append(obs)
+            observations.append(obs)
+            runner.learn(obs)
+            refused_in_row = refused_in_row + 1 if obs.verdict == REFUSED else 0
+            self.events.trial_done(obs, _best_mean(self.space, observations), self._eta(observations))
+
+        runner.on_start = lambda point: self.events.trial_started(
+            len(observations) + 1, self.settings.budget, point, asking.last[1] if asking.last else "")
+        while True:
+            if total_time is not None:
+                searcher.settings.max_time_s = max(0.0, total_time - (time.monotonic() - began))
+            try:
+                return run_search(asking, runner, check=check, on_trial=record, done=observations)
+            except PointRefused as refused:
+                point, origin = asking.last if asking.last is not None else ({}, "model")
+                if origin == "start":
+                    raise AdvisorError(f"httpd refused the starting config as the tuner writes it: "
+                                       f"{refused.error.message}", file=refused.error.file,
+                                       line=refused.error.line,
+                                       hint="check the config in use with `apache-advisor lint` and `httpd -t`") \
+                        from None
+                obs = Observation(trial=len(observations) + 1, point=dict(point), objective=None, valid=False,
+                                  verdict=REFUSED, details={"error": refused.error.render(),
+                                                            "directives": self.space.directives(point)},
+                                  origin=origin, elapsed_s=runner.last_elapsed)
+                record(obs)
+                searcher.reject(point)
+                if refused_in_row >= MAX_REFUSED_IN_A_ROW:
+                    best = searcher.incumbent()
+                    return SearchResult(observations, best[0] if best else None, best[1] if best else None,
+                                        best[2] if best else 0,
+                                        f"httpd refused {MAX_REFUSED_IN_A_ROW} points in a row",
+                                        refused.error.render(), [], time.monotonic() - began)
+                if len(observations) >= self.settings.budget:
+                    best = searcher.incumbent()
+                    return SearchResult(observations, best[0] if best else None, best[1] if best else None,
+                                        best[2] if best else 0, "budget", None, [], time.monotonic() - began)
+
+    def _eta(self, observations: list[Observation]) -> float | None:
+        left = max(0, self.settings.budget - len(observations))
+        later = self._trial_s(first=False)
+        replicate_share = self._trial_s(first=False, uncapped=True) / later
+        # The first trial searches from the start rate, and a pool that grows
+        # on demand can stretch it further: it foretells nothing of the later
+        # ones, which start from the incumbent's peak. A mean that included it
+        # said 92 min left where 30 were; until a later trial is measured, the
+        # plan's figure stands.
+        measured = [o.elapsed_s for o in observations if o.elapsed_s > 0 and o.origin != "start"]
+        per_trial = sum(measured) / len(measured) if measured else later
+        return per_trial * (left + 2 * self.settings.gain_replicates * replicate_share)
+
+    # ---- the gain ----------------------------------------------------------
+
+    def _replicates(self, runner: "TrialObjective", winner: dict[str, Value], journal, earlier: list):
+        """The interleaved gain runs, each journalled as it completes; runs an
+        interrupted session journalled for this same start and winner are
+        taken from the journal instead of measured again."""
+        from advisor.tuner.session.gain import Replicates, replicate_order
+        from advisor.tuner.session.journal import GainRun
+
+        space = self.space
+        if _key(space, winner) == _key(space, space.start):
+            self.events.note("the starting config is the winner: no gain to measure")
+            return None
+        roles = replicate_order(self.settings.gain_replicates)
+        points = {"start": dict(space.start), "winner": dict(winner)}
+        # Runs of another winner measured another comparison: none of them counts.
+        same = all(_key(space, run.point) == _key(space, points[run.role]) for run in earlier)
+        kept = {run.index: run for run in earlier if same and run.index <= len(roles)
+                and roles[run.index - 1] == run.role}
+        if kept:
+            self.events.note(f"{len(kept)} gain run(s) taken from the journal")
+        runner.uncapped = True
+        runs: list[tuple[str, TrialOutcome]] = []
+        for index, role in enumerate(roles, start=1):
+            point = points[role]
+            if index in kept:
+                run = kept[index]
+                runs.append((role, TrialOutcome(run.objective if run.objective is not None else 0.0, run.valid,
+                                                run.verdict, dict(run.details))))
+                continue
+            try:
+                outcome = runner(dict(point))
+                if not outcome.valid:
+                    outcome = runner(dict(point))  # once more, as the search does
+            except PointRefused as refused:
+                self.events.note(f"replicate {index} of the {role} was refused: {refused.error.render()}")
+                continue
+            journal.append_gain(GainRun(index, role, dict(point), float(outcome.objective), outcome.valid,
+                                        outcome.verdict, outcome.details))
+            runs.append((role, outcome))
+            self.events.replicate_done(index, len(roles), role, outcome)
+        return Replicates.from_outcomes(runs)
+
+    def _report(self, observations, winner, replicates, result: SearchResult, elapsed: float,
+                notes: list[str] | None = None):
+        from advisor.tuner.session.report_data import SessionFacts, build_report
+
+        s = self.settings
+        stop = result.stop_reason + (f": {result.advice}" if result.advice else "")
+        facts = SessionFacts(workload=self.workload.name, objective=self.objective.short_label(self.workload.unit),
+                             unit=self.objective.unit, budget=s.budget, max_time_s=s.max_time_s, search=s.search,
+                             seed=s.seed, stop_reason=stop, elapsed_s=round(elapsed, 1),
+                             target=str(self.target.base_url))
+        return build_report(self.cfg, self.space, observations, winner, facts, replicates=replicates, seed=s.seed,
+                            notes=notes or [])
+
+
+class _Asking:
+    """The searcher, remembering the last point it handed out (run_search
+    does not say which point an exception interrupted)."""
+
+    def __init__(self, searcher) -> None:
+        self.inner = searcher
+        self.last: tuple[dict[str, Value], str] | None = None
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    def ask(self):
+        self.last = self.inner.ask()
+        return self.last
+
+
+# --------------------------------------------------------------------------
+# One trial on the real server
+
+
+class TrialObjective:
+    """point -> TrialOutcome on a real staging server: apply the point through
+    ManagedConfig (a refusal raises PointRefused), measure it as `objective`
+    says, check the server is still there.
+
+    Used by TuneSession, and usable alone (a benchmark script): `incumbent`
+    returns the point whose peak the next knee search starts from (None:
+    the best peak measured so far, else `probes.start_rate`).
+    """
+
+    def __init__(self, target, managed, space: Space, workload: SessionWorkload, objective: ObjectiveSpec,
+                 probes: ProbeSettings, *, server_cpus: list[int] | None = None,
+                 client_cpus: list[int] | None = None, events: SessionEvents | None = None,
+                 registry: list | None = None,
+                 incumbent: Callable[[], Mapping[str, Value] | None] | None = None, clients=None) -> None:
+        from advisor.tuner.trial.runner import TrialInputs
+
+        self.target = target
+        self.managed = managed
+        self.space = space
+        self.objective = objective
+        self.probes = probes
+        self.events = events or SessionEvents()
+        self.registry = registry if registry is not None else []
+        self.clients = clients
+        self.incumbent = incumbent
+        self.peaks: dict[tuple, list[float]] = {}
+        self.last_elapsed = 0.0
+        self.on_start: Callable[[dict], None] | None = None
+        self.uncapped = False
+        """Gain replicates: each knee search from the point's own peak, with
+        no ceiling at twice the incumbent's, so that neither side of the ratio
+        is a capped lower bound."""
+        inputs: dict[str, Any] = dict(
+            workload=workload.name, uri=workload.uri, rate=probes.start_rate, duration_s=probes.duration_s,
+            num_calls=workload.num_calls, timeout_s=probes.timeout_s, uri_list=workload.uri_list,
+            wsess=workload.wsess, server_cpus=server_cpus, client_cpus=client_cpus,
+            slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms)
+        if workload.session_log:
+            inputs["session_log"] = workload.session_log
+        # The warm-up knob arrives with the steady-state trials; an older trial layer has none.
+        if "warmup_s" in {f.name for f in fields(TrialInputs)}:
+            inputs["warmup_s"] = probes.warmup_s
+        self.base = TrialInputs(**inputs)
+
+    def learn(self, obs: Observation) -> None:
+        """Remember a trial's peak rate, where the next knee search starts."""
+        knee = obs.details.get("knee") if isinstance(obs.details, Mapping) else None
+        if obs.valid and isinstance(knee, Mapping) and knee.get("peak_rate"):
+            self.peaks.setdefault(_key(self.space, obs.point), []).append(float(knee["peak_rate"]))
+
+    def __call__(self, point: dict[str, Value], directives: list[str] | None = None) -> TrialOutcome:
+        """`directives`, when given, are applied in place of the point's: a
+        benchmark's deliberately bad start lies outside the space's guards,
+        and is measured as written (its peaks are kept under `point`)."""
+        started = time.monotonic()
+        self.last_elapsed = 0.0
+        if self.on_start is not None:
+            self.on_start(point)
+        self._check_server()
+        if directives is None:
+            directives = self.space.directives(point)
+        try:
+            self.managed.apply(directives)
+        except AdvisorError as error:
+            self._check_server()  # a dead server explains the refusal better than its symptom
+            self.last_elapsed = time.monotonic() - started
+            raise PointRefused(error) from None
+        base = replace(self.base, directives=list(directives))
+        if self.objective.kind == "peak":
+            outcome = self._peak(point, base)
+        else:
+            outcome = self._fixed(base)
+        self._check_server()
+        outcome.details["directives"] = directives
+        outcome.details = _plain(outcome.details)
+        self.last_elapsed = time.monotonic() - started
+        return outcome
+
+    def _check_server(self) -> None:
+        target = self.target
+        try:
+            target.check_alive()
+        except AdvisorError as error:
+            raise AdvisorError(f"the staging server at {target.base_url} stopped answering during the session "
+                               f"({error.message})",
+                               hint="start it again (apache-advisor staging up) and continue with "
+                                    "apache-advisor tune --resume; the journal keeps every completed trial") \
+                from None
+
+    def _kwargs(self) -> dict[str, Any]:
+        return {"interval": self.probes.sample_interval, "registry": self.registry, "clients": self.clients}
+
+    def _start_rate(self, point: Mapping[str, Value]) -> float | None:
+        """The incumbent's peak (this point's own when it was measured)."""
+        space = self.space
+        own = self.peaks.get(_key(space, point))
+        if own:
+            return sum(own) / len(own)
+        best = self.incumbent() if self.incumbent is not None else None
+        if best is not None:
+            peaks = self.peaks.get(_key(space, best))
+            if peaks:
+                return sum(peaks) / len(peaks)
+        known = [sum(v) / len(v) for v in self.peaks.values() if v]
+        return max(known) if known else None
+
+    def _peak(self, point: Mapping[str, Value], base) -> TrialOutcome:
+        from advisor.tuner.trial.runner import knee_search
+
+        p = self.probes
+        start = self._start_rate(point)
+        if start is None:
+            start_rate, max_rate, probes = p.start_rate, p.max_rate, p.first_max_probes
+        elif self.uncapped:
+            start_rate = max(1.0, min(start, p.max_rate))
+            max_rate, probes = p.max_rate, p.first_max_probes
+        else:
+            start_rate = max(1.0, min(start, p.max_rate))
+            max_rate, probes = max(start_rate, min(p.max_rate, 2.0 * start_rate)), p.max_probes
+        knee = knee_search(self.target, base, start_rate=start_rate, max_rate=max_rate,
+                           tolerance=p.tolerance, max_probes=probes, retries=p.retries,
+                           retry_short_pool=True, on_trial=self.events.probe, **self._kwargs())
+        peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
+        failing = [r for r in knee.probes if not r.meets_slo
+                   and (knee.peak_rate is None or r.inputs.rate > knee.peak_rate)]
+        decisive = min(failing, key=lambda r: (r.inputs.rate, -r.attempt)) if failing else None
+        reasons: list[str] = []
+        label = None
+        if knee.lower_bound_only:
+            reasons.append(f"the load generator limited the search ({knee.stop_reason})")
+            label = "client-bound"
+        elif decisive is not None and _measured_something_else(decisive):
+            reasons += decisive.invalid_reasons + list(decisive.interference["reasons"])
+            label = decisive.verdict.label
+        verdict = knee.limiting or (peak.verdict if peak is not None else None)
+        details: dict[str, Any] = {
+            "objective_kind": "peak",
+            "knee": knee.to_dict(),
+            "start_rate": start_rate, "max_rate": max_rate,
+            "capped": knee.limiting is None and knee.peak_rate is not None and knee.peak_rate >= max_rate,
+            "verdict": verdict.to_dict() if verdict is not None else None,
+            "invalid_reasons": reasons,
+        }
+        if peak is not None:
+            details.update(_trial_summary(peak))
+        if decisive is not None:
+            details["limiting"] = _trial_summary(decisive)
+            # Kept as a failure at its rate (the peak is then conservative): the
+            # probe did not meet the SLO with the pool the server had.
+            details["limiting"]["invalid_reasons"] = list(decisive.invalid_reasons)
+        value = float(knee.peak_reply_rate or 0.0)
+        return TrialOutcome(value, not reasons, label or (verdict.label if verdict is not None else "none"), details)
+
+    def _fixed(self, base) -> TrialOutcome:
+        """One run at the objective's fixed rate, run again (up to
+        `probes.retries` times) while a disturbance could have changed it."""
+        from advisor.tuner.trial.runner import run_trial, with_rate
+
+        objective = self.objective
+        for attempt in range(1, self.probes.retries + 2):
+            result = run_trial(self.target, with_rate(base, float(objective.rate)), **self._kwargs())
+            result.attempt = attempt
+            self.events.probe(result)
+            if not self._disturbed(result):
+                break
+        reasons = list(result.invalid_reasons)
+        if self._disturbed(result):
+            reasons += list(result.interference["reasons"])
+        h = result.httperf
+        if objective.kind == "throughput":
+            over = h.reply_time_ms / objective.slo_ms if h.reply_time_ms > objective.slo_ms else 1.0
+            # Sessions: the rate over the window sessions started in (their think-time tail left out).
+            value = float(getattr(result, "served_rate", h.reply_rate)) / over
+        else:
+            # A request that got no reply counts as one that waited the whole timeout.
+            attempted = result.attempted
+            lost = min(result.errors, attempted)
+            mean_ms = ((attempted - lost) * h.reply_time_ms + lost * base.timeout_s * 1000.0) / attempted
+            value = 1000.0 / max(mean_ms, 1e-3)
+        details = {"objective_kind": objective.kind, "rate": objective.rate, "attempts": result.attempt,
+                   "verdict": result.verdict.to_dict(), "invalid_reasons": reasons, **_trial_summary(result)}
+        return TrialOutcome(float(value), not reasons, result.verdict.label, details)
+
+    def _disturbed(self, result) -> bool:
+        """Other programs took the server's or httperf's cores in a way that
+        can have changed this run's figure. They can only take capacity
+        away: a throughput run that met the SLO all the same measured what
+        the point does; a mean reply time is stretched by any of it."""
+        if not result.interference["disturbed"]:
+            return False
+        return self.objective.kind == "latency" or not result.meets_slo
+
+
+# --------------------------------------------------------------------------
+# Helpers
+
+
+def load_config_in_use(target):
+    """The config the target's server reads, as the admin wrote it: the
+    sandbox's instrument include (one more worker for the metrics
+    collector's connection) is the tool's, not the admin's, and is left out."""
+    from advisor.config import load_config
+
+    source = target.config_source()
+    if source is None:
+        raise UsageError("the target does not say which config its server reads",
+                         hint="give the existing server's config with --config")
+    path, options = source
+    cfg = load_config(path, options)
+    sandbox = getattr(target, "sandbox", None)
+    if sandbox is not None:
+        _hide_file(cfg.effective, str(sandbox.instrument_path))
+    return cfg, options
+
+
+def _hide_file(section, path: str) -> None:
+    section.children = [c for c in section.children if c.file != path]
+    for child in section.children:
+        if getattr(child, "children", None):
+            _hide_file(child, path)
+
+
+def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None,
+                host: HostKernel) -> tuple[dict[str, int], str]:
+    """How many workers of each MPM this host's RAM holds, by capacity's sizing
+    (Kegel's sum), and a few words on where the figure comes from.
+
+    Child sizes are capacity's assumed ones, not measured: a staging
+    server's children are too fresh to show what they grow to, and the
+    bound must come out the same when a session is resumed.
+    """
+    from advisor.capacity import host_probe as probe
+    from advisor.capacity.sizing import (DEFAULT_CHILD_BYTES, DEFAULT_THREAD_BYTES, KEGEL_CONNECTION_BYTES,
+                                         MPM_DEFAULTS, MemoryInputs, Quantity, assumed_child, default_os_reserve,
+                                         format_size, recommend)
+
+    ram = Quantity(ram_bytes, "--ram") if ram_bytes else Quantity(host.ram_bytes, f"{host.where} RAM")
+    connection = (Quantity(host.socket_buffer_bytes, f"{host.where} kernel tcp_rmem + tcp_wmem defaults")
+                  if host.socket_buffer_bytes else Quantity(KEGEL_CONNECTION_BYTES, "Kegel 1997: 64 KB"))
+    if docroot is not None:
+        size, files = probe.document_set_size(docroot)
+        documents = Quantity(size, f"{files} files under {docroot}")
+    else:
+        documents = Quantity(0, "not counted")
+    has_php = any(m.startswith("php") for m in cfg.modules)
+    bounds: dict[str, int] = {}
+    if not mpms:
+        return bounds, ""  # no MPM: derive_space says so, with the file
+    for mpm in mpms:
+        threads = 1 if mpm == "prefork" else int(MPM_DEFAULTS[mpm]["ThreadsPerChild"])
+        inputs = MemoryInputs(ram, default_os_reserve(ram.bytes), [], Quantity(DEFAULT_CHILD_BYTES, "assumed"),
+                              assumed_child(mpm, threads, has_php), Quantity(DEFAULT_THREAD_BYTES, "assumed"),
+                              connection, documents)
+        bounds[mpm] = recommend(inputs, mpm, threads).max_request_workers
+    child = assumed_child(mpms[0], 1, has_php)
+    php = " with mod_php" if has_php and mpms[0] == "prefork" else ""
+    why = (f"{ram.source} {format_size(ram.bytes)}, {format_size(child.average)} per child{php} as capacity "
+           "assumes; --ram sizes for another host")
+    return bounds, why
+
+
+def point_text(space: Space, point: Mapping[str, Value]) -> str:
+    """The dimensions where `point` differs from the start, as httpd.conf writes them."""
+    from advisor.tuner.search.space import format_value
+
+    changed = []
+    for d in space.free:
+        value = point.get(d.name)
+        if value is None or value == space.start.get(d.name):
+            continue
+        shown = "0" if d.unlimited_at_top and value == d.high else format_value(d.name, value)
+        changed.append(f"{d.name} {shown}")
+    return ", ".join(changed) if changed else "the starting config"
+
+
+def _start_text(dim, value: Value | None) -> str | None:
+    """A dimension's starting value in the plan's units (the top of an
+    "unlimited at top" range is httpd's 0)."""
+    if value is None:
+        return None
+    if dim.kind == "choice":
+        return str(value)
+    if dim.unlimited_at_top and value == dim.high:
+        return "0 (unlimited)"
+    return f"{int(value):,}" + (f" {dim.unit}" if dim.unit else "")
+
+
+def _key(space: Space, point: Mapping[str, Value]) -> tuple:
+    return tuple(point.get(name) for name in space.names)
+
+
+def _best_mean(space: Space | None, observations: list[Observation]) -> float | None:
+    if space is None:
+        return None
+    values: dict[tuple, list[float]] = {}
+    for o in observations:
+        if o.valid and o.objective is not None:
+            values.setdefault(_key(space, o.point), []).append(float(o.objective))
+    return max((sum(v) / len(v) for v in values.values()), default=None)
+
+
+SUMMARY_FIELDS = ("httpd_cpu_pct", "busy_workers", "idle_workers", "accept_queue", "httpd_processes", "time_wait",
+                  "httperf_cpu_pct", "procs_running", "forks_per_s", "cpu_throttled_pct")
+
+
+def metrics_summary(samples) -> dict[str, Any]:
+    """Mean and maximum of the per-second metrics that the journal keeps (the
+    samples themselves stay with bench)."""
+    out: dict[str, Any] = {"samples": len(samples)}
+    for name in SUMMARY_FIELDS:
+        values = [float(v) for v in (getattr(s, name, None) for s in samples) if isinstance(v, (int, float))]
+        if values:
+            out[name] = {"mean": round(sum(values) / len(values), 2), "max": round(max(values), 2)}
+    out["spawned"] = sum(getattr(s, "httpd_spawns", 0) or 0 for s in samples)
+    out["exited"] = sum(getattr(s, "httpd_exits", 0) or 0 for s in samples)
+    return out
+
+
+def _measured_something_else(result) -> bool:
+    """A failed knee probe that says nothing about the point: the load
+    generator set the pace, other programs took the cores, the server still
+    ran limits of another config, or it closed connections httperf cannot
+    reopen. Other reasons a probe is invalid (a pool still growing, the
+    collector's share of a small pool) make its failure count where it
+    happened: the peak is then a conservative figure, not a wrong one."""
+    from advisor.tuner.trial.verdict import CLOSED_BY_SERVER
+
+    return (result.verdict.label in ("client-bound", CLOSED_BY_SERVER)
+            or bool(result.interference["disturbed"])
+            or bool(getattr(result, "pending_restart", None))
+            or "closed_by_server" in result.verdict.evidence)
+
+
+def _trial_summary(result) -> dict[str, Any]:
+    """The httperf fields, the metrics' summary and the verdict of one run."""
+    return {
+        "rate": result.inputs.rate,
+        "reply_rate": round(result.httperf.reply_rate, 2),
+        "reply_time_ms": round(result.httperf.reply_time_ms, 3),
+        "error_pct": round(result.error_pct, 3),
+        "slo_failures": result.slo_failures(),
+        "httperf": result.httperf.to_dict(),
+        "metrics": metrics_summary(result.samples),
+        "run_verdict": result.verdict.to_dict(),
+        "warmup": asdict(result.warmup) if getattr(result, "warmup", None) is not None else None,
+        "wall_s": round(result.wall_s, 2),
+    }
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: no NaN or infinity (the journal refuses them), lists for tuples."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        return _plain(value.item())
+    return value
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

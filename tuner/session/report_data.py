@@ -1,0 +1,357 @@
+"""What a tuning session found, as data: the plan, the trials, the
+recommendation and its diff, the measured gain, the bottleneck before and
+after, the effect of each change and the curves the plots draw.
+
+Every decision the report makes is made in this module and the three it
+gathers (search.recommend, session.gain, search.surrogate); the formatters
+(advisor.output.tune_files) and the plots (session.report_plots) only
+render a `TuneReport`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
+from advisor.tuner.search.optimizer import Observation
+from advisor.tuner.search.recommend import FOLLOWS, FileDiff, Recommendation, diffs, recommend
+from advisor.tuner.search.space import Space, Value, format_value
+from advisor.tuner.search.surrogate import (MIN_TRIALS_FOR_SURROGATE, Curve, Sensitivity, Surrogate, curves,
+                                            sensitivities)
+from advisor.tuner.session.gain import Gain, Replicates, measure_gain
+
+if TYPE_CHECKING:
+    from advisor.config.model import Config
+
+
+# --------------------------------------------------------------------------
+# What the measured studies say about each directive (docs/evidence.md)
+
+
+@dataclass(frozen=True)
+class Citation:
+    author: str
+    year: int
+    section: str
+    figure: str
+    """The measured figure, quoted as docs/evidence.md gives it ("" when the
+    study observed a direction but gave no number)."""
+
+    @property
+    def reference(self) -> str:
+        return f"{self.author} ({self.year}, {self.section})"
+
+
+_AW = "Arlitt & Williamson"
+_POOL = Citation(_AW, 2004, "sec. 5.1.5, Fig. 9",
+                 "every static pool (StartServers = MinSpare = MaxSpare = MaxClients, 128 to 1,024) "
+                 "peaked lower than the dynamic default")
+_PERSISTENT = Citation(_AW, 2004, "sec. 5.1.6",
+                       "2, 4 and 8 requests per connection: 9,600, 10,400 and 11,200 replies/s against "
+                       "7,300 with one (+32 % at two)")
+# Almeida et al.: the seed carries no date; 1996 is the year tuner/load/workload.py cites.
+EVIDENCE: dict[str, tuple[Citation, ...]] = {
+    "MaxConnectionsPerChild": (
+        Citation(_AW, 2004, "sec. 5.1.3",
+                 "MaxRequestsPerChild 1,000: peak cut in half or worse; 10,000: about 15 % lower; "
+                 "0 (unlimited): the best"),),
+    "KeepAlive": (_PERSISTENT,
+                  Citation("Almeida et al.", 1996, "sec. 4.1",
+                           "TCP TIME_WAIT timers took about 51 % of kernel time for small files")),
+    "MaxKeepAliveRequests": (_PERSISTENT,),
+    "EnableMMAP": (Citation(_AW, 2004, "sec. 5.1.4", "a memory-mapped file: 5,700 to 7,300/s, +28 %"),),
+    "EnableSendfile": (Citation("Hu, Nanda & Yang", 1999, "abstract",
+                                "seven of eight proposed changes raised throughput by 61 %; sending from the "
+                                "file cache to the network was the further step, not measured"),),
+    "BufferedLogs": (Citation(_AW, 2004, "sec. 5.1.2",
+                              "an access log cost about 10 % of the peak (5,700 to 5,200/s)"),
+                     Citation("Almeida et al.", 1996, "sec. 4.2",
+                              "updating the log took about 23 ms per connection")),
+    "MaxRequestWorkers": (
+        Citation(_AW, 2004, "sec. 5.1.5", "MaxClients 150 or 1,024: the same peak; the larger pool "
+                                          "degraded more smoothly past it"),
+        Citation("Andersson et al.", 2003, "sec. IV", "MaxClients bounds the worst response time; it does "
+                                                      "not change the maximum throughput"),
+        Citation("Kegel", 1997, "32 MB server", "150 server processes in 32 MB made the machine unresponsive; "
+                                                "100 ran sluggishly")),
+    "StartServers": (_POOL,), "MinSpareServers": (_POOL,), "MaxSpareServers": (_POOL,),
+    "ListenBacklog": (Citation(_AW, 2004, "sec. 5.1.7", "little effect while the CPU is the bottleneck"),),
+}
+
+
+def citations_for(directive: str) -> tuple[Citation, ...]:
+    return EVIDENCE.get(FOLLOWS.get(directive, directive), ())
+
+
+# --------------------------------------------------------------------------
+# The facts the session hands over
+
+
+@dataclass
+class SessionFacts:
+    """What the session was asked to do and how it went (the plan summary)."""
+
+    workload: str = ""
+    objective: str = "peak sustainable rate under the SLO"
+    unit: str = "replies/s"
+    budget: int = 0
+    max_time_s: float | None = None
+    search: str = "bayesian"
+    seed: int = 0
+    stop_reason: str = ""
+    elapsed_s: float = 0.0
+    target: str = ""
+    produced_at: str = ""
+    """ISO 8601 time the session ended; filled in by build_report when empty."""
+    producer: str = "apache-advisor tune"
+
+
+# --------------------------------------------------------------------------
+# Bottleneck verdicts
+
+
+@dataclass
+class VerdictSummary:
+    label: str
+    evidence: dict[str, Any]
+    summary: str
+    """"server CPU (97 %)": the label with the figures that show it."""
+    count: int
+    """Runs of this point that gave this label ..."""
+    runs: int
+    """... out of this many."""
+
+
+def verdict_evidence(details: Mapping[str, Any]) -> dict[str, Any]:
+    """The evidence dict inside a trial's details, wherever the trial put it:
+    a Verdict.to_dict() under "verdict", a KneeResult.to_dict()'s
+    "limiting_verdict", a bare "evidence", or the simulated model's working."""
+    # The trial's own level first, then one level down ({"knee": KneeResult.to_dict()} ...).
+    levels = [details] + [v for v in details.values() if isinstance(v, Mapping)]
+    for level in levels:
+        for key in ("verdict", "limiting_verdict"):
+            value = level.get(key)
+            if isinstance(value, Mapping) and isinstance(value.get("evidence"), Mapping):
+                return dict(value["evidence"])
+        if isinstance(level.get("evidence"), Mapping):
+            return dict(level["evidence"])
+    return {k: details[k] for k in ("cpu_us_per_request", "connections_per_session") if k in details}
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _figure(evidence: Mapping[str, Any], key: str, template: str) -> str | None:
+    value = _number(evidence.get(key))
+    return template.format(value) if value is not None else None
+
+
+def _per_device(evidence: Mapping[str, Any], key: str, template: str) -> list[str | None]:
+    """One figure per interface or disk from a {device: number} evidence entry."""
+    values = evidence.get(key)
+    if not isinstance(values, Mapping):
+        return []
+    return [template.format(device, float(v)) for device, v in values.items() if _number(v) is not None]
+
+
+def evidence_phrase(label: str, evidence: Mapping[str, Any]) -> str:
+    """The two or three figures that show a verdict, in words."""
+    picks: list[str | None] = []
+    if label == "server CPU":
+        picks = [_figure(evidence, "quota_used_pct_mean", "{:.0f} % of its CPU quota"),
+                 _figure(evidence, "server_cpu_busy_pct_mean", "{:.0f} %"),
+                 _figure(evidence, "run_queue_max", "run queue {:.0f}")]
+    elif label == "process churn":
+        picks = [_figure(evidence, "retired_per_s", "{:g} children retired/s"),
+                 _figure(evidence, "spawned_per_s", "{:g} forked/s"),
+                 _figure(evidence, "httpd_cpu_pct_mean", "httpd {:.0f} % of a core")]
+    elif label in ("worker pool exhausted", "keep-alive holding workers", "logging"):
+        board = evidence.get("scoreboard_mean") if isinstance(evidence.get("scoreboard_mean"), Mapping) else {}
+        picks = [_figure(evidence, "busy_workers_mean", "{:.0f} busy"),
+                 _figure(evidence, "idle_workers_mean", "{:.0f} idle"),
+                 _figure(board, "K", "{:.0f} in keep-alive wait") if label != "logging"
+                 else _figure(board, "L", "{:.0f} logging"),
+                 _figure(evidence, "accept_queue_max", "accept queue up to {:.0f}")]
+    elif label == "network":
+        picks = _per_device(evidence, "mbit_per_s_mean", "{} {:g} Mbit/s")
+    elif label == "memory/swap":
+        picks = [_figure(evidence, "swap_pages_per_s_max", "{:.0f} pages swapped/s"),
+                 _figure(evidence, "mem_available_pct_min", "{:.0f} % RAM available")]
+    elif label == "disk":
+        picks = _per_device(evidence, "disk_util_pct_max", "{} {:.0f} % busy")
+    elif label == "connections closed by server":
+        picks = [str(evidence["config"]) if evidence.get("config") else None]
+    parts = evidence.get("cpu_us_per_request")
+    if not [p for p in picks if p] and isinstance(parts, Mapping) and parts:
+        # The simulated model: where each request's CPU goes.
+        numbers = {k: float(v) for k, v in parts.items() if _number(v)}
+        top = sorted(numbers.items(), key=lambda kv: -kv[1])[:2]
+        shares = " and ".join(f"{value:.0f} µs {name}" for name, value in top)
+        picks = [f"{sum(numbers.values()):.0f} µs CPU per request, {shares}",
+                 _figure(evidence, "connections_per_session", "connections per session: {:g}")]
+    shown = [p for p in picks if p][:3]
+    return f"{label} ({', '.join(shown)})" if shown else label
+
+
+def summarise_verdicts(runs: Sequence[tuple[str, Mapping[str, Any]]]) -> VerdictSummary | None:
+    """The label most runs of one point gave, with the evidence of the latest
+    run that gave it."""
+    if not runs:
+        return None
+    counts = Counter(label for label, _ in runs)
+    latest = {label: index for index, (label, _) in enumerate(runs)}
+    label = max(counts, key=lambda name: (counts[name], latest[name]))  # a tie goes to the later label
+    count = counts[label]
+    details = next(d for l, d in reversed(runs) if l == label)
+    evidence = verdict_evidence(details)
+    return VerdictSummary(label, evidence, evidence_phrase(label, evidence), count, len(runs))
+
+
+def _key(space: Space, point: Mapping[str, Value]) -> tuple:
+    return tuple(point.get(name) for name in space.names)
+
+
+def _runs_of(space: Space, observations: Iterable[Observation], point: Mapping[str, Value]
+             ) -> list[tuple[str, dict[str, Any]]]:
+    key = _key(space, point)
+    return [(o.verdict, o.details) for o in observations if o.valid and _key(space, o.point) == key]
+
+
+# --------------------------------------------------------------------------
+# The trials table
+
+
+@dataclass
+class TrialRow:
+    trial: int
+    objective: float | None
+    best_so_far: float | None
+    """The best mean of any point measured up to this trial."""
+    verdict: str
+    replicate: bool
+    valid: bool
+    is_start: bool
+    is_winner: bool
+    changed: dict[str, str]
+    """The dimensions where this point differs from the start, as httpd writes them."""
+    elapsed_s: float
+
+
+def trial_rows(space: Space, observations: Sequence[Observation], winner: Mapping[str, Value]) -> list[TrialRow]:
+    start_key, winner_key = _key(space, space.start), _key(space, winner)
+    values: dict[tuple, list[float]] = {}
+    rows = []
+    for o in observations:
+        key = _key(space, o.point)
+        if o.valid and o.objective is not None:
+            values.setdefault(key, []).append(float(o.objective))
+        # A replicate can pull a point's mean down: the best is recomputed, not a running maximum.
+        best = max((sum(v) / len(v) for v in values.values()), default=None)
+        changed = {name: format_value(name, o.point[name]) for name in space.names
+                   if o.point.get(name) != space.start.get(name)}
+        rows.append(TrialRow(o.trial, o.objective, best, o.verdict, o.replicate, o.valid, key == start_key,
+                             key == winner_key, changed, o.elapsed_s))
+    return rows
+
+
+# --------------------------------------------------------------------------
+# The whole report
+
+
+@dataclass
+class TuneReport:
+    facts: SessionFacts
+    space: dict[str, Any]
+    """Space.to_dict() and the plan's lines (Space.describe())."""
+    trials: list[TrialRow]
+    recommendation: Recommendation
+    diffs: list[FileDiff]
+    gain: Gain | None
+    start_verdict: VerdictSummary | None
+    winner_verdict: VerdictSummary | None
+    sensitivity: list[Sensitivity]
+    evidence: dict[str, list[Citation]]
+    curves: list[Curve]
+    start_level: float | None
+    """The start's mean objective (replicates when measured): the convergence plot's dashed line."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verdict_line(self) -> str:
+        before = self.start_verdict.summary if self.start_verdict else "not measured"
+        after = self.winner_verdict.summary if self.winner_verdict else "not measured"
+        return f"before: {before}; after: {after}"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["verdict_line"] = self.verdict_line
+        if self.gain is not None:
+            data["gain"]["excludes_one"] = self.gain.excludes_one
+        for change, raw in zip(self.recommendation.changes, data["recommendation"]["changes"]):
+            raw["where"] = change.where
+            raw["line"] = change.line
+        data["evidence"] = {name: [dict(asdict(c), reference=c.reference) for c in cites]
+                            for name, cites in self.evidence.items()}
+        return data
+
+
+def build_report(cfg: "Config", space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
+                 facts: SessionFacts, *, replicates: Replicates | None = None, surrogate: Surrogate | None = None,
+                 seed: int = 0, notes: Sequence[str] = ()) -> TuneReport:
+    """Everything the report says, decided once.
+
+    `winner`: the point recommended (the search's best less the changes the
+    trials do not back: session/simplify.py); `notes`: what that left out and why.
+    `replicates`: the interleaved runs of start and winner after the search.
+    `surrogate`: a model to ask (Surrogate.from_optimizer); by default a GP
+    is fitted to the observations and the replicates, which tell it the
+    noise of a trial.
+    """
+    if not facts.produced_at:
+        from datetime import datetime, timezone
+
+        facts.produced_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    if surrogate is None:
+        runs = [(space.start, v) for v in replicates.start] + [(winner, v) for v in replicates.winner] \
+            if replicates is not None else []
+        surrogate = Surrogate.fit(space, observations, extra=runs, seed=seed)
+    recommendation = recommend(cfg, space, winner)
+    gain = None
+    notes = list(notes)
+    if replicates is not None and min(len(replicates.start), len(replicates.winner)) >= 2:
+        try:
+            gain = measure_gain(replicates)
+        except ValueError as exc:  # a start that met the SLO at no rate: no ratio to speak of
+            notes.append(f"the gain could not be measured: {exc}")
+    elif replicates is not None:
+        notes.append("too few valid replicates to measure the gain (two of each at the least)")
+    start_runs = _runs_of(space, observations, space.start) + list(replicates.start_verdicts if replicates else [])
+    winner_runs = _runs_of(space, observations, winner) + list(replicates.winner_verdicts if replicates else [])
+    if replicates is not None and replicates.start:
+        start_level: float | None = sum(replicates.start) / len(replicates.start)
+    else:
+        measured = [float(o.objective) for o in observations  # type: ignore[arg-type]
+                    if o.valid and o.objective is not None and _key(space, o.point) == _key(space, space.start)]
+        start_level = sum(measured) / len(measured) if measured else None
+    if surrogate is None:
+        notes.append(f"fewer than {MIN_TRIALS_FOR_SURROGATE} valid trials: no model for sensitivity "
+                     "or partial dependence")
+    evidence = {c.directive: list(citations_for(c.directive)) for c in recommendation.changes
+                if citations_for(c.directive)}
+    return TuneReport(
+        facts=facts,
+        space={**space.to_dict(), "plan": space.describe(), "free": space.names},
+        trials=trial_rows(space, observations, winner),
+        recommendation=recommendation,
+        diffs=diffs(cfg, recommendation),
+        gain=gain,
+        start_verdict=summarise_verdicts(start_runs),
+        winner_verdict=summarise_verdicts(winner_runs),
+        sensitivity=sensitivities(surrogate, recommendation),
+        evidence=evidence,
+        curves=curves(surrogate, observations, winner, space.start, seed=seed),
+        start_level=start_level,
+        notes=notes,
+    )

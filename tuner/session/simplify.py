@@ -1,0 +1,106 @@
+"""From the search's best point to the one the tune session recommends.
+
+A search over a dozen dimensions ends on a point that differs from the start
+in nearly all of them, most by the chance of the space-filling design: with
+15 trials the data cannot tell a KeepAliveTimeout of 6 s from 5 s. Writing all
+of them into the admin's config would present noise as advice, and some
+would contradict lint (HostnameLookups On, say) for no measured reason. So
+before the gain is measured, each changed dimension goes back to its start
+value when
+
+* it has no effect given the others (the keep-alive knobs with KeepAlive
+  Off);
+* it brings a lint warning the start value does not, unless the trials
+  measured a gain from it (the model's 95 % interval above 1.0);
+* the model of the trials (search/surrogate.py) sees no effect: the winner and
+  the winner with this one dimension at its start value are modelled within
+  2 % of each other, with an interval that includes 1.0.
+
+Each return is kept only if the point stays free of lint errors. The gain
+replicates then measure the simplified point against the start, so the gain
+the report states is the gain of exactly what it recommends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from advisor.tuner.search.space import Space, Value
+    from advisor.tuner.search.space_lint import CandidateLint
+    from advisor.tuner.search.surrogate import Surrogate
+
+# Dimensions that do nothing while another has this value.
+INERT_WHEN = {
+    "KeepAliveTimeout": ("KeepAlive", "Off"),
+    "MaxKeepAliveRequests": ("KeepAlive", "Off"),
+}
+NO_EFFECT_MARGIN = 0.02
+
+
+@dataclass
+class Reverted:
+    dimension: str
+    searched: str
+    """The value the search's best point had (formatted)."""
+    kept: str
+    """The start's value, which the recommendation keeps (formatted)."""
+    why: str
+
+
+@dataclass
+class Simplified:
+    point: dict[str, "Value"]
+    reverted: list[Reverted] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        return [f"{r.dimension} stays {r.kept} (the search's best point had {r.searched}): {r.why}"
+                for r in self.reverted]
+
+
+def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateLint | None" = None,
+             surrogate: "Surrogate | None" = None) -> Simplified:
+    from advisor.tuner.search.space import format_value
+
+    start = space.start
+    point = dict(winner)
+    reverted: list[Reverted] = []
+    warnings_now = lint.warnings(point) if lint is not None else []
+    for dim in space.free:
+        name = dim.name
+        if point.get(name) == start.get(name):
+            continue
+        candidate = dict(point)
+        candidate[name] = start[name]
+        why = _reason(name, point, candidate, lint, surrogate, warnings_now)
+        if why is None:
+            continue
+        if lint is not None and lint.check(candidate).errors:
+            continue
+        reverted.append(Reverted(name, format_value(name, point[name]), format_value(name, start[name]), why))
+        point = candidate
+        if lint is not None:
+            warnings_now = lint.warnings(point)
+    return Simplified(point, reverted)
+
+
+def _reason(name: str, point: Mapping[str, "Value"], candidate: Mapping[str, "Value"],
+            lint: "CandidateLint | None", surrogate: "Surrogate | None", warnings_now: list[str]) -> str | None:
+    """Why `name` goes back to its start value, or None to keep the search's."""
+    inert = INERT_WHEN.get(name)
+    if inert is not None and point.get(inert[0]) == inert[1]:
+        return f"it has no effect while {inert[0]} is {inert[1]}"
+    ratio = low = high = None
+    if surrogate is not None:
+        ratio, low, high = surrogate.ratio(point, candidate)
+    if lint is not None:
+        brought = sorted(set(warnings_now) - set(lint.warnings(candidate)))
+        if brought and not (low is not None and low > 1.0):
+            shown = (f" (modelled ×{ratio:.2f}, 95 % interval from ×{low:.2f})" if ratio is not None and low is not None
+                     else " (too few trials for a model)")
+            return f"it brings lint {', '.join(brought)} and the trials do not show a gain from it{shown}"
+    if ratio is not None and low is not None and high is not None and low <= 1.0 <= high \
+            and abs(ratio - 1.0) <= NO_EFFECT_MARGIN:
+        return f"the trials show no effect of it (modelled ×{ratio:.3f}, 95 % interval ×{low:.2f} to ×{high:.2f})"
+    return None

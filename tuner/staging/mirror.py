@@ -1,0 +1,98 @@
+"""A local copy of a remote server's config tree, for the config model.
+
+`tune --host` derives its search space and lints each candidate from the
+config the remote httpd reads. The host's own httpd says which files that
+is (`-t -D DUMP_INCLUDES`, with Debian's envvars sourced as apache2ctl
+does); a small stdlib-only program sent over SSH lists and reads them in
+one round trip. They are written under a directory on this machine at the
+host's paths, and the loader reads them there with LoadOptions.root: the
+model, its findings and its errors keep the host's paths.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from advisor.errors import AdvisorError
+
+def collect_config_tree(config: str) -> dict:
+    """Run on the host: every file httpd reads for `config`, base64-encoded
+    by path, or what its config test said when it refused."""
+    import re
+    import shutil as shell
+    import subprocess
+    from base64 import b64encode
+
+    binary = next((name for name in ("apache2", "httpd", "/usr/sbin/apache2", "/usr/sbin/httpd")
+                   if shell.which(name)), None)
+    if binary is None:
+        return {"missing": "no apache2 or httpd binary found"}
+    envvars = os.path.join(os.path.dirname(config), "envvars")
+    sourced = os.path.basename(config) == "apache2.conf" and os.path.isfile(envvars)
+    script = ('. "$2"; ' if sourced else "") + 'exec "$0" -t -D DUMP_INCLUDES -f "$1"'
+    done = subprocess.run(["sh", "-c", script, binary, config] + ([envvars] if sourced else []),
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        return {"refused": done.stderr + done.stdout}
+    paths = re.findall(r"^\s*\((?:\*|\d+)\)\s+(/.*?)\s*$", done.stdout, re.M)
+    if sourced:
+        paths.append(envvars)
+    files = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                files[path] = b64encode(handle.read()).decode("ascii")
+        except OSError as exc:
+            return {"unreadable": "%s: %s" % (path, exc.strerror)}
+    return {"files": files, "binary": binary}
+
+
+def write_mirror(files: dict[str, bytes], root: Path) -> Path:
+    """Put `files` (host path -> content) under `root`, replacing what was
+    there only once the new copy is whole."""
+    root.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=root.name + ".new.", dir=root.parent))
+    try:
+        for path, data in files.items():
+            local = fresh / path.lstrip("/")
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(data)
+        old = root.with_name(root.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if root.exists():
+            os.replace(root, old)
+        os.replace(fresh, root)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    return root
+
+
+def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
+    """The program's answer as host path -> bytes; AdvisorError with what to do otherwise."""
+    from advisor.tuner.staging.sandbox import config_test_error
+
+    where = f"{host}:{config}"
+    try:
+        answer = json.loads(stdout)
+    except ValueError:
+        raise AdvisorError(f"cannot list the config files on {host}: its python3 gave no answer",
+                           file=where, hint="check that python3 runs there for the ssh user") from None
+    if "missing" in answer:
+        raise AdvisorError(f"cannot list the config files on {host}: {answer['missing']}", file=where,
+                           hint="tune reads the tree with the host's own `httpd -t -D DUMP_INCLUDES`; "
+                                "install httpd there or put it on the ssh user's PATH")
+    if "refused" in answer:
+        error = config_test_error(answer["refused"], config)
+        error.file = f"{host}:{error.file}" if error.file else where
+        raise error
+    if "unreadable" in answer:
+        raise AdvisorError(f"cannot read a config file on {host}: {answer['unreadable']}", file=where,
+                           hint="the ssh user must be able to read the whole config tree")
+    return {path: base64.b64decode(text) for path, text in answer["files"].items()}

@@ -1,0 +1,623 @@
+"""Staging targets: where a trial applies a candidate config and sends load.
+
+`StagingTarget` is the interface: a handful of primitives (read/write the
+managed include, validate, reload, health-check, find the server's processes).
+`ManagedConfig` builds the safe workflow on top of any target: journal first,
+write, validate, reload, health-check, roll back on failure, restore at the end.
+Two local targets live here (the sandbox and an existing server on this host);
+the remote one (advisor.tuner.staging.remote_target) implements the primitives over SSH.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shlex
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from advisor.errors import AdvisorError, ConfigError, UsageError
+from advisor.tuner.load import httperf
+from advisor.tuner.measure.status import fetch_status, wait_healthy
+from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER, MANAGED_HEADER, Sandbox, config_test_error, find_httpd
+
+
+# -- the interface -----------------------------------------------------------
+
+@dataclass(frozen=True)
+class HostKernel:
+    """What sizes a worker pool on the server's host."""
+
+    ram_bytes: int
+    socket_buffer_bytes: int | None
+    """net.ipv4.tcp_rmem + tcp_wmem defaults: one connection's kernel buffers."""
+    somaxconn: int | None
+    where: str
+    """Whose figures: "this host's", "root@10.0.0.2's"."""
+
+
+class StagingTarget(ABC):
+    """One staging server. Implementations talk to it; ManagedConfig keeps it safe."""
+
+    kind: str = "abstract"
+    # Start-up-only limits the last change could not apply (no full restart
+    # available): "ServerLimit 256 -> 4". Set by ManagedConfig; trials on a
+    # server in that state are invalid.
+    pending_restart: list[str] = []
+
+    @property
+    @abstractmethod
+    def base_url(self) -> str: ...
+
+    @property
+    @abstractmethod
+    def status_url(self) -> str | None: ...
+
+    @property
+    @abstractmethod
+    def managed_path(self) -> Path:
+        """The include file the tool owns (the journal lives beside it)."""
+
+    @abstractmethod
+    def read_managed(self) -> str | None: ...
+
+    @abstractmethod
+    def write_managed(self, text: str | None) -> None:
+        """Write atomically; None removes the file (it did not exist before)."""
+
+    @abstractmethod
+    def validate(self) -> None:
+        """Config test; raise ConfigError on refusal."""
+
+    @abstractmethod
+    def reload(self) -> None:
+        """Graceful reload; raise AdvisorError on refusal."""
+
+    @abstractmethod
+    def server_pid(self) -> int | None:
+        """The parent httpd process, for process metrics and its network namespace."""
+
+    def health_url(self) -> str:
+        return self.base_url + "/"
+
+    def metrics_collector(self, **settings):
+        """The collector of a trial's server metrics (advisor.tuner.measure.metrics.MetricsCollector's
+        settings: interval, server_pid, port, status_url, max_samples, cpu_quota)."""
+        from advisor.tuner.measure.metrics import MetricsCollector
+
+        return MetricsCollector(**settings)
+
+    def server_children(self) -> set[int]:
+        """The pids of the parent httpd's children (a reload replaces them)."""
+        import psutil
+
+        pid = self.server_pid()
+        try:
+            return {c.pid for c in psutil.Process(pid).children()} if pid else set()
+        except psutil.Error:
+            return set()
+
+    @property
+    def config_file(self) -> Path | None:
+        """The httpd.conf the server reads, if known: the verdict quotes its lines."""
+        return None
+
+    @property
+    def state_base(self) -> Path:
+        """A file on this machine beside which the journal, the lock and the load
+        record live: the managed include itself, or a stand-in for a remote one."""
+        return self.managed_path
+
+    @property
+    def load_record(self) -> Path:
+        """Beside the managed include: the load generators running against this target."""
+        return self.state_base.with_name(self.state_base.name + ".load")
+
+    def cpu_quota(self):
+        """A CPU quota the server runs under (advisor.tuner.measure.cgroup.CpuQuota), if any."""
+        return None
+
+    def config_source(self):
+        """(path, LoadOptions) with which the config model reads the server's
+        config as it reads it; None when the config is not known."""
+        from advisor.config.load_options import LoadOptions
+
+        path = self.config_file
+        return None if path is None else (str(path), LoadOptions(apache_version="2.4"))
+
+    def host_kernel(self) -> "HostKernel":
+        """RAM and socket settings of the server's host: this machine here."""
+        from advisor.capacity.host_probe import read_host_kernel
+
+        ram, buffers, somaxconn = read_host_kernel()
+        return HostKernel(ram, buffers, somaxconn, "this host's")
+
+    on_this_machine = True
+    """False for a server on another host: it cannot share httperf's cores."""
+
+    def child_count(self, pid: int | None) -> int | None:
+        """How many processes the parent httpd `pid` has now (the warm-up and the
+        quiet check watch the pool grow and settle)."""
+        from advisor.tuner.measure.metrics import read_child_count
+
+        return read_child_count(pid)
+
+    def accept_queue(self, pid: int | None, port: int | None) -> int | None:
+        """Connections waiting for accept() on the server's listener."""
+        from advisor.tuner.measure.metrics import read_listener
+
+        return read_listener(f"/proc/{pid}/net" if pid else "/proc/self/net", port)
+
+    @property
+    def mpm(self) -> str | None:
+        return None  # read from the config
+
+    def can_restart(self) -> bool:
+        return False
+
+    def restart(self) -> None:
+        """Full stop and start, for limits a graceful restart keeps."""
+        raise AdvisorError(f"the staging server at {self.base_url} cannot be restarted by the tool")
+
+    def instrument(self) -> list[str]:
+        """Re-derive the measuring instruments' share of the config after a change (see pool.compensation)."""
+        return []
+
+    def pool_config(self, claimed: bool = True):
+        """The worker pool (advisor.tuner.staging.poolconfig.PoolConfig): what the config claims,
+        or (claimed=False) what the server runs, instruments' share included."""
+        from advisor.tuner.staging.poolconfig import read_pool
+
+        path = self.config_file
+        return read_pool(path, self.mpm) if path is not None else None
+
+    def compensated(self) -> bool:
+        """True when the server runs one more worker for the collector's connection."""
+        return False
+
+    def check_alive(self) -> None:
+        wait_healthy(self.health_url(), timeout=3.0)
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "url": self.base_url, "managed": str(self.managed_path)}
+
+    def wait_reloaded(self, before: int | None, timeout: float = 10.0) -> None:
+        """After a graceful reload: wait for a new config generation, then health."""
+        deadline = time.monotonic() + timeout
+        if before is not None and self.status_url:
+            while time.monotonic() < deadline:
+                snap = fetch_status(self.status_url, timeout=1.0)
+                if snap and snap.generation is not None and snap.generation > before:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AdvisorError(f"the server at {self.base_url} did not take the new configuration",
+                                   hint="its error log says why")
+        wait_healthy(self.health_url(), timeout=max(1.0, deadline - time.monotonic()))
+
+    def generation(self) -> int | None:
+        if not self.status_url:
+            return None
+        snap = fetch_status(self.status_url, timeout=2.0)
+        return snap.generation if snap else None
+
+
+class SandboxTarget(StagingTarget):
+    """The sandbox that `staging up` started."""
+
+    kind = "sandbox"
+
+    def __init__(self, sandbox: Sandbox):
+        state = sandbox.load_state()
+        if state is None or sandbox.running_pid() is None:
+            raise AdvisorError(f"no staging sandbox is running in {sandbox.work_dir}",
+                               hint="start one with `apache-advisor staging up`")
+        self.sandbox = sandbox
+        self.state = state
+
+    @property
+    def base_url(self) -> str:
+        return self.state.base_url
+
+    @property
+    def status_url(self) -> str | None:
+        return self.state.status_url
+
+    @property
+    def managed_path(self) -> Path:
+        return Path(self.state.managed)
+
+    def health_url(self) -> str:
+        return self.base_url + "/index.html"
+
+    @property
+    def config_file(self) -> Path | None:
+        return Path(self.state.config)
+
+    def read_managed(self) -> str | None:
+        return _read_or_none(self.managed_path)
+
+    def write_managed(self, text: str | None) -> None:
+        _atomic_write(self.managed_path, text)
+
+    def validate(self) -> None:
+        self.sandbox.validate()
+
+    def reload(self) -> None:
+        self.sandbox.reload()
+
+    def server_pid(self) -> int | None:
+        return self.sandbox.running_pid()
+
+    def cpu_quota(self):
+        return self.sandbox.cpu_quota()
+
+    @property
+    def mpm(self) -> str | None:
+        return self.state.mpm
+
+    def can_restart(self) -> bool:
+        return True
+
+    def restart(self) -> None:
+        self.sandbox.restart()
+        self.state = self.sandbox.load_state() or self.state
+
+    def instrument(self) -> list[str]:
+        return self.sandbox.write_instrument(self.state.mpm)
+
+    def pool_config(self, claimed: bool = True):
+        from advisor.tuner.staging.poolconfig import read_pool
+
+        skip = self.sandbox.instrument_path if claimed else None
+        return read_pool(self.config_file, self.state.mpm, skip=skip)
+
+    def compensated(self) -> bool:
+        try:
+            text = self.sandbox.instrument_path.read_text()
+        except OSError:
+            return False
+        return bool(text[len(INSTRUMENT_HEADER):].strip()) and f'"{self.sandbox.instrument_path}"' in \
+            self.sandbox.config_path.read_text()
+
+    def describe(self) -> dict[str, object]:
+        info = super().describe()
+        info.update(work_dir=str(self.sandbox.work_dir), mpm=self.state.mpm,
+                    server_cpus=self.state.server_cpus, netns=self.state.netns,
+                    cpu_quota_pct=self.state.cpu_quota_pct)
+        return info
+
+
+class ExistingServerTarget(StagingTarget):
+    """A staging httpd the admin runs (here or on another host), named by its URL."""
+
+    def _set_url(self, url: str, status_url: str | None) -> None:
+        self._base, self._path = split_url(url)
+        self._status = status_url or f"{self._base}/server-status?auto"
+
+    @property
+    def base_url(self) -> str:
+        return self._base
+
+    @property
+    def status_url(self) -> str | None:
+        return self._status
+
+    def health_url(self) -> str:
+        return self._base + self._path
+
+
+class LocalServerTarget(ExistingServerTarget):
+    """An existing staging httpd on this host, driven by its own config and reload command."""
+
+    kind = "local"
+
+    def __init__(self, config: str, url: str, reload_cmd: str = "apachectl graceful",
+                 managed: str | None = None, test_cmd: str | None = None, status_url: str | None = None):
+        if not os.path.isfile(config):
+            raise ConfigError("config file not found", file=config, hint="pass the config the staging server reads")
+        self.config = os.path.abspath(config)
+        self.url = url.rstrip("/")
+        self.reload_cmd = reload_cmd
+        self.test_cmd = test_cmd
+        self._managed = Path(managed) if managed else Path(self.config).parent / "apache-advisor-managed.conf"
+        self._set_url(url, status_url)
+        text = Path(self.config).read_text(errors="replace")
+        if str(self._managed) not in text:
+            raise ConfigError(
+                f"the config does not include the managed file {self._managed}",
+                file=self.config,
+                hint=f"add `IncludeOptional {self._managed}` as its last line; the tool writes only that file",
+            )
+
+    @property
+    def managed_path(self) -> Path:
+        return self._managed
+
+    @property
+    def config_file(self) -> Path | None:
+        return Path(self.config)
+
+    def read_managed(self) -> str | None:
+        return _read_or_none(self._managed)
+
+    def write_managed(self, text: str | None) -> None:
+        _atomic_write(self._managed, text)
+
+    def validate(self) -> None:
+        command = shlex.split(self.test_cmd) if self.test_cmd else [find_httpd(), "-t", "-f", self.config]
+        result = _run(command)
+        if result.returncode != 0:
+            raise config_test_error(result.stderr + result.stdout, self.config)
+
+    def reload(self) -> None:
+        result = _run(shlex.split(self.reload_cmd))
+        if result.returncode != 0:
+            raise AdvisorError(f"reload command refused: {' '.join(result.stdout.split()[-12:]) or result.stderr.strip()[-200:]}",
+                               file=self.config, hint=f"check --reload-cmd ({self.reload_cmd})")
+
+    def server_pid(self) -> int | None:
+        import psutil
+
+        fallback = None
+        for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline"]):
+            name = proc.info["name"] or ""
+            if name not in ("apache2", "httpd"):
+                continue
+            try:
+                parent_name = psutil.Process(proc.info["ppid"]).name()
+            except psutil.Error:
+                parent_name = ""
+            if parent_name in ("apache2", "httpd"):
+                continue
+            if self.config in (proc.info["cmdline"] or []):
+                return proc.info["pid"]
+            fallback = fallback or proc.info["pid"]
+        return fallback
+
+    def describe(self) -> dict[str, object]:
+        info = super().describe()
+        info.update(config=self.config, reload_cmd=self.reload_cmd)
+        return info
+
+
+def offered_load_text(url: object, client_cpus: list[int] | None, peak_rate: float, unit: str,
+                      calls: int, generators: str | None = None) -> str:
+    """One line for the admin before any load: the target, the load generators
+    and the highest rate any trial may offer (all of them together)."""
+    cores = ""
+    if client_cpus:
+        listed = ",".join(map(str, client_cpus))
+        cores = f" (here on cores {listed})" if generators else f" on cores {listed}"
+    requests = f" ({peak_rate * calls:,.6g} requests/s)" if calls > 1 else ""
+    return f"{generators or 'httperf on this host'}{cores} -> {url}, at most {peak_rate:,.6g} {unit}{requests}"
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """`http://host:port/path` -> ("http://host:port", "/path"); UsageError when it is no such URL."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"bad --url {url!r}", hint="write it like http://127.0.0.1:8080/")
+    return f"{parts.scheme}://{parts.netloc}", parts.path or "/"
+
+
+def _run(command: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise UsageError(f"command not found: {command[0]}", hint="check --reload-cmd / --test-cmd") from None
+    except subprocess.TimeoutExpired:
+        raise AdvisorError(f"command timed out: {' '.join(command)}") from None
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except FileNotFoundError:
+        return None
+
+
+def _atomic_write(path: Path, text: str | None) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+# -- the safe workflow -------------------------------------------------------
+
+@dataclass
+class Journal:
+    """On disk before the first change: what to put back, even after kill -9."""
+
+    managed: str
+    original: str | None
+    target: dict[str, object]
+    pid: int
+    started: float
+    applied: list[str] = field(default_factory=list)
+
+
+def render_managed(directives: list[str]) -> str:
+    body = "".join(f"{line}\n" for line in directives)
+    return f"{MANAGED_HEADER}# Candidate written {time.strftime('%Y-%m-%d %H:%M:%S')}\n{body}"
+
+
+class ManagedConfig:
+    """Apply candidate configs to a target with journal, rollback and restore.
+
+    Use as a context manager: entering takes a lock (one tool run per target)
+    and first restores whatever a previous, killed run left behind; leaving
+    restores the original, whatever happened in between.
+    """
+
+    def __init__(self, target: StagingTarget):
+        self.target = target
+        self.journal_path = target.state_base.with_name(target.state_base.name + ".journal")
+        self.lock_path = target.state_base.with_name(target.state_base.name + ".lock")
+        self._lock_fd: int | None = None
+        self.recovered: Journal | None = None
+        # ServerLimit/ThreadLimit the server was started with, as far as we know.
+        self._running_limits: dict[str, int] = {}
+        self.stray_load: list[int] = []  # load generators of a dead run, ended on entry
+
+    def __enter__(self) -> "ManagedConfig":
+        self.acquire()
+        try:
+            # A dead run's load first: a restore, or a trial, under a
+            # stranger's load would measure that load.
+            self.stray_load = httperf.end_recorded(self.target.load_record)
+            self._running_limits = self._config_limits()  # what the server was started with, we assume
+            self.recovered = self.recover()
+        except BaseException:
+            self.release()
+            raise
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        try:
+            self.restore()
+        finally:
+            self.release()
+
+    def acquire(self) -> None:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(f"another apache-advisor run is using {self.target.managed_path}",
+                             hint="wait for it to finish") from None
+        self._lock_fd = fd
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing drops the flock; a killed process drops it too
+            self._lock_fd = None
+
+    def read_journal(self) -> Journal | None:
+        try:
+            return Journal(**json.loads(self.journal_path.read_text()))
+        except FileNotFoundError:
+            return None
+        except (ValueError, TypeError) as exc:
+            raise AdvisorError(f"unreadable journal: {exc}", file=str(self.journal_path),
+                               hint="restore the managed file by hand, then delete the journal") from None
+
+    def _write_journal(self, journal: Journal) -> None:
+        tmp = self.journal_path.with_name(self.journal_path.name + ".tmp")
+        tmp.write_text(json.dumps(journal.__dict__, indent=2))
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.journal_path)
+
+    def recover(self) -> Journal | None:
+        """A journal left by a run that died: put its original back first."""
+        journal = self.read_journal()
+        if journal is None:
+            return None
+        self._restore_from(journal)
+        return journal
+
+    def apply(self, directives: list[str]) -> None:
+        """Write a candidate; on any failure roll back to the previous managed file."""
+        previous = self.target.read_managed()
+        journal = self.read_journal()
+        if journal is None:
+            journal = Journal(managed=str(self.target.managed_path), original=previous,
+                              target=self.target.describe(), pid=os.getpid(), started=time.time())
+        journal.applied = list(directives)
+        self._write_journal(journal)
+        try:
+            self._change(render_managed(directives), validate=True)
+        except BaseException:
+            self._change(previous, validate=False)
+            raise
+
+    def restore(self) -> None:
+        journal = self.read_journal()
+        if journal is not None:
+            self._restore_from(journal)
+
+    def _restore_from(self, journal: Journal) -> None:
+        # The file first, so nothing is lost; the journal goes only after the
+        # reload was tried, so a run killed in between restores again next time.
+        try:
+            self._change(journal.original, validate=False)
+        finally:
+            if self.target.read_managed() == journal.original:
+                self.journal_path.unlink(missing_ok=True)
+
+    def _config_limits(self) -> dict[str, int]:
+        pool = self.target.pool_config(claimed=False)
+        return pool.restart_limits if pool is not None else {}
+
+    def _change(self, text: str | None, validate: bool) -> None:
+        """Write the managed include (None: remove it) and the instruments' share
+        of the config that goes with it, then make the server run it."""
+        self.target.write_managed(text)
+        self.target.instrument()
+        if validate:
+            self.target.validate()
+        self._reload()
+
+    def _reload(self) -> None:
+        """Graceful restart, or a full one when a start-up-only limit changed.
+
+        httpd keeps ServerLimit and ThreadLimit across a graceful restart
+        (AH00179): a trial would measure the old limit under the new name.
+        A target that cannot restart keeps the change in `pending_restart`,
+        which makes its trials invalid.
+        """
+        from advisor.tuner.staging.poolconfig import RESTART_ONLY
+
+        wanted = self._config_limits()
+        changed = [f"{name} {self._running_limits[name]} -> {wanted[name]}" for name in RESTART_ONLY
+                   if name in wanted and name in self._running_limits and wanted[name] != self._running_limits[name]]
+        if changed and self.target.can_restart():
+            self.target.restart()
+            self._running_limits = dict(wanted)
+            self.target.pending_restart = []
+            self._settle(set())
+            return
+        self.target.pending_restart = changed
+        before = self.target.generation()
+        old_children = self._children()
+        self.target.reload()
+        self.target.wait_reloaded(before)
+        self._settle(old_children)
+
+    def _children(self) -> set[int]:
+        return self.target.server_children()
+
+    def _settle(self, old_children: set[int], timeout: float = 8.0, steady_s: float = 1.2) -> None:
+        """Let the restart finish before a trial measures.
+
+        Right after a graceful restart the old generation's children still
+        finish their connections, and the new generation is not all there
+        yet: prefork starts StartServers children only after a one-second
+        pause. A probe started then measures the restart, not the config. We
+        wait for the old processes to exit and for the number of children to
+        hold still across one of the parent's one-second maintenance cycles.
+        (The scoreboard is no guide: slots beyond a lowered limit keep their
+        `G` mark with no process behind them.)
+        """
+        deadline = time.monotonic() + timeout
+        while old_children & self._children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        count, since = len(self._children()), time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - since < steady_s:
+            time.sleep(0.1)
+            now = len(self._children())
+            if now != count:
+                count, since = now, time.monotonic()

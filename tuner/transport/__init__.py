@@ -1,0 +1,1 @@
+"""The one SSH transport that staging, load and measurement use for other hosts."""

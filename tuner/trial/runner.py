@@ -1,0 +1,953 @@
+"""Trials: one httperf run with metrics and a verdict; a stepped ramp; a knee search.
+
+The method is Arlitt & Williamson's (2004, section 4): one factor at a time,
+an open-loop rate generator, fine-grained metrics from several viewpoints,
+and first proving that the load generator is not what limits the run.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import statistics
+import time
+from dataclasses import asdict, dataclass, field, replace
+from typing import Callable
+
+from advisor.errors import UsageError
+from advisor.tuner.load import httperf
+from advisor.tuner.load.remote_clients import GroupRun
+from advisor.tuner.measure.metrics import MetricsCollector, Sample
+from advisor.tuner.measure.status import fetch_status
+from advisor.tuner.staging.target import StagingTarget
+from advisor.tuner.trial.poolcheck import PoolCheck, check_pool
+from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConnectionCap, Verdict, closed_by_server, decide,
+                                         foreign_cpu)
+
+# Arlitt & Williamson call a run valid only when the clients sustain the
+# target: we allow 2 % slack for timer granularity.
+ACHIEVED_RATE_SHARE = 0.98
+# Longest wait for the server to finish the previous trial's work.
+QUIET_TIMEOUT_S = 20.0
+# httpd's parent adjusts its pool once a second: a process count unchanged
+# for longer than that is the pool at rest.
+POOL_STEADY_S = 1.2
+# A trial was disturbed by other programs when they took this much of the
+# server's cores (mean over the trial, or in any one sample), or when httperf,
+# which busy-polls at ~100 % of its core, got less than HTTPERF_STARVED_PCT on
+# average or HTTPERF_STARVED_PEAK_PCT in one sample. One second at 79 % costs a
+# ten-second probe 2 % of its client time: stopping a session for it would be
+# stopping it for noise (it happened on a quiet host, in a 256-worker trial).
+FOREIGN_MEAN_PCT = 15.0
+FOREIGN_PEAK_PCT = 35.0
+HTTPERF_STARVED_PCT = 80.0
+HTTPERF_STARVED_PEAK_PCT = 60.0
+# Under a CPU quota that leaves at least this share of the server's cores
+# idle, the metrics thread runs there instead of beside httperf.
+COLLECTOR_ON_SERVER_HEADROOM_PCT = 40.0
+# Warm-up: the pool is steady when its size has not moved for WARMUP_STEADY_S
+# (over one of the parent's one-second maintenance cycles), after at least
+# WARMUP_MIN_S of load (and one session's length), WARMUP_MAX_S at most.
+WARMUP_MIN_S = POOL_STEADY_S
+WARMUP_STEADY_S = POOL_STEADY_S
+WARMUP_DRAIN_MAX_S = 10.0
+WARMUP_MAX_S = 20.0
+# A pool whose children keep retiring (MaxConnectionsPerChild far below the
+# load) never stops changing: that churn is its steady state once the
+# parent may spawn at full speed again (prefork holds back to one child a
+# second for ten maintenance cycles after a graceful restart).
+WARMUP_CHURN_EXITS = 10
+WARMUP_CHURN_S = 11.0
+# httpd at this share of its cores (or quota) for a second: CPU-bound, the pool is not what limits.
+WARMUP_CPU_SHARE = 0.85
+# Failures that CPU taken by other programs can cause, and so are worth a
+# second attempt. Churn, keep-alive, logging, network, disk and memory name a
+# cause of their own.
+RETRY_LABELS = ("server CPU", "worker pool exhausted", "client-bound", "none")
+
+
+@dataclass
+class TrialInputs:
+    workload: str
+    uri: str
+    rate: float  # connections (or sessions) per second
+    duration_s: float = 3.0
+    num_calls: int = 1
+    burst_length: int = 1
+    timeout_s: float = 2.0
+    uri_list: str | None = None
+    wsess: tuple[int, int, float] | None = None  # sessions, calls, think seconds
+    server_cpus: list[int] | None = None
+    client_cpus: list[int] | None = None
+    server_cpu_quota_pct: float | None = None  # set from the target: a cgroup CPU quota
+    server_cpu_period_ms: float | None = None  # the quota's period (capacity's replay throttles by it)
+    directives: list[str] = field(default_factory=list)
+    slo_errors_pct: float = 1.0
+    slo_reply_ms: float = 100.0
+    # Unmeasured load at the trial's rate before the measured window: None
+    # until the server's pool stops growing (WARMUP_MAX_S at most), 0 none,
+    # else that many seconds.
+    warmup_s: float | None = None
+    # Sessions only: True, each call on a connection of its own; False, the
+    # session keeps its connection; None, decided from the config in effect
+    # (session_connections).
+    connection_per_request: bool | None = None
+    # Sessions from a prepared --wsesslog file (a replayed access log): its
+    # sessions differ in calls and think times, so wsess's calls and think
+    # are means, and the counts come from the file (advisor.tuner.load.replay).
+    session_log: str | None = None
+
+    def replayed(self):
+        """The prepared session file's shape, or None."""
+        if not (self.session_log and self.wsess):
+            return None
+        from advisor.tuner.load.replay import session_shape
+
+        return session_shape(self.session_log)
+
+    @property
+    def num_conns(self) -> int:
+        return max(1, int(round(self.rate * self.duration_s)))
+
+    @property
+    def target_request_rate(self) -> float:
+        shape = self.replayed()
+        if shape is not None:
+            return self.rate * shape.requests_for(self.wsess[0]) / max(1, self.wsess[0])
+        calls = self.wsess[1] if self.wsess else self.num_calls
+        return self.rate * calls
+
+
+@dataclass
+class WarmUp:
+    """The unmeasured load before a trial's window, and the pool it left."""
+
+    seconds: float
+    children_before: int | None
+    children_after: int | None
+    steady: bool  # False: the warm-up hit its time bound with the pool still growing
+    stopped_by: str = ""  # pool steady, pool at its limit, server CPU full, fixed length, time bound
+    drain_s: float = 0.0  # then waiting for the work it left queued
+
+
+@dataclass
+class TrialResult:
+    inputs: TrialInputs
+    httperf: httperf.HttperfResult
+    samples: list[Sample]
+    client_limits: list[ClientLimit]
+    verdict: Verdict
+    listen_overflows: int
+    listen_drops: int
+    started: float
+    wall_s: float
+    quiet_wait_s: float = 0.0  # how long the server took to drain the previous trial
+    quiet: bool = True  # False: it had not drained when this trial started
+    attempt: int = 1  # >1: a repeat of a disturbed probe (knee search)
+    warmup: WarmUp | None = None
+    pool: PoolCheck | None = None
+    pending_restart: list[str] = field(default_factory=list)  # limits the server did not take
+    session_connections: str = ""  # sessions: "per request" or "persistent", and why
+    metrics_lost: str = ""  # the server's metrics stopped mid-trial (a remote host's connection went away)
+    client_cpu_pct: dict[str, float | None] = field(default_factory=dict)
+    """Several load clients: each httperf's mean share of a core on its host."""
+
+    @property
+    def interference(self) -> dict[str, object]:
+        """How much other programs took from the server's and the client's cores."""
+        cores = self.inputs.server_cpus
+        foreign = [f for f in (foreign_cpu(s, cores) for s in self.samples) if f is not None]
+        # The first reading of httperf's CPU spans its start-up; the last may
+        # span its exit.
+        client = [s.httperf_cpu_pct for s in self.samples[1:-1] if s.httperf_cpu_pct is not None]
+        info: dict[str, object] = {
+            "server_foreign_cpu_pct_mean": round(statistics.fmean(foreign), 1) if foreign else None,
+            "server_foreign_cpu_pct_max": round(max(foreign), 1) if foreign else None,
+            "httperf_cpu_pct_mean": round(statistics.fmean(client), 1) if client else None,
+            "httperf_cpu_pct_min": round(min(client), 1) if client else None,
+        }
+        reasons = []
+        # Under a CPU quota the server needs only part of its core: others
+        # disturb it only when they eat into that part.
+        headroom = quota_headroom_pct(self.inputs.server_cpu_quota_pct)
+        if foreign and statistics.fmean(foreign) >= FOREIGN_MEAN_PCT + headroom:
+            reasons.append(f"other programs used {statistics.fmean(foreign):.0f} % of the server's cores on average")
+        elif foreign and max(foreign) >= FOREIGN_PEAK_PCT + headroom:
+            reasons.append(f"other programs used {max(foreign):.0f} % of the server's cores in one sample")
+        if client and statistics.fmean(client) < HTTPERF_STARVED_PCT:
+            reasons.append(f"httperf got only {statistics.fmean(client):.0f} % of its core on average")
+        elif client and min(client) < HTTPERF_STARVED_PEAK_PCT:
+            reasons.append(f"httperf got only {min(client):.0f} % of its core in one sample")
+        if self.client_cpu_pct:
+            # Several clients: each one's mean over its run (no per-second series there).
+            info["load_clients_cpu_pct"] = dict(self.client_cpu_pct)
+            for name, share in self.client_cpu_pct.items():
+                if share is not None and share < HTTPERF_STARVED_PCT:
+                    reasons.append(f"httperf on load client {name} got only {share:.0f} % of its core on average")
+        info["disturbed"] = bool(reasons)
+        info["reasons"] = reasons
+        return info
+
+    @property
+    def invalid_reasons(self) -> list[str]:
+        """Why the trial does not measure what it claims; empty when it does."""
+        return self._measurement_reasons() + self.short_capacity_reasons
+
+    def _measurement_reasons(self) -> list[str]:
+        reasons = []
+        if self.verdict.label == "client-bound":
+            # Client limits that began after the server saturated are its
+            # consequence: they stay listed but do not invalidate the trial.
+            reasons.append("client-bound: the load generator, not the server, limited the run")
+        if self.verdict.label == CLOSED_BY_SERVER or "closed_by_server" in self.verdict.evidence:
+            reasons.append("the server closed connections before httperf's calls on them were done")
+        if self.metrics_lost:
+            reasons.append(self.metrics_lost)
+        return reasons
+
+    @property
+    def short_capacity_reasons(self) -> list[str]:
+        """Ways the server ran with less than the config claims (a pool still
+        growing or short of its limit, start-up limits a reload kept). They
+        make a failure at this rate doubtful, never a success: a server that
+        met the SLO with less met it."""
+        reasons = []
+        if self.warmup is not None and not self.warmup.steady:
+            reasons.append(f"the server's pool was still growing when the {self.warmup.seconds:.0f} s warm-up ended: "
+                           "the window measured its growth")
+        if self.pending_restart:
+            reasons.append("the server still runs start-up limits a graceful restart does not change ("
+                           + ", ".join(self.pending_restart) + "): restart it with the candidate in place")
+        if self.pool is not None:
+            reasons.extend(self.pool.reasons)
+        return reasons
+
+    @property
+    def valid(self) -> bool:
+        return not self.invalid_reasons
+
+    @property
+    def attempted(self) -> int:
+        """Requests the workload asked for."""
+        shape = self.inputs.replayed()
+        if shape is not None:
+            return max(1, shape.requests_for(self.inputs.wsess[0]))
+        if self.inputs.wsess:
+            return max(1, self.inputs.wsess[0] * self.inputs.wsess[1])
+        return max(1, self.inputs.num_conns * self.inputs.num_calls)
+
+    @property
+    def errors(self) -> int:
+        """Failed requests: httperf's errors or the calls that got no reply, whichever
+        is more, plus non-2xx/3xx replies and the listen-queue drops httperf cannot see.
+
+        httperf counts an error per connection, not per call: a connection
+        reset with seven calls pending is one error and seven lost calls. In
+        sessions httperf sends a call again on a new connection when the
+        server closed the one it was on, yet still counts the connreset: a
+        recovered reset is no lost call.
+        """
+        listen = max(self.listen_overflows, self.listen_drops)
+        unanswered = max(0, self.attempted - self.httperf.replies)
+        counted = self.httperf.error_total
+        if self.inputs.wsess:
+            counted -= int(self.httperf.errors.get("connreset", 0))
+        return max(unanswered, counted) + self.httperf.bad_status + listen
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * self.errors / self.attempted
+
+    @property
+    def served_rate(self) -> float:
+        """Replies per second over the window the workload spread its requests on.
+
+        httperf divides by the whole test time. For plain connections that
+        is the window in which it opened them. A session workload ends with
+        the last sessions' think times, (calls - 1) x think seconds in which
+        no new session starts: dividing by the whole time would hold every
+        short trial below its target (5 sessions/s of 5 calls for 10 s,
+        every reply in 0.3 ms, read 24/s of 25/s). That tail is the
+        workload's, not the server's, so it is taken off; a server that
+        falls behind still stretches the test, and its rate drops.
+        """
+        h = self.httperf
+        if not self.inputs.wsess:
+            return h.reply_rate
+        sessions, calls, think = self.inputs.wsess
+        shape = self.inputs.replayed()
+        tail = shape.tail_s(sessions, self.inputs.rate) if shape is not None else max(0, calls - 1) * think
+        window = h.test_duration_s - tail
+        return h.replies / window if window > 0 else 0.0
+
+    def slo_failures(self) -> list[str]:
+        failures = []
+        if self.error_pct >= self.inputs.slo_errors_pct:
+            failures.append(f"errors {self.error_pct:.2f} % >= {self.inputs.slo_errors_pct:g} %")
+        if self.httperf.reply_time_ms >= self.inputs.slo_reply_ms:
+            failures.append(f"reply time {self.httperf.reply_time_ms:.1f} ms >= {self.inputs.slo_reply_ms:g} ms")
+        wanted = self.inputs.target_request_rate
+        served = self.served_rate
+        if wanted > 0 and served < 0.95 * wanted:
+            over = " (less the sessions' think-time tail)" if self.inputs.wsess else ""
+            failures.append(f"reply rate {served:.0f}/s{over} < 95 % of {wanted:.0f}/s")
+        return failures
+
+    @property
+    def meets_slo(self) -> bool:
+        return not self._measurement_reasons() and not self.slo_failures()
+
+    def to_dict(self) -> dict[str, object]:
+        h = self.httperf
+        return {
+            "inputs": asdict(self.inputs),
+            "valid": self.valid,
+            "invalid_reasons": self.invalid_reasons,
+            "meets_slo": self.meets_slo,
+            "slo_failures": self.slo_failures(),
+            "reply_rate": round(h.reply_rate, 1),
+            "served_rate": round(self.served_rate, 1),
+            "session_connections": self.session_connections,
+            "metrics_lost": self.metrics_lost,
+            "request_rate": h.request_rate,
+            "connection_rate": h.connection_rate,
+            "reply_time_ms": round(h.reply_time_ms, 2),
+            "errors": {"httperf": h.errors, "non_2xx_3xx": h.bad_status, "listen_overflows": self.listen_overflows,
+                       "listen_drops": self.listen_drops, "total": self.errors, "pct": round(self.error_pct, 3)},
+            "client_limits": [asdict(c) for c in self.client_limits],
+            "httperf": h.to_dict(),
+            "metrics": [s.to_dict() for s in self.samples],
+            "verdict": self.verdict.to_dict(),
+            "interference": self.interference,
+            "quiet_wait_s": round(self.quiet_wait_s, 2),
+            "quiet": self.quiet,
+            "attempt": self.attempt,
+            "warmup": asdict(self.warmup) if self.warmup else None,
+            "pool": self.pool.to_dict() if self.pool else None,
+            "started": self.started,
+            "wall_s": round(self.wall_s, 2),
+        }
+
+
+def server_affinity(pid: int | None) -> list[int] | None:
+    if pid is None:
+        return None
+    try:
+        return sorted(os.sched_getaffinity(pid))
+    except OSError:
+        return None
+
+
+def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: list[Sample],
+                  server_cpus: list[int] | None, server_here: bool = True) -> list[ClientLimit]:
+    """The four ways the load generator can be the bottleneck (`server_here`:
+    the server runs on this machine, where it may share httperf's cores)."""
+    limits: list[ClientLimit] = []
+    all_cores = list(range(os.cpu_count() or 1))
+    client = inputs.client_cpus or all_cores
+    server = (server_cpus or all_cores) if server_here else []
+    shared = sorted(set(client) & set(server))
+    if shared:
+        limits.append(ClientLimit("shares a core with the server", f"client and server share core(s) {shared}",
+                                  {"client_cpus": inputs.client_cpus, "server_cpus": server_cpus}, kind="hard"))
+    errors = result.errors
+    fd_like = int(errors.get("fd-unavail", 0)) + int(errors.get("addrunavail", 0)) + int(errors.get("ftab-full", 0))
+    cap_onset = next((s.t for s in samples if (s.httperf_fds or 0) >= 0.9 * httperf.FD_SETSIZE_CAP), None)
+    if fd_like:
+        limits.append(ClientLimit("fd-unavail/addrunavail", f"httperf ran out of sockets or ports ({fd_like} times)",
+                                  {k: errors.get(k, 0) for k in ("fd-unavail", "addrunavail", "ftab-full")},
+                                  onset_s=cap_onset if cap_onset is not None else (samples[-1].t if samples else None),
+                                  kind="timed"))
+    if result.max_concurrent_connections >= httperf.FD_SETSIZE_CAP:
+        limits.append(ClientLimit("FD_SETSIZE cap", f"httperf held {result.max_concurrent_connections} connections, its select() limit",
+                                  {"max_concurrent_connections": result.max_concurrent_connections, "cap": httperf.FD_SETSIZE_CAP},
+                                  onset_s=cap_onset if cap_onset is not None else (samples[-1].t if samples else None),
+                                  kind="timed"))
+    if inputs.rate > 0 and not inputs.wsess:
+        # Connections httperf tried to open, over the time it spent opening
+        # them: the run's duration less the lifetime of the last connection.
+        # httperf does not say which one was last; the longest lifetime is
+        # used, so that one connection stalled at the end (by another program
+        # on the machine, say) does not read as a client that fell behind.
+        # A starved httperf shows in its own CPU (see `interference`).
+        attempts = result.connections + fd_like
+        lifetime = (result.connection_time_ms.get("max", 0.0) or 0.0) / 1000.0
+        span = max(1e-3, result.test_duration_s - lifetime)
+        achieved = attempts / span
+        if attempts < inputs.num_conns * ACHIEVED_RATE_SHARE or achieved < ACHIEVED_RATE_SHARE * inputs.rate:
+            limits.append(ClientLimit("achieved connection rate", f"httperf opened {achieved:.0f} conn/s of {inputs.rate:g} requested",
+                                      {"requested": inputs.rate, "achieved": round(achieved, 1),
+                                       "share_pct": round(100 * achieved / inputs.rate, 1)},
+                                      onset_s=cap_onset if fd_like else None, kind="timed" if fd_like else "untimed"))
+    return limits
+
+
+# Per server pid: (children, when that count was last seen to change), left
+# by the previous trial's child watcher, so a pool already at rest is not
+# watched for another maintenance cycle.
+_POOL_SEEN: dict[int, tuple[int, float]] = {}
+
+
+def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float = QUIET_TIMEOUT_S,
+               steady_s: float = POOL_STEADY_S) -> tuple[float, bool]:
+    """Wait until the server has finished the previous trial's work.
+
+    An overloaded trial leaves connections in the accept queue that httperf
+    already gave up on; the server still accepts and answers each one, so a
+    trial started at once would queue behind them and measure its
+    predecessor. It can also leave the worker pool short (prefork with
+    MaxConnectionsPerChild retires children faster than the parent, which
+    spawns once a second, replaces them). Quiet means: nothing waiting for
+    accept(), no worker busy but the one serving the status request, and the
+    number of server processes unchanged for one maintenance cycle.
+    """
+    t0 = time.monotonic()
+    children, since = target.child_count(pid), t0
+    known = _POOL_SEEN.get(pid) if pid else None
+    if known is not None and known[0] == children:
+        since = known[1]  # unchanged since the previous trial's watcher last saw it move
+    while time.monotonic() - t0 < timeout:
+        queue = target.accept_queue(pid, port)
+        busy_ok = True
+        if target.status_url:
+            snap = fetch_status(target.status_url, timeout=1.0)
+            busy_ok = snap is not None and snap.busy <= 1
+        now = target.child_count(pid)
+        if now != children:
+            children, since = now, time.monotonic()
+        if not queue and busy_ok and time.monotonic() - since >= steady_s:
+            return time.monotonic() - t0, True
+        time.sleep(0.1)
+    return time.monotonic() - t0, False
+
+
+def quota_headroom_pct(quota_pct: float | None) -> float:
+    """The share of the server's core a CPU quota leaves to other programs (0 without one)."""
+    return 100.0 - min(100.0, quota_pct or 100.0)
+
+
+def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1.0,
+              on_tick: Callable[[float, float], None] | None = None,
+              registry: list | None = None, clients=None) -> TrialResult:
+    """One fixed-rate httperf run against `target`, with metrics and a verdict.
+
+    `clients` (advisor.tuner.load.remote_clients.LoadClients): several load
+    generators sharing the load (httperf --client=I/N); None is this machine.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(target.base_url)
+    pid = target.server_pid()
+    server_cpus = server_affinity(pid) if pid else inputs.server_cpus
+    if server_cpus and len(server_cpus) == (os.cpu_count() or 1):
+        server_cpus = None if inputs.server_cpus is None else server_cpus
+    quiet_wait, quiet = wait_quiet(target, pid, parts.port or 80)
+    # This thread and the collector it starts (threads inherit the affinity of
+    # the thread that makes them) stay off a server core httpd can fill. A
+    # quota leaves part of the server's cores idle: there the collector takes
+    # nothing from httpd, and nothing from httperf, whose core it would
+    # otherwise share (reading 256 workers' /proc once a second is not free).
+    own_affinity = os.sched_getaffinity(0)
+    quota = target.cpu_quota()
+    inputs.server_cpu_quota_pct = quota.pct if quota else None
+    inputs.server_cpu_period_ms = quota.period_us / 1000.0 if quota else None
+    if server_cpus and quota_headroom_pct(inputs.server_cpu_quota_pct) >= COLLECTOR_ON_SERVER_HEADROOM_PCT:
+        os.sched_setaffinity(0, server_cpus)
+    elif inputs.client_cpus:
+        os.sched_setaffinity(0, inputs.client_cpus)
+    try:
+        return _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry, quiet_wait, quiet,
+                           quota, clients)
+    finally:
+        os.sched_setaffinity(0, own_affinity)
+
+
+def _start_load(target: StagingTarget, spec: httperf.HttperfSpec, clients):
+    """httperf here (recorded beside the target), or one share on each load client."""
+    if clients is not None and clients.several:
+        return clients.start(spec)
+    return httperf.start(spec, record=target.load_record)
+
+
+def _load_result(process, timeout: float) -> httperf.HttperfResult:
+    if isinstance(process, GroupRun):  # every client's report, merged
+        return process.result(timeout)
+    return httperf.finish(process, timeout=timeout)
+
+
+def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry,
+                quiet_wait: float, quiet: bool, quota, clients=None) -> TrialResult:
+    collector = target.metrics_collector(interval=interval, server_pid=pid, port=parts.port or 80,
+                                         status_url=target.status_url, max_samples=int(600 / interval),
+                                         cpu_quota=quota)
+    collector.prime()
+    spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80, uri=inputs.uri,
+                               rate=inputs.rate, num_conns=inputs.num_conns, num_calls=inputs.num_calls,
+                               burst_length=inputs.burst_length, timeout_s=inputs.timeout_s,
+                               uri_list=inputs.uri_list, wsess=inputs.wsess, client_cpus=inputs.client_cpus)
+    connections = ""
+    if inputs.wsess:
+        if inputs.session_log:
+            spec.session_log = inputs.session_log
+        elif inputs.uri_list:
+            from advisor.tuner.load.workload import session_log
+
+            spec.session_log = session_log(inputs.uri_list, inputs.wsess[1])
+        per_request, connections = session_connections(inputs, connection_cap(target))
+        if per_request:
+            spec.http_version = "1.0"
+    warm = warm_up(target, inputs, spec, pid, collector, registry, server_cpus, parts.port or 80, clients)
+    started = time.time()
+    t0 = time.monotonic()
+    collector.start()
+    process = _start_load(target, spec, clients)
+    if registry is not None:
+        registry.append(process)
+    collector.client_pid = process.pid
+    # Bounded: the planned duration, httperf's own timeout, think times, slack.
+    think = inputs.wsess[1] * inputs.wsess[2] if inputs.wsess else 0.0
+    if inputs.replayed() is not None:
+        think = inputs.replayed().longest_s
+    limit = inputs.duration_s + 2 * inputs.timeout_s + think + 10.0
+    overran = False
+    try:
+        while process.poll() is None and time.monotonic() - t0 < limit:
+            if on_tick:
+                on_tick(time.monotonic() - t0, inputs.duration_s)
+            time.sleep(0.1)
+        if process.poll() is None:
+            # httperf fell so far behind its schedule that the run would not
+            # end in time: SIGINT makes it stop and print what it has.
+            overran = True
+            process.send_signal(signal.SIGINT)
+        try:
+            result = _load_result(process, timeout=10.0)
+        except Exception:
+            if not overran:
+                raise
+            # It ignored SIGINT too: what it did is unknown, and the run is
+            # the client's failure, not a measurement of the server.
+            result = httperf.HttperfResult(test_duration_s=time.monotonic() - t0,
+                                           warnings=["httperf killed past the time bound"])
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if not isinstance(process, GroupRun):
+            httperf.forget(target.load_record, process.pid)
+        samples = collector.stop()
+        pool = collector.pool_state()
+        if pid and pool is not None:
+            _POOL_SEEN[pid] = pool
+        if registry is not None and process in registry:
+            registry.remove(process)
+    lost = ""
+    if getattr(collector, "lost", False):  # only the remote collector streams over a connection
+        seen = f"{samples[-1].t:.0f} s" if samples else "its start"
+        lost = (f"the SSH connection to {collector.conn.spec} was lost mid-trial: the server's metrics stop "
+                f"at {seen}, so the verdict would rest on part of the run")
+    attribute_listen_overflows(samples)
+    overflows = sum(s.listen_overflows for s in samples)
+    drops = sum(s.listen_drops for s in samples)
+    client_cpu: dict[str, float | None] = {}
+    if isinstance(process, GroupRun):
+        client_cpu = dict(zip(clients.names, process.cpu_pct))
+    if isinstance(process, GroupRun) and len(process.results) > 1:
+        # Each client against its own share: one at its FD_SETSIZE cap or
+        # behind its rate makes the trial the clients' limit, whatever the sum.
+        limits = []
+        for name, part, own in zip(clients.names, process.shares, process.results):
+            share_inputs = replace(inputs, rate=part.rate)
+            for limit in client_limits(share_inputs, own, samples, server_cpus, server_here=target.on_this_machine):
+                limit.detail = f"load client {name}: {limit.detail}"
+                limit.values = {"client": name, **limit.values}
+                limits.append(limit)
+    else:
+        limits = client_limits(inputs, result, samples, server_cpus, server_here=target.on_this_machine)
+    if overran:
+        limits.append(ClientLimit("time bound", f"httperf was still opening connections after {limit:.0f} s",
+                                  {"limit_s": round(limit, 1), "connections": result.connections,
+                                   "planned": inputs.num_conns}, kind="untimed"))
+    extra = {"target_request_rate": inputs.target_request_rate, "reply_rate": round(result.reply_rate, 1),
+             "reply_time_ms": round(result.reply_time_ms, 2)}
+    verdict = decide(samples, server_cpus=server_cpus, interval=interval, client_limits=limits, extra=extra,
+                     cpu_quota_pct=inputs.server_cpu_quota_pct)
+    resets = int(result.errors.get("connreset", 0))
+    if inputs.num_calls > 1 and not inputs.wsess and resets:
+        verdict = closed_by_server(verdict, calls=inputs.num_calls, connections=result.connections,
+                                   replies=result.replies, resets=resets, cap=connection_cap(target))
+    inputs.server_cpus = server_cpus
+    pool = check_pool(samples, target.pool_config(claimed=True), target.compensated(), verdict.label)
+    return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
+                       listen_overflows=overflows, listen_drops=drops, started=started,
+                       wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
+                       pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
+                       metrics_lost=lost, client_cpu_pct=client_cpu)
+
+
+def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
+            collector: MetricsCollector, registry: list | None = None,
+            server_cpus: list[int] | None = None, port: int | None = None, clients=None) -> WarmUp | None:
+    """Load the server at the trial's rate, unmeasured, until its pool is what the load makes it.
+
+    Right after a reload (or a quiet spell) prefork runs StartServers
+    children and adds more once a second while work waits (after a graceful
+    restart one a second for ten cycles); kept-alive sessions pile up
+    meanwhile. A window that starts then measures the growth, not the
+    configuration. After WARMUP_MIN_S and one session's length the warm-up
+    ends at the first of: the number of children unchanged for WARMUP_STEADY_S
+    (births and exits both: a pool whose children retire faster than the
+    parent replaces them, MaxConnectionsPerChild 10 say, is not steady while
+    it shrinks, and right after a reload the parent replaces only one a
+    second for ten cycles); the pool at its
+    configured limit; httpd using its whole CPU (cores or quota) for a
+    second, where more workers cannot serve more and a longer warm-up only
+    piles up work. WARMUP_MAX_S bounds it (then `steady` is False); a fixed
+    `warmup_s` runs that long. httperf is stopped with SIGINT, the work it
+    left queued is served (`_drain`), and the measured run starts. The
+    collector's status connection is used once a second meanwhile, so that
+    it stays open for the window.
+    """
+    if inputs.warmup_s == 0:
+        return None
+    fixed = inputs.warmup_s
+    bound = fixed if fixed is not None else WARMUP_MAX_S
+    session_s = (inputs.wsess[1] - 1) * inputs.wsess[2] if inputs.wsess else 0.0
+    if inputs.replayed() is not None:
+        session_s = inputs.replayed().mean_s
+    least = max(WARMUP_MIN_S, session_s + 1.0)
+    count = max(1, int(math.ceil(inputs.rate * (bound + 1.0))))
+    sized = httperf.HttperfSpec(**{**asdict(spec), "num_conns": count,
+                                   "wsess": (count, spec.wsess[1], spec.wsess[2]) if spec.wsess else None})
+    pool = target.pool_config(claimed=False)
+    limit = None
+    if pool is not None:
+        limit = pool.workers if pool.mpm == "prefork" else math.ceil(pool.workers / max(1, pool.threads_per_child))
+    cpu_full = WARMUP_CPU_SHARE * (inputs.server_cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0])))
+    before = target.child_count(pid)
+    seen, last_change = before or 0, time.monotonic()
+    retired = 0  # drops in the child count seen while loading: children that exited
+    t0 = time.monotonic()
+    next_status = t0 + 1.0
+    cpu_mark = (t0, collector.httpd_cpu_seconds())
+    full_since: float | None = None
+    stopped = "time bound"
+    process = _start_load(target, sized, clients)
+    if registry is not None:
+        registry.append(process)
+    try:
+        while process.poll() is None:
+            now = time.monotonic()
+            children = target.child_count(pid) or 0
+            if children != seen:
+                retired += max(0, seen - children)
+                seen, last_change = children, now
+            if now - cpu_mark[0] >= 0.5:
+                used = collector.httpd_cpu_seconds()
+                pct = (100.0 * (used - cpu_mark[1]) / (now - cpu_mark[0])
+                       if used is not None and cpu_mark[1] is not None else 0.0)
+                full_since = (full_since or now) if pct >= cpu_full else None
+                cpu_mark = (now, used)
+            if fixed is not None:
+                if now - t0 >= fixed:
+                    stopped = "fixed length"
+                    break
+            elif now - t0 >= least:
+                if now - last_change >= WARMUP_STEADY_S:
+                    stopped = "pool steady"
+                elif retired >= WARMUP_CHURN_EXITS and now - t0 >= WARMUP_CHURN_S:
+                    stopped = "children retired throughout"
+                elif limit is not None and children >= limit:
+                    stopped = "pool at its limit"
+                elif full_since is not None and now - full_since >= 1.0:
+                    stopped = "server CPU full"
+                if stopped != "time bound":
+                    break
+            if now - t0 >= bound:
+                break
+            if now >= next_status:
+                collector.status_now(timeout=0.5)
+                next_status = now + 1.0
+            time.sleep(0.1)
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)  # stop opening connections; drop the ones in flight
+            try:
+                process.communicate(timeout=5.0)
+            except Exception:
+                process.kill()
+                process.wait()
+        else:
+            process.communicate()
+        if not isinstance(process, GroupRun):
+            httperf.forget(target.load_record, process.pid)
+        if registry is not None and process in registry:
+            registry.remove(process)
+    seconds = time.monotonic() - t0
+    drained = _drain(target, collector, port)
+    return WarmUp(seconds=round(seconds, 2), children_before=before, children_after=target.child_count(pid),
+                  steady=stopped != "time bound", stopped_by=stopped, drain_s=round(drained, 2))
+
+
+def _drain(target: StagingTarget, collector: MetricsCollector, port: int | None,
+           timeout: float = WARMUP_DRAIN_MAX_S) -> float:
+    """Wait for the work the warm-up left queued to be served; the pool it grew stays.
+
+    A warm-up above the server's capacity leaves its accept queue full of
+    connections httperf has dropped: a window started at once would spend
+    its first seconds on them (and httperf, unable to connect, would look
+    client-bound). Nothing waiting for accept() and no worker busy but the
+    collector's own request is drained; prefork retires at most one spare
+    child a second meanwhile.
+    """
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        snap = collector.status_now(timeout=0.5)
+        # Busy with requests: reading, sending (less the status request),
+        # keep-alive, logging, DNS. A C slot is a connection closing, or an
+        # idle child being retired: no work left.
+        working = None if snap is None else sum(snap.scoreboard.get(k, 0) for k in "RWKLD") - 1
+        if not target.accept_queue(collector.server_pid, port) and (working is None or working <= 0):
+            break
+        time.sleep(0.1)
+    return time.monotonic() - t0
+
+
+def connection_cap(target: StagingTarget) -> ConnectionCap | None:
+    """What the server's configuration lets one connection carry, if it caps it.
+
+    Read with the config model: KeepAlive Off, else MaxKeepAliveRequests N
+    (N > 0), at server scope, with the file and line that set it. None when
+    the config cannot be read: the verdict then says nothing about it.
+    """
+    from advisor.config.loader import load_config
+    from advisor.errors import AdvisorError
+
+    try:
+        source = target.config_source()
+        if source is None:
+            return None
+        cfg = load_config(*source)
+    except (AdvisorError, OSError):
+        return None
+    keepalive = cfg.server_value("KeepAlive")
+    if keepalive is not None and keepalive.raw_args.strip().lower() == "off":
+        return ConnectionCap(f"KeepAlive {keepalive.raw_args.strip()}", keepalive.file, keepalive.line, 1)
+    limit = cfg.server_value("MaxKeepAliveRequests")
+    try:
+        count = int(limit.raw_args.strip()) if limit is not None else 0
+    except ValueError:
+        return None
+    if count > 0:
+        return ConnectionCap(f"MaxKeepAliveRequests {count}", limit.file, limit.line, count + 1)
+    return None
+
+
+def cap_after(directives: list[str], cap: ConnectionCap | None) -> ConnectionCap | None:
+    """The connection cap once `directives` ("KeepAlive Off", "MaxKeepAliveRequests 3")
+    are applied at server scope over a config whose own cap is `cap`.
+
+    For a caller that knows the candidate's directives before they reach the
+    server (the tune session); a trial reads the config itself.
+    """
+    keepalive_off = cap is not None and cap.requests_per_connection == 1 and cap.directive.lower().startswith("keepalive ")
+    limit = cap if cap is not None and not keepalive_off else None
+    off = cap if keepalive_off else None
+    for text in directives:
+        name, _, value = text.strip().partition(" ")
+        value = value.strip().strip('"')
+        if name.lower() == "keepalive":
+            off = ConnectionCap(f"KeepAlive {value}", None, None, 1) if value.lower() == "off" else None
+        elif name.lower() == "maxkeepaliverequests":
+            try:
+                count = int(value)
+            except ValueError:
+                continue
+            limit = ConnectionCap(f"MaxKeepAliveRequests {count}", None, None, count + 1) if count > 0 else None
+    return off or limit
+
+
+def session_connections(inputs: TrialInputs, cap: ConnectionCap | None) -> tuple[bool, str]:
+    """Whether each call of a session gets a connection of its own, and why.
+
+    A browser that gets "Connection: close" opens a new connection for its
+    next request. httperf 0.9.0 over HTTP/1.1 does not: after the think
+    time it writes the next call on the closed connection, reads a reset,
+    then sends the call again on a new one (every call is answered, but
+    each costs a dead write, a reset and an extra connect, and shows as a
+    connreset). So when the server closes after every request (KeepAlive
+    Off, or a cap of one request) the sessions speak HTTP/1.0, after which
+    httperf closes each connection at its reply: the same sessions, calls
+    and think times, one connection per request. A cap above one that a
+    session outgrows (MaxKeepAliveRequests M, M + 1 < calls) keeps HTTP/1.1:
+    the connection carries M + 1 calls as in a browser, and the one
+    reconnect after it is httperf's recovered reset, not an error.
+    `inputs.connection_per_request` overrides the decision.
+    """
+    if not inputs.wsess:
+        return False, ""
+    calls = inputs.wsess[1]
+    if inputs.connection_per_request is not None:
+        chosen = inputs.connection_per_request
+        return chosen, ("per request" if chosen else "persistent") + " (as asked)"
+    if cap is not None and cap.requests_per_connection == 1 and calls > 1:
+        return True, f"per request ({cap.directive}: the server closes after every reply)"
+    if cap is not None and cap.requests_per_connection < calls:
+        return False, (f"persistent, reconnecting after {cap.requests_per_connection} calls "
+                       f"({cap.directive})")
+    return False, "persistent"
+
+
+def attribute_listen_overflows(samples: list[Sample]) -> None:
+    """Keep only the listen-queue overflows that can be the server's own.
+
+    ListenOverflows and ListenDrops count every listener in the network
+    namespace, and on a shared host other programs' servers overflow too.
+    Ours overflows only when its accept queue is full, so overflows in an
+    interval that began and ended with its queue empty are someone else's:
+    they move to `other_listen_overflows` and count neither as errors nor
+    as queueing.
+    """
+    previous_queue = 0
+    for sample in samples:
+        queue = sample.accept_queue or 0
+        if queue == 0 and previous_queue == 0:
+            sample.other_listen_overflows = max(sample.listen_overflows, sample.listen_drops)
+            sample.listen_overflows = sample.listen_drops = 0
+        previous_queue = queue
+
+
+def with_rate(inputs: TrialInputs, rate: float) -> TrialInputs:
+    data = asdict(inputs)
+    data["rate"] = rate
+    data["directives"] = list(inputs.directives)
+    if inputs.wsess:
+        sessions = max(1, int(round(rate * inputs.duration_s)))
+        data["wsess"] = (sessions, inputs.wsess[1], inputs.wsess[2])
+    return TrialInputs(**data)
+
+
+def ramp(target: StagingTarget, base: TrialInputs, rates: list[float], *, max_trials: int = 50,
+         on_trial: Callable[[TrialResult], None] | None = None, **kwargs) -> list[TrialResult]:
+    """Arlitt's stepped rate: one trial per rate, stopping at the first client-bound one."""
+    if len(rates) > max_trials:
+        raise UsageError(f"a ramp of {len(rates)} steps is too long", hint=f"use at most {max_trials} steps")
+    results = []
+    for rate in rates:
+        result = run_trial(target, with_rate(base, rate), **kwargs)
+        results.append(result)
+        if on_trial:
+            on_trial(result)
+        if result.verdict.label == "client-bound":
+            break
+    return results
+
+
+@dataclass
+class KneeResult:
+    """The highest rate that met the SLO, and how the search got there."""
+
+    peak_rate: float | None  # connections/s that passed; None if even the lowest failed
+    peak_reply_rate: float | None  # the passing probe's served_rate (sessions: less the think-time tail)
+    lower_bound_only: bool  # True when the client, not the server, ended the search
+    probes: list[TrialResult]
+    limiting: Verdict | None  # verdict of the first failing probe above the peak
+    stop_reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"peak_rate": self.peak_rate, "peak_reply_rate": self.peak_reply_rate,
+                "lower_bound_only": self.lower_bound_only, "stop_reason": self.stop_reason,
+                "limiting_verdict": self.limiting.to_dict() if self.limiting else None,
+                "probes": [{"rate": p.inputs.rate, "reply_rate": round(p.httperf.reply_rate, 1),
+                            "meets_slo": p.meets_slo, "valid": p.valid, "label": p.verdict.label,
+                            "slo_failures": p.slo_failures(), "attempt": p.attempt,
+                            "disturbed": p.interference["disturbed"]} for p in self.probes]}
+
+
+def worth_another_attempt(result: TrialResult, retry_short_pool: bool = False) -> bool:
+    """Whether a failed probe may have measured something other than the config."""
+    if result.interference["disturbed"] and result.verdict.label in RETRY_LABELS:
+        return True
+    return retry_short_pool and bool(result.short_capacity_reasons)
+
+
+def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, max_rate: float,
+                min_rate: float = 1.0, tolerance: float = 0.1, max_probes: int = 14, retries: int = 1,
+                retry_short_pool: bool = False,
+                on_trial: Callable[[TrialResult], None] | None = None, **kwargs) -> KneeResult:
+    """Peak sustainable rate under the SLO: double until a probe fails, then bisect.
+
+    Exponential-then-binary search needs O(log(peak)) probes where a linear
+    ramp needs peak/step of them. A client-bound probe ends the search: the
+    rates above it cannot be measured with this load generator, so the peak
+    is reported as a lower bound.
+
+    Other programs on a shared machine can only take capacity away, never
+    add it: a probe that failed while they took the server's or httperf's
+    core, with a verdict their CPU use can explain (RETRY_LABELS), is run
+    again (at most `retries` times), and the rate passes if any attempt
+    passes. Repeats count against `max_probes`.
+
+    With `retry_short_pool`, a probe that failed while the pool was short of
+    its limit is run again too: the pool it measured was a transient (after a
+    graceful restart prefork adds one child a second for ten growing cycles),
+    and the probe left it larger.
+    """
+    if start_rate <= 0 or max_rate < start_rate:
+        raise UsageError("the knee search needs 0 < --start-rate <= --max-rate")
+    if retries < 0:
+        raise UsageError("--retries must be 0 or more")
+    probes: list[TrialResult] = []
+    good: TrialResult | None = None
+    bad: TrialResult | None = None
+    rate = start_rate
+    reason = "probe budget spent"
+    while len(probes) < max_probes:
+        for attempt in range(1, retries + 2):
+            result = run_trial(target, with_rate(base, rate), **kwargs)
+            result.attempt = attempt
+            probes.append(result)
+            if on_trial:
+                on_trial(result)
+            if result.meets_slo or len(probes) >= max_probes or not worth_another_attempt(result, retry_short_pool):
+                break
+        if result.meets_slo:
+            good = result if good is None or rate > good.inputs.rate else good
+        elif result.verdict.label == CLOSED_BY_SERVER:
+            # Every rate fails the same way: the workload, not the load, is wrong for this config.
+            return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
+                              False, probes, result.verdict,
+                              "the server closes connections before httperf's calls are done (see the verdict)")
+        elif result.verdict.label == "client-bound":
+            if good is None or result.inputs.rate > good.inputs.rate:
+                return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
+                                  True, probes, result.verdict, "client-bound probe: peak is at least the last passing rate")
+        else:
+            bad = result if bad is None or result.inputs.rate < bad.inputs.rate else bad
+        lo = good.inputs.rate if good else None
+        hi = bad.inputs.rate if bad else None
+        if hi is None:
+            if rate >= max_rate:
+                reason = "max rate reached without failing"
+                break
+            rate = min(max_rate, rate * 2)
+        elif lo is None:
+            if rate <= min_rate:
+                reason = "failed at the minimum rate"
+                break
+            rate = max(min_rate, rate / 2)
+        else:
+            if (hi - lo) / lo <= tolerance:
+                reason = f"bracketed within {tolerance:.0%}"
+                break
+            rate = math.floor((lo + hi) / 2)
+            if rate <= lo or rate >= hi:
+                reason = "bracket cannot be split further"
+                break
+    return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
+                      False, probes, bad.verdict if bad else None, reason)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

@@ -1,0 +1,391 @@
+"""Which resource limited a trial: the USE method over the per-second samples.
+
+For every resource we ask, second by second, whether it was saturated (its
+utilisation at the top, or work queueing for it). The bottleneck is the
+resource that saturated *first*: Arlitt & Williamson (2004, section 4.4.2)
+saw the server CPU at 100 % during 1 MB transfers only because the network
+had saturated before it, so a later saturation is reported as a consequence.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from advisor.tuner.measure.metrics import Sample
+
+LABELS = (
+    "server CPU", "network", "disk", "worker pool exhausted", "keep-alive holding workers",
+    "logging", "process churn", "memory/swap", "client-bound", "connections closed by server", "none",
+)
+CLOSED_BY_SERVER = "connections closed by server"
+
+# Thresholds: a resource counts as saturated in a second when it crosses these.
+CPU_BUSY_PCT = 90.0
+OWN_CPU_PCT = 60.0
+# Under a CPU quota (staging up --cpu-quota) the core is never full: the
+# server is saturated when it uses this share of its quota.
+QUOTA_USED_SHARE = 0.85
+# Or when its cgroup ran out of quota in nearly every period: each throttled
+# period used the whole quota, so this share of periods throttled is at
+# least this share of the quota used, whoever in the cgroup used it (a CGI
+# child's CPU reaches httpd's tree only when it is reaped). A server under
+# its capacity forks in bursts and is throttled in about half the periods.
+QUOTA_THROTTLED_PCT = 90.0
+NETWORK_UTIL_PCT = 85.0
+DISK_UTIL_PCT = 90.0
+SWAP_PAGES_PER_S = 10.0
+MEM_AVAILABLE_PCT = 5.0
+KEEPALIVE_SHARE = 0.5
+LOGGING_SHARE = 0.3
+# Process churn: children retired (and replaced) at this rate over the trial.
+CHURN_EXITS_PER_S = 5.0
+CHURN_MIN_EXITS = 10
+# A resource is a candidate only if it was saturated in this share of samples.
+MIN_SATURATED_SHARE = 0.3
+
+# When two resources saturate in the same second, the one that causes the
+# other wins: forking costs CPU, a full link makes CPU spin, with the CPU at
+# 100 % more workers would not help, and a slow reply keeps a persistent
+# connection's worker waiting in K for the client's next request.
+TIE_ORDER = ("network", "disk", "memory/swap", "logging", "process churn",
+             "server CPU", "keep-alive holding workers", "worker pool exhausted")
+
+
+@dataclass
+class ClientLimit:
+    """One reason the load generator, not the server, may have limited the run."""
+
+    check: str
+    detail: str
+    values: dict[str, object]
+    onset_s: float | None = None  # when it began, if the series shows it
+    # "hard": the run is invalid whatever the server did (shared core);
+    # "timed": the client limit began at onset_s, and a server resource that
+    #          saturated no later explains it (connections pile up unanswered);
+    # "untimed": no time is known; any server saturation explains it.
+    kind: str = "hard"
+
+
+@dataclass
+class ConnectionCap:
+    """How many requests the configuration lets one connection carry, and the line that says so."""
+
+    directive: str  # as written: "KeepAlive Off", "MaxKeepAliveRequests 3"
+    file: str | None
+    line: int | None
+    # KeepAlive Off: 1. MaxKeepAliveRequests N (N > 0): N + 1, since httpd
+    # 2.4 counts only the requests after the first (measured: N = 1 gives
+    # 2 replies per connection, N = 3 gives 4).
+    requests_per_connection: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.file and self.line else (self.file or "the configuration")
+
+
+@dataclass
+class Verdict:
+    label: str
+    evidence: dict[str, object]
+    onset_s: float | None = None
+    consequences: list[dict[str, object]] = field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {"label": self.label, "evidence": self.evidence, "onset_s": self.onset_s,
+                "consequences": self.consequences, "note": self.note}
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(statistics.fmean(values), 1) if values else None
+
+
+def server_busy(sample: Sample, cores: list[int] | None) -> float:
+    """How busy the server's cores were, in %.
+
+    /proc/stat charges a core's time one clock tick at a time, and misses
+    work done in bursts shorter than a tick on an otherwise idle, tickless
+    core: under a bursty load it can read half of what httpd's own exact
+    run time (schedstat) shows. A server core is at least as busy as httpd
+    and interrupts kept it, so that is the floor.
+    """
+    keys = [str(c) for c in cores] if cores else list(sample.cpu)
+    values = [sample.cpu[k].busy for k in keys if k in sample.cpu]
+    ticks = statistics.fmean(values) if values else 0.0
+    if not cores or sample.httpd_cpu_pct is None:
+        return ticks
+    return max(ticks, server_own_share(sample, cores))
+
+
+def server_own_share(s: Sample, cores: list[int] | None) -> float:
+    """httpd's CPU (CGI children included) plus interrupt work, per server core, in %."""
+    if s.httpd_cpu_pct is None:
+        return 100.0  # no process view: trust the cores
+    keys = [str(c) for c in cores] if cores else list(s.cpu)
+    n = max(1, len(keys))
+    irq = statistics.fmean([s.cpu[k].softirq + s.cpu[k].irq for k in keys if k in s.cpu] or [0.0])
+    # httpd's own time and softirq overlap a little (softirq run in its
+    # context): a share of a core stops at 100 %.
+    return min(100.0, s.httpd_cpu_pct / n + irq)
+
+
+def churn_summary(samples: list[Sample], interval: float) -> dict[str, object]:
+    """Children of the httpd parent born and retired over the whole trial.
+
+    Cumulative, because the parent reaps and replaces children in bursts
+    (prefork: once a second), so one sample says little on its own.
+    """
+    births = sum(s.httpd_spawns for s in samples)
+    exits = sum(s.httpd_exits for s in samples)
+    span = max(interval, samples[-1].t if samples else interval)
+    return {"children_spawned": births, "children_retired": exits,
+            "spawned_per_s": round(births / span, 1), "retired_per_s": round(exits / span, 1),
+            "httpd_processes_max": max((s.httpd_processes for s in samples), default=0)}
+
+
+def is_churning(summary: dict[str, object]) -> bool:
+    """Children retired at CHURN_EXITS_PER_S or more.
+
+    Births are not required to keep pace: the parent's spawn rate ramps up
+    (prefork: 1, 2, 4 ... 32 a second), which is why churn starves the pool.
+    A pool trimmed to MaxSpareServers loses at most one child a second, far
+    below the threshold.
+    """
+    exits = int(summary["children_retired"])  # type: ignore[arg-type]
+    return exits >= CHURN_MIN_EXITS and float(summary["retired_per_s"]) >= CHURN_EXITS_PER_S  # type: ignore[arg-type]
+
+
+def foreign_cpu(s: Sample, cores: list[int] | None) -> float | None:
+    """Busy time on the server's cores that neither httpd nor interrupts used, in %.
+
+    That is other programs on the machine taking the server's core: they
+    lower the capacity a trial sees without being part of the configuration.
+    """
+    if s.httpd_cpu_pct is None or not s.cpu:
+        return None
+    keys = [str(c) for c in cores] if cores else list(s.cpu)
+    present = [k for k in keys if k in s.cpu]
+    if not present:
+        return None
+    busy = statistics.fmean([s.cpu[k].busy for k in present])
+    irq = statistics.fmean([s.cpu[k].softirq + s.cpu[k].irq for k in present])
+    return max(0.0, busy - irq - s.httpd_cpu_pct / len(present))
+
+
+def _queueing(s: Sample) -> bool:
+    return bool((s.accept_queue or 0) > 0 or s.listen_overflows > 0 or s.listen_drops > 0)
+
+
+def _busy_excluding_self(s: Sample) -> int:
+    # The collector's own status request is being served while it is counted.
+    return max(0, (s.busy_workers or 0) - 1)
+
+
+def saturation_tests(server_cpus: list[int] | None, interval: float, churning: bool = False,
+                     cpu_quota_pct: float | None = None):
+    """Per-resource predicates over one sample.
+
+    `churning` is the trial-level finding that children were retired and
+    replaced at a high rate (see churn_summary).
+    """
+
+    def cpu(s: Sample) -> bool:
+        # The cores must be full *and* mostly with the server's own work: on a
+        # shared machine another process can fill the core, and then the
+        # server is starved, not saturated.
+        if cpu_quota_pct and s.httpd_cpu_pct is not None and s.httpd_cpu_pct >= QUOTA_USED_SHARE * cpu_quota_pct:
+            return True
+        if cpu_quota_pct and s.cpu_throttled_pct is not None and s.cpu_throttled_pct >= QUOTA_THROTTLED_PCT:
+            return True
+        return server_busy(s, server_cpus) >= CPU_BUSY_PCT and server_own_share(s, server_cpus) >= OWN_CPU_PCT
+
+    def network(s: Sample) -> bool:
+        if any(u >= NETWORK_UTIL_PCT for u in s.net_util_pct.values()):
+            return True
+        return any(d > 0 for d in s.qdisc_drops_per_s.values()) or any(b > 64 * 1024 for b in s.qdisc_backlog.values())
+
+    def disk(s: Sample) -> bool:
+        return any(u >= DISK_UTIL_PCT for u in s.disk_util_pct.values())
+
+    def memory(s: Sample) -> bool:
+        return s.swap_in_per_s + s.swap_out_per_s >= SWAP_PAGES_PER_S or s.mem_available_pct <= MEM_AVAILABLE_PCT
+
+    def keepalive(s: Sample) -> bool:
+        busy = _busy_excluding_self(s)
+        return bool(s.status_ok and (s.idle_workers or 0) == 0 and busy > 0
+                    and s.scoreboard.get("K", 0) >= KEEPALIVE_SHARE * busy)
+
+    def logging(s: Sample) -> bool:
+        busy = _busy_excluding_self(s)
+        return bool(s.status_ok and (s.idle_workers or 0) == 0 and busy > 0
+                    and s.scoreboard.get("L", 0) >= LOGGING_SHARE * busy)
+
+    def churn(s: Sample) -> bool:
+        # Children retired and replaced while work queues or the CPU is full:
+        # the pool keeps losing the workers it needs. A retirement shows in
+        # the counters only when the parent reaps it, after the queue has
+        # formed, so the seconds of queueing count from the start.
+        return churning and (_queueing(s) or cpu(s))
+
+    def workers(s: Sample) -> bool:
+        no_idle = (s.status_ok and (s.idle_workers or 0) == 0) or not s.status_ok
+        return no_idle and _queueing(s)
+
+    return {
+        "server CPU": cpu, "network": network, "disk": disk, "memory/swap": memory,
+        "keep-alive holding workers": keepalive, "logging": logging,
+        "process churn": churn, "worker pool exhausted": workers,
+    }
+
+
+def _onset(flags: list[bool]) -> int | None:
+    """First index where the condition holds, and holds again next time if there is a next time."""
+    for i, flag in enumerate(flags):
+        if flag and (i + 1 >= len(flags) or flags[i + 1]):
+            return i
+    return None
+
+
+def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | None, flags: list[bool],
+                 interval: float = 1.0, cpu_quota_pct: float | None = None) -> dict[str, object]:
+    hit = [s for s, f in zip(samples, flags) if f] or samples
+    ev: dict[str, object] = {"saturated_samples": f"{sum(flags)}/{len(flags)}"}
+    if label == "server CPU":
+        ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
+        ev["server_cores"] = server_cpus or "all"
+        for part in ("user", "system", "softirq"):
+            ev[f"server_cpu_{part}_pct_mean"] = _mean([statistics.fmean(
+                [getattr(s.cpu[k], part) for k in ([str(c) for c in server_cpus] if server_cpus else s.cpu) if k in s.cpu] or [0.0])
+                for s in hit])
+        ev["httpd_cpu_pct_mean"] = _mean([s.httpd_cpu_pct for s in hit if s.httpd_cpu_pct is not None])
+        ev["server_own_share_pct_mean"] = _mean([server_own_share(s, server_cpus) for s in hit])
+        ev["run_queue_max"] = max(s.procs_running for s in hit)
+        if cpu_quota_pct:
+            ev["cpu_quota_pct"] = cpu_quota_pct
+            ev["quota_used_pct_mean"] = _mean([100.0 * (s.httpd_cpu_pct or 0.0) / cpu_quota_pct for s in hit])
+            ev["cpu_throttled_pct_mean"] = _mean([s.cpu_throttled_pct for s in hit if s.cpu_throttled_pct is not None])
+    elif label == "network":
+        ev["link_util_pct_max"] = {i: max(s.net_util_pct.get(i, 0.0) for s in samples)
+                                   for s0 in samples[:1] for i in s0.net_util_pct} or None
+        tx = {}
+        for s in hit:
+            for iface, rates in s.net_bps.items():
+                tx.setdefault(iface, []).append(max(rates["rx"], rates["tx"]) / 1e6)
+        ev["mbit_per_s_mean"] = {i: _mean(v) for i, v in tx.items() if max(v) > 0.1}
+        ev["qdisc_drops_per_s_max"] = {i: max(s.qdisc_drops_per_s.get(i, 0.0) for s in samples) for i in hit[0].qdisc_drops_per_s} or None
+        ev["qdisc_backlog_bytes_max"] = {i: max(s.qdisc_backlog.get(i, 0) for s in samples) for i in hit[0].qdisc_backlog} or None
+        ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
+    elif label == "disk":
+        ev["disk_util_pct_max"] = {d: max(s.disk_util_pct.get(d, 0.0) for s in samples) for d in hit[0].disk_util_pct}
+    elif label == "memory/swap":
+        ev["swap_pages_per_s_max"] = max(s.swap_in_per_s + s.swap_out_per_s for s in samples)
+        ev["mem_available_pct_min"] = min(s.mem_available_pct for s in samples)
+    else:  # worker-related labels
+        ok = [s for s in hit if s.status_ok]
+        ev["idle_workers_mean"] = _mean([s.idle_workers or 0 for s in ok])
+        ev["busy_workers_mean"] = _mean([_busy_excluding_self(s) for s in ok])
+        if ok:
+            mix: dict[str, float] = {}
+            for s in ok:
+                for key, count in s.scoreboard.items():
+                    mix[key] = mix.get(key, 0) + count
+            ev["scoreboard_mean"] = {k: round(v / len(ok), 1) for k, v in sorted(mix.items()) if k != "."}
+        ev["status_unreachable_samples"] = sum(1 for s in hit if not s.status_ok)
+        ev["accept_queue_max"] = max((s.accept_queue or 0) for s in samples)
+        ev["listen_overflows"] = sum(s.listen_overflows for s in samples)
+        ev["listen_drops"] = sum(s.listen_drops for s in samples)
+        ev["server_cpu_busy_pct_mean"] = _mean([server_busy(s, server_cpus) for s in hit])
+        ev["httpd_cpu_pct_mean"] = _mean([s.httpd_cpu_pct for s in hit if s.httpd_cpu_pct is not None])
+        if label == "process churn":
+            ev.update(churn_summary(samples, interval))
+            ev["system_forks_per_s_mean"] = _mean([s.forks_per_s for s in samples])
+    return ev
+
+
+def decide(samples: list[Sample], *, server_cpus: list[int] | None, interval: float,
+           client_limits: list[ClientLimit], extra: dict[str, object] | None = None,
+           cpu_quota_pct: float | None = None) -> Verdict:
+    """The bottleneck of one trial, with the numbers that show it."""
+    tests = saturation_tests(server_cpus, interval, churning=bool(samples) and is_churning(churn_summary(samples, interval)),
+                             cpu_quota_pct=cpu_quota_pct)
+    flags = {label: [test(s) for s in samples] for label, test in tests.items()}
+    need = max(1, math.ceil(MIN_SATURATED_SHARE * len(samples)))
+    onsets = {label: _onset(f) for label, f in flags.items() if sum(f) >= need}
+    onsets = {label: i for label, i in onsets.items() if i is not None}
+    ranked = sorted(onsets, key=lambda label: (onsets[label], TIE_ORDER.index(label)))
+    server_label = ranked[0] if ranked else None
+
+    def t_of(index: int | None) -> float | None:
+        return samples[index].t if index is not None and index < len(samples) else None
+
+    if client_limits:
+        server_t = t_of(onsets[server_label]) if server_label is not None else None
+
+        def explained(limit: ClientLimit) -> bool:
+            if server_t is None or limit.kind == "hard":
+                return False
+            if limit.kind == "untimed":
+                return True
+            # A tie goes to the server: connections pile up at the client
+            # because the server stopped answering them in that same second.
+            return limit.onset_s is None or server_t <= limit.onset_s
+
+        unexplained = [c for c in client_limits if not explained(c)]
+        if unexplained:
+            evidence: dict[str, object] = {c.check: c.values for c in unexplained}
+            evidence.update(extra or {})
+            onset = min((c.onset_s for c in unexplained if c.onset_s is not None), default=0.0)
+            return Verdict("client-bound", evidence, onset_s=onset,
+                           note="; ".join(c.detail for c in unexplained) + ": the run measures the load generator, not the server")
+    if server_label is None:
+        evidence = {"server_cpu_busy_pct_max": max((server_busy(s, server_cpus) for s in samples), default=None),
+                    "httpd_cpu_pct_max": max((s.httpd_cpu_pct or 0.0 for s in samples), default=None),
+                    "accept_queue_max": max(((s.accept_queue or 0) for s in samples), default=None),
+                    "listen_overflows": sum(s.listen_overflows for s in samples)}
+        evidence.update(extra or {})
+        return Verdict("none", evidence, note="no resource saturated: the server is under capacity at this load")
+    evidence = evidence_for(server_label, samples, server_cpus, flags[server_label], interval, cpu_quota_pct)
+    evidence.update(extra or {})
+    consequences = [{"label": label, "onset_s": t_of(onsets[label])} for label in ranked[1:]]
+    note = ""
+    if client_limits:
+        note = "client limits (" + ", ".join(c.check for c in client_limits) + ") followed the server's saturation"
+    return Verdict(server_label, evidence, onset_s=t_of(onsets[server_label]), consequences=consequences, note=note)
+
+
+def closed_by_server(verdict: Verdict, *, calls: int, connections: int, replies: int, resets: int,
+                     cap: ConnectionCap | None) -> Verdict:
+    """Name the cause when the server closed connections that httperf meant to reuse.
+
+    httperf 0.9.0 sends `--num-calls` requests on one connection and does not
+    open another when the server closes it: every call after the close
+    fails as connreset. With KeepAlive Off (or MaxKeepAliveRequests below
+    the calls) those errors measure the load generator's workload, not the
+    server. Found only when the configuration caps the connection below the
+    calls and httperf saw resets with no more replies per connection than
+    the cap allows. A server that saturated keeps its label; the cause is
+    added to its note.
+    """
+    if cap is None or calls <= cap.requests_per_connection or resets <= 0 or connections <= 0:
+        return verdict
+    per_connection = replies / connections
+    if per_connection > cap.requests_per_connection + 0.01:
+        return verdict
+    served = cap.requests_per_connection
+    unanswered = max(0, connections * calls - replies)
+    note = (f"{cap.where}: {cap.directive} makes the server close each connection after {served} "
+            f"request{'s' if served > 1 else ''}, but httperf sends {calls} calls per connection and does not "
+            f"reconnect: {resets} connections were reset with calls pending and {unanswered} calls got no reply. "
+            f"These errors are httperf's, not the server's; for a fair comparison use --num-calls {served}, "
+            f"or sessions (--think SECONDS), which open a new connection when the server closes one")
+    evidence = {"config": f"{cap.where}: {cap.directive}", "calls_per_connection": calls,
+                "replies_per_connection": round(per_connection, 2), "requests_per_connection_allowed": served,
+                "connreset": resets, "calls_unanswered": unanswered}
+    if verdict.label != "none":
+        joined = f"{verdict.note}; {note}" if verdict.note else note
+        return Verdict(verdict.label, {**verdict.evidence, "closed_by_server": evidence}, verdict.onset_s,
+                       verdict.consequences, joined)
+    return Verdict(CLOSED_BY_SERVER, {**evidence, **{k: v for k, v in verdict.evidence.items() if k not in evidence}},
+                   note=note)
