@@ -136,7 +136,7 @@ def test_a_remote_config_its_httpd_refuses_stops_tune_before_any_change(netns_to
 
 @pytest.mark.netns
 def test_resolution_gives_a_remote_target(netns_topology):
-    from advisor.commands.targets import place_processes, resolve_target
+    from advisor.commands.targets import RemoteOptions, TargetOptions, place_processes, resolve_target
     from advisor.errors import UsageError
     from test_bench_support import SandboxRun, require
 
@@ -144,11 +144,13 @@ def test_resolution_gives_a_remote_target(netns_topology):
     topo = netns_topology
     with SandboxRun(mpm="event", netns=topo.server.netns, host=topo.server.addr, port=8080,
                     status_allow=["127.0.0.1", topo.root_addr]) as run:
-        resolved = resolve_target(workdir=None, config=str(run.sandbox.config_path),
-                                  url=f"http://{topo.server.addr}:8080/index.html", reload_cmd="apachectl graceful",
-                                  test_cmd=None, managed=str(run.sandbox.managed_path),
-                                  allow_hosts=[topo.server.addr], host=f"root@{topo.server.addr}",
-                                  ssh_options=topo.ssh_options(), identity=str(topo.user_key))
+        resolved = resolve_target(
+            TargetOptions(workdir=None, config=str(run.sandbox.config_path),
+                          url=f"http://{topo.server.addr}:8080/index.html", reload_cmd="apachectl graceful",
+                          test_cmd=None, managed=str(run.sandbox.managed_path)),
+            RemoteOptions(host=f"root@{topo.server.addr}", ssh_options=topo.ssh_options(),
+                          identity=str(topo.user_key)),
+            allow_hosts=[topo.server.addr])
         target = resolved.target
         try:
             assert target.kind == "remote" and resolved.work_dir is None

@@ -10,18 +10,58 @@ import json
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from typing import Optional
 
 import typer
 
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
-                                          SPEEDUP_HELP)
+                                          SPEEDUP_HELP, LogOptions)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
-                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption, WanDelayOption,
-                                      WanJitterOption, WanLossOption, WanRateOption)
+                                      ReloadCmdOption, RemoteOptions, SshOptionOption, TargetOptions, TestCmdOption,
+                                      UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
+                                      WanRateOption)
 from advisor.errors import AdvisorError, UsageError
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """Everything `bench` was asked, as given."""
+
+    workload_name: str
+    mode: str
+    rate: float
+    rates: str | None
+    start_rate: float
+    max_rate: float
+    tolerance: float
+    max_probes: int
+    retries: int
+    duration: float
+    warmup: float | None
+    timeout: float
+    num_calls: int
+    burst_length: int
+    think: float | None
+    cgi_n: int
+    sleep_ms: int
+    slo_ms: float
+    slo_errors: float
+    directives: list[str]
+    server_cpus: str | None
+    client_cpus: str | None
+    interval: float | None
+    output_format: str
+    plot: str | None
+    allow_hosts: list[str] | None
+    """None when --allow-host is not given: then only a --host target is checked."""
+    httperf_bin: str | None
+    target: TargetOptions
+    remote: RemoteOptions
+    wan: WanOptions
+    log: LogOptions
 
 
 def bench(
@@ -73,65 +113,74 @@ def bench(
     speedup: Optional[float] = typer.Option(None, "--speedup", help=SPEEDUP_HELP + " Sets --rate (fixed) or --start-rate (knee)."),
 ) -> None:
     """Closed-loop httperf trials with per-second metrics and a bottleneck verdict."""
+    options = BenchOptions(
+        workload_name=workload_name, mode=mode, rate=rate, rates=rates, start_rate=start_rate, max_rate=max_rate,
+        tolerance=tolerance, max_probes=max_probes, retries=retries, duration=duration, warmup=warmup,
+        timeout=timeout, num_calls=num_calls, burst_length=burst_length, think=think, cgi_n=cgi_n,
+        sleep_ms=sleep_ms, slo_ms=slo_ms, slo_errors=slo_errors, directives=list(directives or []),
+        server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
+        plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin,
+        target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
+                             managed=managed),
+        remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
+        wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
+        log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
+                       speedup=speedup),
+    )
     try:
-        _bench(**locals())
+        _bench(options)
     except AdvisorError as error:
         fail(error)
 
 
-def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
+def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
     from advisor.commands.targets import (open_load_clients, parse_load_clients, place_processes, resolve_target,
                                           wan_link)
     from advisor.tuner.load import httperf, workload
     from advisor.tuner.staging import wan as wan_qdiscs
     from advisor.tuner.staging.target import ManagedConfig, offered_load_text
-    from advisor.tuner.staging.wan import WanSpec
     from advisor.tuner.trial.runner import TrialInputs, knee_search, ramp, run_trial, with_rate
 
-    if opts["mode"] not in ("fixed", "ramp", "knee"):
-        raise UsageError(f"unknown --mode {opts['mode']!r}", hint="choose fixed, ramp or knee")
-    if opts["output_format"] not in ("table", "json"):
-        raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose table or json")
-    if opts["duration"] <= 0 or opts["duration"] > 600:
+    if options.mode not in ("fixed", "ramp", "knee"):
+        raise UsageError(f"unknown --mode {options.mode!r}", hint="choose fixed, ramp or knee")
+    if options.output_format not in ("table", "json"):
+        raise UsageError(f"unknown --format {options.output_format!r}", hint="choose table or json")
+    if options.duration <= 0 or options.duration > 600:
         raise UsageError("--duration must be between 0 and 600 seconds")
-    if opts["warmup"] is not None and not 0 <= opts["warmup"] <= 120:
+    if options.warmup is not None and not 0 <= options.warmup <= 120:
         raise UsageError("--warmup must be between 0 and 120 seconds", hint="leave it out to warm up until the pool is steady")
-    if opts["num_calls"] < 1 or opts["burst_length"] < 1 or opts["burst_length"] > opts["num_calls"]:
+    if options.num_calls < 1 or options.burst_length < 1 or options.burst_length > options.num_calls:
         raise UsageError("need 1 <= --burst-length <= --num-calls")
+    rate, start_rate = options.rate, options.start_rate
     log = None
-    if is_log_workload(opts["workload_name"]):
+    if is_log_workload(options.workload_name):
         # Derived before any server is touched: a bad log changes nothing.
-        refuse_shape_options(opts["think"], opts["num_calls"], opts["burst_length"])
-        log = prepare_log(opts["workload_name"], workdir=opts["workdir"], config=opts["config"], url=opts["url"],
-                          log_format=opts["log_format"], session_gap=opts["session_gap"], dynamic=opts["dynamic"],
-                          anonymize=opts["anonymize"], speedup=opts["speedup"])
-        if opts["speedup"] is not None:
-            opts["rate"] = opts["start_rate"] = log.rate_for(opts["speedup"])
-    elif opts["speedup"] is not None:
+        refuse_shape_options(options.think, options.num_calls, options.burst_length)
+        log = prepare_log(options.workload_name, options.log, options.target)
+        if options.log.speedup is not None:
+            rate = start_rate = log.rate_for(options.log.speedup)
+    elif options.log.speedup is not None:
         raise UsageError("--speedup scales a log's session rate", hint="use it with --workload log:PATH")
-    httperf.find_httperf(opts["httperf_bin"])
-    if opts["httperf_bin"]:
-        os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
+    httperf.find_httperf(options.httperf_bin)
+    if options.httperf_bin:
+        os.environ["PATH"] = os.path.dirname(os.path.abspath(options.httperf_bin)) + os.pathsep + os.environ.get("PATH", "")
 
-    load_clients = parse_load_clients(opts["client_host"], opts["ssh_option"], opts["identity"], opts["host"])
-    wan = WanSpec.parse(opts["wan_delay"], opts["wan_jitter"], opts["wan_loss"], opts["wan_rate"])
-    with_host = bool(opts["host"])
-    resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
-                              reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
-                              allow_hosts=opts["allow_host"], host=opts["host"],
-                              ssh_options=opts["ssh_option"] if with_host else None,
-                              identity=opts["identity"] if with_host else None)
+    load_clients = parse_load_clients(options.remote)
+    wan = options.wan.spec()
+    # Without --host, --ssh-option and --identity are the load clients' alone.
+    resolved = resolve_target(options.target, options.remote if options.remote.host else None,
+                              allow_hosts=options.allow_hosts)
     target, work_dir = resolved.target, resolved.work_dir
-    actual_server, client = place_processes(target, opts["server_cpus"], opts["client_cpus"])
+    actual_server, client = place_processes(target, options.server_cpus, options.client_cpus)
 
     path = None
-    if opts["workload_name"] == "url":
+    if options.workload_name == "url":
         from urllib.parse import urlsplit
 
-        if not opts["url"]:
+        if not options.target.url:
             raise UsageError("--workload url needs --url")
-        parts = urlsplit(opts["url"])
+        parts = urlsplit(options.target.url)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
     wsess = None
     if log is not None:
@@ -139,19 +188,19 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
         work = workload.Workload(log.name, "/", description="sessions replayed from an access log")
         wsess = (1, log.replay.mean_calls, log.replay.mean_think_s)
     else:
-        work = workload.make_workload(opts["workload_name"], work_dir, cgi_n=opts["cgi_n"],
-                                      sleep_ms=opts["sleep_ms"], uri=path)
-    if opts["think"] is not None:
-        wsess = (1, opts["num_calls"], opts["think"])
+        work = workload.make_workload(options.workload_name, work_dir, cgi_n=options.cgi_n,
+                                      sleep_ms=options.sleep_ms, uri=path)
+    if options.think is not None:
+        wsess = (1, options.num_calls, options.think)
     base = TrialInputs(
-        workload=work.name, uri=work.uri, rate=opts["rate"], duration_s=opts["duration"],
-        num_calls=opts["num_calls"], burst_length=opts["burst_length"], timeout_s=opts["timeout"],
+        workload=work.name, uri=work.uri, rate=rate, duration_s=options.duration,
+        num_calls=options.num_calls, burst_length=options.burst_length, timeout_s=options.timeout,
         uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
-        directives=list(opts["directives"] or []), slo_errors_pct=opts["slo_errors"], slo_reply_ms=opts["slo_ms"],
-        warmup_s=opts["warmup"], session_log=log.replay.session_log if log is not None else None)
-    interval = opts["interval"] or (1.0 if opts["duration"] >= 10 else max(0.25, opts["duration"] / 6))
+        directives=list(options.directives), slo_errors_pct=options.slo_errors, slo_reply_ms=options.slo_ms,
+        warmup_s=options.warmup, session_log=log.replay.session_log if log is not None else None)
+    interval = options.interval or (1.0 if options.duration >= 10 else max(0.25, options.duration / 6))
 
-    report = _Reporter(opts["output_format"], opts["plot"])
+    report = _Reporter(options.output_format, options.plot)
     running: list = []
     previous = signal.getsignal(signal.SIGTERM)
 
@@ -160,10 +209,10 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
 
     signal.signal(signal.SIGTERM, on_sigterm)
     trials = []
-    steps = _parse_rates(opts["rates"]) if opts["mode"] == "ramp" else []
-    peak = {"fixed": opts["rate"], "ramp": max(steps, default=0.0)}.get(opts["mode"], opts["max_rate"])
+    steps = _parse_rates(options.rates) if options.mode == "ramp" else []
+    peak = {"fixed": rate, "ramp": max(steps, default=0.0)}.get(options.mode, options.max_rate)
     link = wan_link(wan, target)
-    clients = open_load_clients(load_clients, target, opts["ssh_option"], opts["identity"])
+    clients = open_load_clients(load_clients, target, options.remote)
     here = client if clients is None or any(c.local for c in load_clients) else None
     try:
         wan_line = wan_qdiscs.set_for_run(link, wan)
@@ -174,7 +223,7 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
                 report.info(line)
         report.info("load: " + offered_load_text(target.base_url + work.uri, here, peak,
                                                  "sessions/s" if wsess else "connections/s",
-                                                 wsess[1] if wsess else opts["num_calls"],
+                                                 wsess[1] if wsess else options.num_calls,
                                                  generators=clients.describe() if clients else None))
         with ManagedConfig(target) as managed_config:
             if managed_config.stray_load:
@@ -185,18 +234,18 @@ def _bench(**opts) -> None:  # noqa: C901 - one linear story: resolve, apply, ru
             if base.directives:
                 managed_config.apply(base.directives)
             kwargs = dict(interval=interval, registry=running, on_tick=report.tick, clients=clients)
-            if opts["mode"] == "fixed":
-                report.start(1, opts["duration"])
-                trials = [run_trial(target, with_rate(base, opts["rate"]), **kwargs)]
+            if options.mode == "fixed":
+                report.start(1, options.duration)
+                trials = [run_trial(target, with_rate(base, rate), **kwargs)]
                 report.trial(trials[0])
-            elif opts["mode"] == "ramp":
-                report.start(len(steps), opts["duration"])
+            elif options.mode == "ramp":
+                report.start(len(steps), options.duration)
                 trials = ramp(target, base, steps, on_trial=report.trial, **kwargs)
             else:
-                report.start(opts["max_probes"], opts["duration"])
-                knee = knee_search(target, base, start_rate=opts["start_rate"], max_rate=opts["max_rate"],
-                                   tolerance=opts["tolerance"], max_probes=opts["max_probes"], retries=opts["retries"],
-                                   on_trial=report.trial, **kwargs)
+                report.start(options.max_probes, options.duration)
+                knee = knee_search(target, base, start_rate=start_rate, max_rate=options.max_rate,
+                                   tolerance=options.tolerance, max_probes=options.max_probes,
+                                   retries=options.retries, on_trial=report.trial, **kwargs)
                 trials = knee.probes
                 report.knee(knee)
                 if log is not None and knee.peak_rate is not None and log.session_rate > 0:

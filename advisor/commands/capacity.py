@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from typing import List, Optional
 
 import typer
@@ -23,6 +24,49 @@ from advisor.errors import AdvisorError, ConfigError, UsageError
 
 FRESH_SERVER_SECONDS = 24 * 3600
 SERVICE_DISTRIBUTIONS = "exponential, deterministic, lognormal[:CV] or pareto[:ALPHA]"
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """What `capacity` was told about the host's memory, as given (sizes unparsed)."""
+
+    ram: str | None
+    reserve: str | None
+    reserve_processes: list[str]
+    os_reserve: str | None
+    worker_memory: str | None
+    thread_memory: str | None
+    connection_memory: str | None
+    docroot: str | None
+    doc_set: str | None
+    measure: bool
+
+
+@dataclass(frozen=True)
+class CapacityOptions:
+    """Everything `capacity` was asked, as given."""
+
+    config: str
+    rates: list[float]
+    memory: MemoryOptions
+    mpm: str | None
+    service_time: float | None
+    max_workers: int | None
+    target_response: float | None
+    arrivals: str | None
+    burst: str | None
+    service_dist: str
+    service_samples: str | None
+    fit_files: list[str]
+    check_files: list[str]
+    plot: str | None
+    output_format: str
+    defines: list[str]
+    modules: list[str]
+    modules_from: str | None
+    apache_version: str | None
+    server_root: str | None
+    allow_missing_includes: bool
 
 
 def _int_directive(cfg, *names: str) -> int | None:
@@ -126,10 +170,7 @@ def _write_atomically(path: str, write) -> None:
             os.unlink(temp)
 
 
-def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reserve: str | None,
-                   reserve_process: list[str], os_reserve: str | None, worker_memory: str | None,
-                   thread_memory: str | None, connection_memory: str | None, docroot: str | None,
-                   doc_set: str | None, measure: bool, notes: list[str]):
+def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions, notes: list[str]):
     from advisor.capacity import host_probe as probe
     from advisor.capacity.sizing import (
         DEFAULT_CHILD_BYTES,
@@ -143,25 +184,26 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reser
         parse_size,
     )
 
-    if ram is not None:
-        ram_q = Quantity(parse_size(ram, "--ram"), "--ram")
+    if memory.ram is not None:
+        ram_q = Quantity(parse_size(memory.ram, "--ram"), "--ram")
         if ram_q.bytes <= 0:
             raise UsageError("--ram must be more than 0")
     else:
         ram_q = Quantity(probe.host_ram(), "this host (psutil)")
-    os_q = (Quantity(parse_size(os_reserve, "--os-reserve"), "--os-reserve") if os_reserve is not None
+    os_q = (Quantity(parse_size(memory.os_reserve, "--os-reserve"), "--os-reserve")
+            if memory.os_reserve is not None
             else default_os_reserve(ram_q.bytes))
     services = []
-    if reserve is not None:
-        services.append(Quantity(parse_size(reserve, "--reserve"), "--reserve", "others"))
-    for name in reserve_process:
+    if memory.reserve is not None:
+        services.append(Quantity(parse_size(memory.reserve, "--reserve"), "--reserve", "others"))
+    for name in memory.reserve_processes:
         sample = probe.measure_service(name)
         services.append(Quantity(sample.bytes, f"measured: {sample.processes} processes, {sample.method}", name))
 
-    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if measure else None
+    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if memory.measure else None
     has_php = any(m.startswith("php") for m in cfg.modules) if cfg is not None else False
-    if worker_memory is not None:
-        size = parse_size(worker_memory, "--worker-memory")
+    if memory.worker_memory is not None:
+        size = parse_size(memory.worker_memory, "--worker-memory")
         if size <= 0:
             raise UsageError("--worker-memory must be more than 0")
         child = ChildMemory(size, size, size, 0, "--worker-memory", mpm, threads_per_child)
@@ -181,27 +223,28 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, ram: str | None, reser
                          f"{sample.parent_pid}, the one with the most children (or give --worker-memory)")
     else:
         child = assumed_child(mpm, threads_per_child, has_php)
-        if measure:
+        if memory.measure:
             notes.append("no running httpd serves this config, so child sizes are assumed: "
                          "run it and measure, or give --worker-memory")
     if sample is not None:
         parent = Quantity(sample.parent_rss, f"measured RSS of PID {sample.parent_pid}")
     else:
         parent = Quantity(DEFAULT_CHILD_BYTES, "assumed")
-    thread_q = (Quantity(parse_size(thread_memory, "--thread-memory"), "--thread-memory") if thread_memory
+    thread_q = (Quantity(parse_size(memory.thread_memory, "--thread-memory"), "--thread-memory")
+                if memory.thread_memory
                 else Quantity(DEFAULT_THREAD_BYTES, "assumed (Kegel's 256 KB per server)"))
-    if connection_memory is not None:
-        conn_q = Quantity(parse_size(connection_memory, "--connection-memory"), "--connection-memory")
+    if memory.connection_memory is not None:
+        conn_q = Quantity(parse_size(memory.connection_memory, "--connection-memory"), "--connection-memory")
     else:
         kernel = probe.kernel_socket_buffers()
         conn_q = Quantity(*kernel) if kernel else Quantity(KEGEL_CONNECTION_BYTES, "Kegel 1997: 64 KB")
-    if docroot is not None and doc_set is not None:
+    if memory.docroot is not None and memory.doc_set is not None:
         raise UsageError("give --docroot or --doc-set, not both")
-    if docroot is not None:
-        size, files = probe.document_set_size(docroot)
-        doc_q = Quantity(size, f"{files} files under {docroot}")
-    elif doc_set is not None:
-        doc_q = Quantity(parse_size(doc_set, "--doc-set"), "--doc-set")
+    if memory.docroot is not None:
+        size, files = probe.document_set_size(memory.docroot)
+        doc_q = Quantity(size, f"{files} files under {memory.docroot}")
+    elif memory.doc_set is not None:
+        doc_q = Quantity(parse_size(memory.doc_set, "--doc-set"), "--doc-set")
     else:
         doc_q = Quantity(0, "not counted: give --docroot DIR or --doc-set SIZE")
     return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q)
@@ -272,15 +315,21 @@ def register(app: typer.Typer) -> None:
         allow_missing_includes: AllowMissingIncludesOption = False,
     ) -> None:
         """Size the worker pool from RAM and predict overload with the Apache queueing model."""
-        run_capacity(**locals())
+        run_capacity(CapacityOptions(
+            config=config, rates=list(rate or []),
+            memory=MemoryOptions(ram=ram, reserve=reserve, reserve_processes=list(reserve_process or []),
+                                 os_reserve=os_reserve, worker_memory=worker_memory, thread_memory=thread_memory,
+                                 connection_memory=connection_memory, docroot=docroot, doc_set=doc_set,
+                                 measure=measure),
+            mpm=mpm, service_time=service_time, max_workers=max_workers, target_response=target_response,
+            arrivals=arrivals, burst=burst, service_dist=service_dist, service_samples=service_samples,
+            fit_files=list(fit or []), check_files=list(check or []), plot=plot, output_format=output_format,
+            defines=list(define or []), modules=list(module or []), modules_from=modules_from,
+            apache_version=apache_version, server_root=server_root, allow_missing_includes=allow_missing_includes,
+        ))
 
 
-def run_capacity(
-    config, rate, ram, reserve, reserve_process, os_reserve, worker_memory, thread_memory,
-    connection_memory, docroot, doc_set, measure, mpm, service_time, max_workers, target_response, arrivals, burst,
-    service_dist, service_samples, fit, plot, output_format, define, module, modules_from,
-    apache_version, server_root, allow_missing_includes=False, check=None,
-) -> None:
+def run_capacity(options: CapacityOptions) -> None:
     from advisor.capacity.fit_inputs import read_measurements
     from advisor.capacity.fit_workerpool import fit_pool
     from advisor.capacity.queueing_model import Arrivals, Service, SimulationOptions, fit_lognormal_cv
@@ -290,50 +339,53 @@ def run_capacity(
     from advisor.config.loader import load_config
 
     # Check the flags before reading anything, so a typo fails fast.
-    if output_format not in ("text", "json"):
-        raise UsageError(f"--format {output_format!r}: use text or json")
+    if options.output_format not in ("text", "json"):
+        raise UsageError(f"--format {options.output_format!r}: use text or json")
+    arrivals = options.arrivals
     if arrivals is None:
-        arrivals = "poisson" if fit and not burst else "mmpp"
+        arrivals = "poisson" if options.fit_files and not options.burst else "mmpp"
     if arrivals not in ("poisson", "mmpp"):
         raise UsageError(f"--arrivals {arrivals!r}: use poisson or mmpp")
-    if mpm is not None and mpm not in MPM_DEFAULTS:
-        raise UsageError(f"--mpm {mpm!r}: use prefork, worker or event")
-    for value in rate or []:
+    if options.mpm is not None and options.mpm not in MPM_DEFAULTS:
+        raise UsageError(f"--mpm {options.mpm!r}: use prefork, worker or event")
+    for value in options.rates:
         if not (value > 0 and math.isfinite(value)):
             raise UsageError(f"--rate {value:g}: a rate must be a number > 0 (requests/s)")
-    if service_time is not None and not (service_time > 0 and math.isfinite(service_time)):
-        raise UsageError(f"--service-time {service_time:g}: must be > 0 seconds")
-    if max_workers is not None and max_workers < 1:
-        raise UsageError(f"--max-workers {max_workers}: must be at least 1")
-    if target_response is not None and not (target_response > 0 and math.isfinite(target_response)):
-        raise UsageError(f"--target-response {target_response:g}: must be > 0 seconds")
-    if burst is not None and arrivals != "mmpp":
+    if options.service_time is not None and not (options.service_time > 0 and math.isfinite(options.service_time)):
+        raise UsageError(f"--service-time {options.service_time:g}: must be > 0 seconds")
+    if options.max_workers is not None and options.max_workers < 1:
+        raise UsageError(f"--max-workers {options.max_workers}: must be at least 1")
+    if options.target_response is not None and not (options.target_response > 0
+                                                    and math.isfinite(options.target_response)):
+        raise UsageError(f"--target-response {options.target_response:g}: must be > 0 seconds")
+    if options.burst is not None and arrivals != "mmpp":
         raise UsageError("--burst describes MMPP arrivals: drop it or use --arrivals mmpp")
-    if check and not fit:
+    if options.check_files and not options.fit_files:
         raise UsageError("--check compares trials with a fitted model: give --fit FILE too")
-    if plot is not None and not plot.lower().endswith(".png"):
-        raise UsageError(f"--plot {plot}: the plot is a PNG, name it FILE.png")
-    arrival_model = parse_burst(burst) if burst else Arrivals(arrivals)
-    service = parse_service(service_dist)
+    if options.plot is not None and not options.plot.lower().endswith(".png"):
+        raise UsageError(f"--plot {options.plot}: the plot is a PNG, name it FILE.png")
+    arrival_model = parse_burst(options.burst) if options.burst else Arrivals(arrivals)
+    service = parse_service(options.service_dist)
     samples: list[float] = []
-    if service_samples is not None:
-        if service_dist != "exponential":
+    if options.service_samples is not None:
+        if options.service_dist != "exponential":
             raise UsageError("give --service-dist or --service-samples, not both")
-        samples = read_service_samples(service_samples)
+        samples = read_service_samples(options.service_samples)
         service = Service("lognormal", fit_lognormal_cv(samples))
 
-    cfg = load_config(config, load_options(define, module, modules_from, apache_version, server_root,
-                                              allow_missing_includes, mpm=mpm))
+    cfg = load_config(options.config, load_options(options.defines, options.modules, options.modules_from,
+                                                   options.apache_version, options.server_root,
+                                                   options.allow_missing_includes, mpm=options.mpm))
     notes: list[str] = []
-    running = mpm or cfg.mpm
+    running = options.mpm or cfg.mpm
     if running is None:
         running = "event"
         notes.append("the config loads no MPM; assumed event (httpd 2.4's usual default); say --mpm otherwise")
     elif running not in MPM_DEFAULTS:
         raise UsageError(f"the config runs MPM {running!r}; capacity models prefork, worker and event",
                          hint="pass --mpm to model one of them")
-    elif mpm and cfg.mpm and mpm != cfg.mpm:
-        notes.append(f"--mpm {mpm}: the config loads {cfg.mpm}; its directives are read as they stand")
+    elif options.mpm and cfg.mpm and options.mpm != cfg.mpm:
+        notes.append(f"--mpm {options.mpm}: the config loads {cfg.mpm}; its directives are read as they stand")
 
     written = _int_directive(cfg, "MaxRequestWorkers", "MaxClients")
     server_limit = _int_directive(cfg, "ServerLimit")
@@ -342,45 +394,43 @@ def run_capacity(
     async_factor = _float_directive(cfg, "AsyncRequestWorkerFactor")
     as_configured = effective_mpm_settings(running, written, server_limit, threads, thread_limit, async_factor)
     settings = as_configured
-    if max_workers is not None:
-        settings = effective_mpm_settings(running, max_workers, server_limit, threads, thread_limit, async_factor)
-        settings.notes.insert(0, f"what-if: --max-workers {max_workers} instead of {as_configured.max_request_workers}")
+    if options.max_workers is not None:
+        settings = effective_mpm_settings(running, options.max_workers, server_limit, threads, thread_limit, async_factor)
+        settings.notes.insert(0, f"what-if: --max-workers {options.max_workers} instead of {as_configured.max_request_workers}")
 
     threaded_tpc = settings.threads_per_child if running != "prefork" else MPM_DEFAULTS["event"]["ThreadsPerChild"]
     threaded_limit = settings.thread_limit if running != "prefork" else MPM_DEFAULTS["event"]["ThreadLimit"]
-    memory = _gather_memory(cfg, running, settings.threads_per_child, ram, reserve, reserve_process or [],
-                            os_reserve, worker_memory, thread_memory, connection_memory, docroot, doc_set,
-                            measure, notes)
+    memory = _gather_memory(cfg, running, settings.threads_per_child, options.memory, notes)
 
     fit_result = None
-    if fit:
-        observations, skipped = read_measurements(fit)
+    if options.fit_files:
+        observations, skipped = read_measurements(options.fit_files)
         if len(observations) < 3:
             raise AdvisorError(f"--fit needs at least three valid trials, found {len(observations)}",
-                               fit[0], None, "run bench at several rates, some past saturation")
+                               options.fit_files[0], None, "run bench at several rates, some past saturation")
         held_out: list = []
-        if check:
-            held_out, skipped_checks = read_measurements(check)
+        if options.check_files:
+            held_out, skipped_checks = read_measurements(options.check_files)
             skipped = skipped + skipped_checks
         backlog = _listen_queue(cfg)
         fit_result = fit_pool(observations, as_configured.max_request_workers, float(os.cpu_count() or 1),
                               backlog, somaxconn=_somaxconn(), held_out=held_out)
         fit_result.skipped = skipped
         measured_pools = {row.workers for row in fit_result.comparisons}
-        if max_workers is None and measured_pools and as_configured.max_request_workers not in measured_pools:
+        if options.max_workers is None and measured_pools and as_configured.max_request_workers not in measured_pools:
             notes.append(f"the trials ran with MaxRequestWorkers {', '.join(map(str, sorted(measured_pools)))}, "
                          f"the config has {as_configured.max_request_workers}: the predictions are for the config; "
                          f"--max-workers N predicts another pool")
-    x = service_time
+    x = options.service_time
     source = "--service-time"
     pool_model = None
     if x is None and fit_result is not None:
         # --service-time stays a what-if on the processor-sharing model.
         pool_model = fit_result.model
         x, source = fit_result.service_time, "fitted: time a worker is held"
-    if x is None and service_samples is not None:
+    if x is None and options.service_samples is not None:
         x, source = sum(samples) / len(samples), "mean of --service-samples"
-    if x is None and (rate or plot or target_response):
+    if x is None and (options.rates or options.plot or options.target_response):
         raise UsageError("predictions need a mean service time",
                          hint="give --service-time SECONDS or --fit FILE from `apache-advisor bench`")
 
@@ -391,44 +441,44 @@ def run_capacity(
         threaded_threads_per_child=threaded_tpc,
         threaded_thread_limit=threaded_limit,
         async_factor=settings.async_factor if running == "event" else (async_factor if async_factor is not None else 2.0),
-        rates=list(rate or []),
+        rates=list(options.rates),
         service_time=x,
         service_time_source=source,
         fit=fit_result,
         pool_model=pool_model,
         fit_max_request_workers=as_configured.max_request_workers,
-        target_response=target_response,
+        target_response=options.target_response,
         arrivals=arrival_model,
         service=service,
         # Interactive budget: a few hundred thousand simulated requests per
         # point; the confidence interval printed says how far to trust it.
         simulation=SimulationOptions(replications=6, arrivals_per_replication=20_000, min_horizon_cycles=8,
                                      max_arrivals_per_replication=60_000),
-        curve_points=_curve_points(plot, arrival_model, service),
+        curve_points=_curve_points(options.plot, arrival_model, service),
         notes=notes,
     )
     report = build_report(request)
 
-    if plot:
+    if options.plot:
         from advisor.capacity.plot import PlotSpec, draw
 
         subtitle = (f"{report.model.arrivals} arrivals, {report.model.service} service, "
                     f"mean service time {report.model.service_time * 1000:.3g} ms ({report.model.service_time_source})")
         spec = PlotSpec(report.curves, 1.0 / report.model.capacity,
-                        list(rate or [r.rate for r in report.predictions]), subtitle,
+                        list(options.rates or [r.rate for r in report.predictions]), subtitle,
                         fit_curves=report.fit_curves,
                         measured=getattr(report.fit, "comparisons", []),
                         held_out=getattr(report.fit, "held_out", []))
-        _write_atomically(plot, lambda target: draw(spec, target))
+        _write_atomically(options.plot, lambda target: draw(spec, target))
 
     from advisor.capacity.render import render_text, to_json
 
-    if output_format == "json":
+    if options.output_format == "json":
         sys.stdout.write(to_json(report) + "\n")
     else:
         from rich.console import Console
 
         console = Console(width=None if sys.stdout.isatty() else 130, highlight=False)
         render_text(report, console)
-        if plot:
-            console.print(f"plot written to {plot}")
+        if options.plot:
+            console.print(f"plot written to {options.plot}")

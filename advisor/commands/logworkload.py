@@ -11,9 +11,12 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from advisor.errors import UsageError
+
+if TYPE_CHECKING:
+    from advisor.commands.targets import TargetOptions
 
 LOG_FORMAT_HELP = "log:PATH workloads: the log's LogFormat string, or common/combined (default: the CustomLog's own when the config is known, else guessed from the first lines)."
 SESSION_GAP_HELP = "log:PATH workloads: seconds of client idleness that end a session."
@@ -51,29 +54,39 @@ class LogWorkload:
             self.replay.install(work_dir / "docroot")
 
 
+@dataclass(frozen=True)
+class LogOptions:
+    """The options of a log:PATH workload, as given (bench and tune take the same)."""
+
+    log_format: str | None
+    session_gap: float
+    dynamic: str
+    anonymize: bool
+    speedup: float | None
+
+
 def is_log_workload(name: str) -> bool:
     return name.startswith("log:")
 
 
-def prepare(name: str, *, workdir: str | None, config: str | None, url: str | None, log_format: str | None,
-            session_gap: float, dynamic: str, anonymize: bool, speedup: float | None) -> LogWorkload:
+def prepare(name: str, options: LogOptions, target: TargetOptions) -> LogWorkload:
     from advisor.tuner.load.replay import ReplayOptions, prepare as derive
     from advisor.tuner.staging.sandbox import Sandbox
 
-    if speedup is not None and not 0 < speedup <= 10000:
+    if options.speedup is not None and not 0 < options.speedup <= 10000:
         raise UsageError("--speedup must be more than 0 and at most 10000")
-    existing = bool(config or url)
-    options = ReplayOptions(session_gap_s=session_gap, dynamic=dynamic, anonymize=anonymize,
-                            prefix=None if existing else "/log")
+    existing = target.existing
+    replay_options = ReplayOptions(session_gap_s=options.session_gap, dynamic=options.dynamic,
+                                   anonymize=options.anonymize, prefix=None if existing else "/log")
     if existing:
         out_dir = Path(tempfile.gettempdir()) / f"apache-advisor-{os.getuid()}" / "replay"
-        config_path = config
+        config_path = target.config
     else:
-        sandbox = Sandbox(workdir)
+        sandbox = Sandbox(target.workdir)
         out_dir = sandbox.work_dir / "replay"
         state = sandbox.load_state()
         config_path = state.source_config if state is not None else None
-    replay, source = derive(name, out_dir, options, log_format=log_format, config_path=config_path)
+    replay, source = derive(name, out_dir, replay_options, log_format=options.log_format, config_path=config_path)
     label = "log:" + ",".join(replay.summary.files)
     return LogWorkload(replay, label, source, not existing)
 

@@ -6,8 +6,10 @@ its `--reload-cmd`, `--test-cmd` and `--managed` include), or one on another
 host reached over SSH (`--host`, with `--ssh-option` and `--identity`; then
 `--config` and `--managed` are paths there and the commands run there). One
 definition keeps the two commands resolving, checking and pinning a target
-the same way. Only the standard library and Typer are imported at module
-level: the tuner (requests, psutil) loads when a command calls these functions.
+the same way. The options are declared here once, and so are the values they
+give the commands (`TargetOptions`, `RemoteOptions`, `WanOptions`). Only the
+standard library and Typer are imported at module level: the tuner
+(requests, psutil) loads when a command calls these functions.
 """
 
 from __future__ import annotations
@@ -49,6 +51,53 @@ ManagedOption = Annotated[Optional[str], typer.Option(
     "--managed", help="Existing server: the managed include (default: beside CONFIG).")]
 
 
+@dataclass(frozen=True)
+class TargetOptions:
+    """The staging server the options name: the sandbox in `workdir`, or an
+    existing server (`config` and `url`, with how to reload and test it and
+    its managed include), here or on `RemoteOptions.host`."""
+
+    workdir: str | None
+    config: str | None
+    url: str | None
+    reload_cmd: str
+    test_cmd: str | None
+    managed: str | None
+
+    @property
+    def existing(self) -> bool:
+        """An existing server rather than the sandbox."""
+        return bool(self.config or self.url)
+
+
+@dataclass(frozen=True)
+class RemoteOptions:
+    """The other hosts a command reaches over SSH: the staging server
+    (`host`) and the load generators (`client_hosts`), with the ssh options
+    and key both use."""
+
+    host: str | None = None
+    ssh_options: list[str] | None = None
+    identity: str | None = None
+    client_hosts: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class WanOptions:
+    """The --wan-* conditions put on the isolated sandbox's link, as given."""
+
+    delay: str | None = None
+    jitter: str | None = None
+    loss: str | None = None
+    rate: str | None = None
+
+    def spec(self):
+        """The checked advisor.tuner.staging.wan.WanSpec, or None for no conditions."""
+        from advisor.tuner.staging.wan import WanSpec
+
+        return WanSpec.parse(self.delay, self.jitter, self.loss, self.rate)
+
+
 @dataclass
 class ResolvedTarget:
     target: Any
@@ -57,34 +106,35 @@ class ResolvedTarget:
     """The sandbox's work directory (workload files live there); None for an existing server."""
 
 
-def resolve_target(*, workdir: str | None, config: str | None, url: str | None, reload_cmd: str,
-                   test_cmd: str | None, managed: str | None, allow_hosts: list[str] | None = None,
-                   check_alive: bool = True, host: str | None = None, ssh_options: list[str] | None = None,
-                   identity: str | None = None) -> ResolvedTarget:
+def resolve_target(options: TargetOptions, remote: RemoteOptions | None = None, *,
+                   allow_hosts: list[str] | None = None, check_alive: bool = True) -> ResolvedTarget:
     """The target the options name, checked to answer.
 
-    `allow_hosts`: when given (even empty), a target whose host is not on
-    loopback is refused unless its host is in the list. A remote target
-    (`host`) is always checked so, its ssh host and its URL's host both.
+    `remote`: the staging host and its ssh options; None when they are not
+    the target's (they may be the load clients' alone). `allow_hosts`: when
+    given (even empty), a target whose host is not on loopback is refused
+    unless its host is in the list. A remote target (`remote.host`) is
+    always checked so, its ssh host and its URL's host both.
     """
     from advisor.tuner.staging.sandbox import Sandbox
     from advisor.tuner.staging.target import LocalServerTarget, SandboxTarget
 
-    if host:
-        target = remote_target(host, ssh_options, identity, config=config, url=url, reload_cmd=reload_cmd,
-                               test_cmd=test_cmd, managed=managed, allow_hosts=allow_hosts or [])
+    remote = remote or RemoteOptions()
+    if remote.host:
+        target = remote_target(options, remote, allow_hosts or [])
         work_dir = None
-    elif ssh_options or identity:
+    elif remote.ssh_options or remote.identity:
         raise UsageError("--ssh-option and --identity go with --host", hint="name the staging host with --host")
-    elif config or url:
-        if not (config and url):
+    elif options.existing:
+        if not (options.config and options.url):
             raise UsageError("an existing staging server needs both --config and --url")
         if allow_hosts is not None:
-            check_host(url, allow_hosts)
-        target = LocalServerTarget(config, url, reload_cmd, managed, test_cmd)
+            check_host(options.url, allow_hosts)
+        target = LocalServerTarget(options.config, options.url, options.reload_cmd, options.managed,
+                                   options.test_cmd)
         work_dir = None
     else:
-        sandbox = Sandbox(workdir)
+        sandbox = Sandbox(options.workdir)
         target = SandboxTarget(sandbox)
         work_dir = sandbox.work_dir
         if allow_hosts is not None:
@@ -94,44 +144,42 @@ def resolve_target(*, workdir: str | None, config: str | None, url: str | None, 
     return ResolvedTarget(target, work_dir)
 
 
-def remote_target(host: str, ssh_options: list[str] | None, identity: str | None, *, config: str | None,
-                  url: str | None, reload_cmd: str, test_cmd: str | None, managed: str | None,
-                  allow_hosts: list[str]):
-    """A RemoteTarget, refused before any connection unless both hosts are allowed."""
+def remote_target(options: TargetOptions, remote: RemoteOptions, allow_hosts: list[str]):
+    """A RemoteTarget on `remote.host`, refused before any connection unless both hosts are allowed."""
     import atexit
 
     from advisor.tuner.staging.remote_target import RemoteTarget
     from advisor.tuner.transport.ssh import HostSpec, SshConnection
 
-    if not (config and url):
+    if not (options.config and options.url):
         raise UsageError("a staging server on another host needs --config (its path there) and --url",
                          hint="for example --config /etc/apache2/apache2.conf --url http://staging:80/")
+    host = remote.host or ""
     spec = HostSpec.parse(host)
     if not _allowed(spec.host, allow_hosts):
         raise UsageError(f"--host {host} is not on loopback: the tool changes the config of the server there",
                          hint=f"name it with --allow-host {spec.host} if it is a staging server you own")
-    check_host(url, allow_hosts)
-    conn = SshConnection(spec, options=list(ssh_options or []), identity=identity)
-    target = RemoteTarget(conn, config, url, reload_cmd, managed, test_cmd)
+    check_host(options.url, allow_hosts)
+    conn = SshConnection(spec, options=list(remote.ssh_options or []), identity=remote.identity)
+    target = RemoteTarget(conn, options.config, options.url, options.reload_cmd, options.managed, options.test_cmd)
     atexit.register(conn.close)  # else the master connection lingers for ControlPersist seconds
     return target
 
 
-def parse_load_clients(client_host: list[str] | None, ssh_option: list[str] | None, identity: str | None,
-                       host: str | None) -> list:
+def parse_load_clients(remote: RemoteOptions) -> list:
     """The --client-host names, checked before anything is touched."""
     load_clients = []
-    if client_host:
+    if remote.client_hosts:
         from advisor.tuner.load.remote_clients import parse_clients
 
-        load_clients = parse_clients(client_host)
-    if (ssh_option or identity) and not host and not any(not c.local for c in load_clients):
+        load_clients = parse_clients(remote.client_hosts)
+    if (remote.ssh_options or remote.identity) and not remote.host and not any(not c.local for c in load_clients):
         raise UsageError("--ssh-option and --identity go with --host or --client-host",
                          hint="name the staging host with --host, or a load generator with --client-host")
     return load_clients
 
 
-def open_load_clients(load_clients: list, target, ssh_option: list[str] | None, identity: str | None):
+def open_load_clients(load_clients: list, target, remote: RemoteOptions):
     """LoadClients for the parsed names (None for none), once the target is
     known: a client on another host cannot load this machine's loopback."""
     if not load_clients:
@@ -144,7 +192,7 @@ def open_load_clients(load_clients: list, target, ssh_option: list[str] | None, 
         raise UsageError(f"a load client on another host cannot reach {target.base_url}: it is this machine's "
                          "loopback (there it would load the client itself)",
                          hint="run the server on an address the clients reach, or use --client-host local")
-    return LoadClients(load_clients, ssh_option, identity)
+    return LoadClients(load_clients, remote.ssh_options, remote.identity)
 
 
 def wan_link(spec, target):

@@ -11,18 +11,65 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, List, Optional
+from dataclasses import dataclass
+from typing import List, Optional
 
 import typer
 
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
-                                          SPEEDUP_HELP)
+                                          SPEEDUP_HELP, LogOptions)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
-                                      ReloadCmdOption, SshOptionOption, TestCmdOption, UrlOption, WanDelayOption,
-                                      WanJitterOption, WanLossOption, WanRateOption)
+                                      ReloadCmdOption, RemoteOptions, SshOptionOption, TargetOptions, TestCmdOption,
+                                      UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
+                                      WanRateOption)
 from advisor.errors import AdvisorError, UsageError
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    """Everything `tune` was asked, as given."""
+
+    budget: int
+    max_time: float | None
+    workload_name: str
+    objective: str
+    rate: float | None
+    slo_ms: float
+    slo_errors: float
+    space_file: str | None
+    allow_mpm_switch: bool
+    allow_hosts: list[str]
+    seed: int
+    search: str
+    resume: bool
+    dry_run: bool
+    yes: bool
+    report_dir: str
+    output_format: str
+    gain_replicates: int
+    ram: str | None
+    duration: float
+    warmup: float | None
+    timeout: float
+    start_rate: float | None
+    max_rate: float
+    max_probes: int
+    first_probes: int
+    tolerance: float
+    retries: int
+    num_calls: int | None
+    think: float | None
+    cgi_n: int
+    sleep_ms: int
+    server_cpus: str | None
+    client_cpus: str | None
+    httperf_bin: str | None
+    target: TargetOptions
+    remote: RemoteOptions
+    wan: WanOptions
+    log: LogOptions
 
 
 def tune(
@@ -82,13 +129,29 @@ def tune(
     speedup: Optional[float] = typer.Option(None, "--speedup", help=SPEEDUP_HELP + " Sets --start-rate (peak) or --rate (throughput, latency)."),
 ) -> None:
     """Tune a staging server: Bayesian search over its directives, then the recommended include and its measured gain."""
+    options = TuneOptions(
+        budget=budget, max_time=max_time, workload_name=workload_name, objective=objective, rate=rate,
+        slo_ms=slo_ms, slo_errors=slo_errors, space_file=space_file, allow_mpm_switch=allow_mpm_switch,
+        allow_hosts=list(allow_host or []), seed=seed, search=search, resume=resume, dry_run=dry_run, yes=yes,
+        report_dir=report_dir, output_format=output_format, gain_replicates=gain_replicates, ram=ram,
+        duration=duration, warmup=warmup, timeout=timeout, start_rate=start_rate, max_rate=max_rate,
+        max_probes=max_probes, first_probes=first_probes, tolerance=tolerance, retries=retries,
+        num_calls=num_calls, think=think, cgi_n=cgi_n, sleep_ms=sleep_ms, server_cpus=server_cpus,
+        client_cpus=client_cpus, httperf_bin=httperf_bin,
+        target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
+                             managed=managed),
+        remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
+        wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
+        log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
+                       speedup=speedup),
+    )
     try:
-        _tune(**locals())
+        _tune(options)
     except AdvisorError as error:
         fail(error)
 
 
-def _tune(**opts: Any) -> None:
+def _tune(options: TuneOptions) -> None:
     from pathlib import Path
 
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
@@ -99,66 +162,63 @@ def _tune(**opts: Any) -> None:
                                             SessionWorkload, TuneSession, make_session_workload)
     from advisor.tuner.staging import wan as wan_qdiscs
 
-    if opts["output_format"] not in ("text", "json"):
-        raise UsageError(f"unknown --format {opts['output_format']!r}", hint="choose text or json")
+    if options.output_format not in ("text", "json"):
+        raise UsageError(f"unknown --format {options.output_format!r}", hint="choose text or json")
     # Everything that needs no server first: bad input changes nothing.
-    load_clients = parse_load_clients(opts["client_host"], opts["ssh_option"], opts["identity"], opts["host"])
-    wan = wan_qdiscs.WanSpec.parse(opts["wan_delay"], opts["wan_jitter"], opts["wan_loss"], opts["wan_rate"])
+    load_clients = parse_load_clients(options.remote)
+    wan = options.wan.spec()
     ram_bytes = None
-    if opts["ram"] is not None:
+    if options.ram is not None:
         from advisor.capacity.sizing import parse_size
 
-        ram_bytes = parse_size(opts["ram"], "--ram")
+        ram_bytes = parse_size(options.ram, "--ram")
         if ram_bytes <= 0:
             raise UsageError("--ram must be more than 0")
-    settings = SessionSettings(session_dir=Path(opts["report_dir"]), budget=opts["budget"], max_time_s=opts["max_time"],
-                               seed=opts["seed"], search=opts["search"], resume=opts["resume"],
-                               gain_replicates=opts["gain_replicates"], space_file=opts["space_file"],
-                               allow_mpm_switch=opts["allow_mpm_switch"], ram_bytes=ram_bytes)
+    settings = SessionSettings(session_dir=Path(options.report_dir), budget=options.budget,
+                               max_time_s=options.max_time, seed=options.seed, search=options.search,
+                               resume=options.resume, gain_replicates=options.gain_replicates,
+                               space_file=options.space_file, allow_mpm_switch=options.allow_mpm_switch,
+                               ram_bytes=ram_bytes)
     settings.check()
+    rate, start_rate = options.rate, options.start_rate
     log = None
-    if is_log_workload(opts["workload_name"]):
+    if is_log_workload(options.workload_name):
         # Derived before any server is touched: a bad log changes nothing.
-        refuse_shape_options(opts["think"], opts["num_calls"])
-        log = prepare_log(opts["workload_name"], workdir=opts["workdir"], config=opts["config"], url=opts["url"],
-                          log_format=opts["log_format"], session_gap=opts["session_gap"], dynamic=opts["dynamic"],
-                          anonymize=opts["anonymize"], speedup=opts["speedup"])
-        if opts["speedup"] is not None:
-            opts["start_rate"] = log.rate_for(opts["speedup"])
-            if opts["objective"] != "peak" and opts["rate"] is None:
-                opts["rate"] = opts["start_rate"]
-    elif opts["speedup"] is not None:
+        refuse_shape_options(options.think, options.num_calls)
+        log = prepare_log(options.workload_name, options.log, options.target)
+        if options.log.speedup is not None:
+            start_rate = log.rate_for(options.log.speedup)
+            if options.objective != "peak" and rate is None:
+                rate = start_rate
+    elif options.log.speedup is not None:
         raise UsageError("--speedup scales a log's session rate", hint="use it with --workload log:PATH")
-    spec = ObjectiveSpec(opts["objective"], opts["rate"], opts["slo_ms"], opts["slo_errors"])
-    sessions = opts["workload_name"] == DEFAULT_WORKLOAD or opts["think"] is not None or log is not None
-    probes = ProbeSettings(duration_s=opts["duration"], warmup_s=opts["warmup"], timeout_s=opts["timeout"],
-                           start_rate=opts["start_rate"] or (10.0 if sessions else 250.0), max_rate=opts["max_rate"],
-                           max_probes=opts["max_probes"], first_max_probes=opts["first_probes"],
-                           tolerance=opts["tolerance"], retries=opts["retries"])
+    spec = ObjectiveSpec(options.objective, rate, options.slo_ms, options.slo_errors)
+    sessions = options.workload_name == DEFAULT_WORKLOAD or options.think is not None or log is not None
+    probes = ProbeSettings(duration_s=options.duration, warmup_s=options.warmup, timeout_s=options.timeout,
+                           start_rate=start_rate or (10.0 if sessions else 250.0), max_rate=options.max_rate,
+                           max_probes=options.max_probes, first_max_probes=options.first_probes,
+                           tolerance=options.tolerance, retries=options.retries)
     probes.check()
-    if opts["space_file"] and not os.path.isfile(opts["space_file"]):
-        raise UsageError("no such --space file", file=opts["space_file"], hint="give the path of a TOML file")
-    httperf.find_httperf(opts["httperf_bin"])
-    if opts["httperf_bin"]:
-        os.environ["PATH"] = os.path.dirname(os.path.abspath(opts["httperf_bin"])) + os.pathsep + os.environ.get("PATH", "")
-    if not (opts["yes"] or opts["dry_run"]) and not sys.stdin.isatty():
+    if options.space_file and not os.path.isfile(options.space_file):
+        raise UsageError("no such --space file", file=options.space_file, hint="give the path of a TOML file")
+    httperf.find_httperf(options.httperf_bin)
+    if options.httperf_bin:
+        os.environ["PATH"] = os.path.dirname(os.path.abspath(options.httperf_bin)) + os.pathsep + os.environ.get("PATH", "")
+    if not (options.yes or options.dry_run) and not sys.stdin.isatty():
         raise UsageError("stdin is not a terminal, so nobody can confirm the plan",
                          hint="pass --yes to start without asking, or --dry-run to see the plan")
 
-    resolved = resolve_target(workdir=opts["workdir"], config=opts["config"], url=opts["url"],
-                              reload_cmd=opts["reload_cmd"], test_cmd=opts["test_cmd"], managed=opts["managed"],
-                              allow_hosts=list(opts["allow_host"] or []), host=opts["host"],
-                              ssh_options=opts["ssh_option"], identity=opts["identity"])
+    resolved = resolve_target(options.target, options.remote, allow_hosts=options.allow_hosts)
     target = resolved.target
     path = None
-    if opts["workload_name"] == "url":
+    if options.workload_name == "url":
         from urllib.parse import urlsplit
 
-        if not opts["url"]:
+        if not options.target.url:
             raise UsageError("--workload url needs --url")
-        parts = urlsplit(opts["url"])
+        parts = urlsplit(options.target.url)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-    display = _Display(opts["output_format"] == "json")
+    display = _Display(options.output_format == "json")
     if log is not None:
         log.install(resolved.work_dir)
         work = SessionWorkload(log.name, "/", None, log.replay.mean_calls, log.replay.mean_think_s,
@@ -166,19 +226,19 @@ def _tune(**opts: Any) -> None:
         for line in log.summary_lines():
             display.note(line)
     else:
-        work = make_session_workload(opts["workload_name"], resolved.work_dir, calls=opts["num_calls"],
-                                     think_s=opts["think"], uri=path, cgi_n=opts["cgi_n"], sleep_ms=opts["sleep_ms"])
+        work = make_session_workload(options.workload_name, resolved.work_dir, calls=options.num_calls,
+                                     think_s=options.think, uri=path, cgi_n=options.cgi_n, sleep_ms=options.sleep_ms)
     link = wan_link(wan, target)
-    settings.clients = open_load_clients(load_clients, target, opts["ssh_option"], opts["identity"])
+    settings.clients = open_load_clients(load_clients, target, options.remote)
     settings.client_here = not load_clients or any(c.local for c in load_clients)
     session = TuneSession(target, resolved.work_dir, work, spec, probes, settings, display)
     display.session = session
 
-    if opts["dry_run"]:
+    if options.dry_run:
         plan = session.prepare()
         display.plan(plan)
         return
-    settings.server_cpus, settings.client_cpus = place_processes(target, opts["server_cpus"], opts["client_cpus"])
+    settings.server_cpus, settings.client_cpus = place_processes(target, options.server_cpus, options.client_cpus)
     try:
         wan_line = wan_qdiscs.set_for_run(link, wan)
         if wan_line:
@@ -186,7 +246,7 @@ def _tune(**opts: Any) -> None:
         with session.open():
             plan = session.prepare()
             display.plan(plan)
-            if not opts["yes"] and not typer.confirm("Start the session?", default=True):
+            if not options.yes and not typer.confirm("Start the session?", default=True):
                 display.note("nothing was changed")
                 return
             display.start(plan)
@@ -197,7 +257,7 @@ def _tune(**opts: Any) -> None:
         restored = ("the original configuration was restored" if session.restore_error is None else
                     f"the original managed include was written back, but the reload failed: {session.restore_error.render()}")
         sys.stderr.write(f"apache-advisor: interrupted; {restored}; the journal keeps every completed trial "
-                         f"(continue with --resume --report {opts['report_dir']})\n")
+                         f"(continue with --resume --report {options.report_dir})\n")
         raise typer.Exit(code=130)
     finally:
         display.stop()
