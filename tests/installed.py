@@ -19,6 +19,7 @@ from.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -29,8 +30,8 @@ from pathlib import Path
 
 from conftest import REPO
 
-# Import name -> directory in the repository, as setup.py maps them.
-SOURCE_ROOTS = {"advisor": "advisor", "advisor/rules": "rules", "advisor/tuner": "tuner"}
+# Directory in the repository -> where it installs, as setup.py maps them.
+INSTALLED_AS = {"advisor": "advisor", "rules": "advisor/rules", "tuner": "advisor/tuner"}
 
 
 def checkout_files(repo: Path = REPO) -> list[str]:
@@ -45,10 +46,15 @@ def expected_wheel_files(repo: Path = REPO) -> set[str]:
     expected = set()
     for name in checkout_files(repo):
         top, _, rest = name.partition("/")
-        installed = {directory: prefix for prefix, directory in SOURCE_ROOTS.items()}.get(top)
+        installed = INSTALLED_AS.get(top)
         if installed is not None and rest:
             expected.add(f"{installed}/{rest}")
     return expected
+
+
+def declared_version(repo: Path = REPO) -> str:
+    """The version pyproject.toml declares."""
+    return re.search(r'^version = "([^"]+)"', (repo / "pyproject.toml").read_text(), re.M).group(1)
 
 
 def wheel_files(wheel: Path) -> set[str]:
@@ -57,14 +63,19 @@ def wheel_files(wheel: Path) -> set[str]:
             if not name.split("/")[0].endswith(".dist-info") and not name.endswith("/")}
 
 
+def copy_checkout(destination: Path, repo: Path = REPO) -> Path:
+    """The checkout's files (`checkout_files`) copied to `destination`."""
+    for name in checkout_files(repo):
+        target = destination / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(repo / name, target)
+    return destination
+
+
 def build_wheel(destination: Path, repo: Path = REPO) -> Path:
     """Build the wheel as `pip install .` would (isolated build), from a copy
     of the checkout's files."""
-    source = destination / "source"
-    for name in checkout_files(repo):
-        target = source / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(repo / name, target)
+    source = copy_checkout(destination / "source", repo)
     dist = destination / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(dist), str(source)],
                    check=True, capture_output=True, stdin=subprocess.DEVNULL)

@@ -10,12 +10,12 @@ wheel leaves out; these runs can.
 from __future__ import annotations
 
 import json
-import re
 import shutil
+
 import pytest
 
 from conftest import REPO, SAMPLES, require_httpd
-from installed import installed_module_path
+from installed import declared_version, installed_module_path
 from test_bench_support import work_dir
 
 DEBIAN = SAMPLES / "debian"
@@ -29,7 +29,7 @@ def test_the_command_runs_the_wheel_not_the_source_tree(installed_product):
 
 def test_version_is_the_package_metadata(installed_product):
     result = installed_product.run("--version")
-    declared = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    declared = declared_version()
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"apache-advisor {declared}"
 

@@ -8,12 +8,10 @@ while every test passed on the editable install) fails here.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import zipfile
 
-from conftest import REPO
-from installed import build_wheel, checkout_files, expected_wheel_files, wheel_files
+from installed import build_wheel, copy_checkout, declared_version, expected_wheel_files, wheel_files
 
 
 def test_the_wheel_holds_every_module_and_data_file_of_the_tree(built_wheel):
@@ -36,7 +34,7 @@ def test_the_wheel_declares_the_command_and_its_version(built_wheel):
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "apache-advisor = advisor.cli:main" in archive.read(entry_points).decode()
     metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    declared = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(), re.M).group(1)
+    declared = declared_version()
     assert f"\nVersion: {declared}\n" in metadata
 
 
@@ -44,11 +42,7 @@ def test_the_comparison_catches_a_hand_kept_package_list(tmp_path):
     """Self-test: a hand-kept package list like the one this project shipped
     before issue 25 (no `advisor.fix`), brought to today's tuner sub-packages
     and built from a copy of today's tree, is caught."""
-    copy = tmp_path / "checkout"
-    for name in checkout_files():
-        target = copy / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((REPO / name).read_bytes())
+    copy = copy_checkout(tmp_path / "checkout")
     (copy / "setup.py").unlink()
     hand_kept = (
         '[tool.setuptools]\n'
