@@ -21,7 +21,7 @@ from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
                                       ReloadCmdOption, RemoteOptions, SshOptionOption, TargetOptions, TestCmdOption,
-                                      UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
+                                      RttOption, UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
                                       WanRateOption)
 from advisor.errors import AdvisorError, UsageError
 
@@ -50,6 +50,7 @@ class BenchOptions:
     slo_ms: float
     slo_errors: float
     directives: list[str]
+    rtt: float | None
     server_cpus: str | None
     client_cpus: str | None
     interval: float | None
@@ -105,6 +106,7 @@ def bench(
     wan_jitter: WanJitterOption = None,
     wan_loss: WanLossOption = None,
     wan_rate: WanRateOption = None,
+    rtt: RttOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -118,7 +120,7 @@ def bench(
         tolerance=tolerance, max_probes=max_probes, retries=retries, duration=duration, warmup=warmup,
         timeout=timeout, num_calls=num_calls, burst_length=burst_length, think=think, cgi_n=cgi_n,
         sleep_ms=sleep_ms, slo_ms=slo_ms, slo_errors=slo_errors, directives=list(directives or []),
-        server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
+        rtt=rtt, server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
         plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin,
         target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
                              managed=managed),
@@ -135,12 +137,13 @@ def bench(
 
 def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from advisor.commands.targets import (open_load_clients, parse_load_clients, place_processes, resolve_target,
-                                          wan_link)
+    from advisor.commands.targets import (check_rtt_option, open_load_clients, parse_load_clients, place_processes,
+                                          resolve_target, set_link_for_run, wan_link)
     from advisor.tuner.load import httperf, workload
+    from advisor.tuner.load.roundtrips import RTT_ADDED
     from advisor.tuner.staging import wan as wan_qdiscs
     from advisor.tuner.staging.target import ManagedConfig, offered_load_text
-    from advisor.tuner.trial.runner import TrialInputs, knee_search, ramp, run_trial, with_rate
+    from advisor.tuner.trial.runner import TrialInputs, knee_search, ramp, run_trial, with_rate, with_rtt
 
     if options.mode not in ("fixed", "ramp", "knee"):
         raise UsageError(f"unknown --mode {options.mode!r}", hint="choose fixed, ramp or knee")
@@ -168,6 +171,7 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
 
     load_clients = parse_load_clients(options.remote)
     wan = options.wan.spec()
+    rtt_ms = check_rtt_option(options.rtt, wan)
     # Without --host, --ssh-option and --identity are the load clients' alone.
     resolved = resolve_target(options.target, options.remote if options.remote.host else None,
                               allow_hosts=options.allow_hosts)
@@ -215,9 +219,14 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
     clients = open_load_clients(load_clients, target, options.remote)
     here = client if clients is None or any(c.local for c in load_clients) else None
     try:
-        wan_line = wan_qdiscs.set_for_run(link, wan)
-        if wan_line:
-            report.info(wan_line)
+        rtt_how, link_lines = set_link_for_run(link, wan, rtt_ms)
+        for line in link_lines:
+            report.info(line)
+        base = with_rtt(base, rtt_ms, rtt_how)
+        if rtt_ms and base.rtt_how == RTT_ADDED and not base.wsess and base.num_calls > 1:
+            report.note(f"rtt: the {base.num_calls} calls of a connection follow each other at once, so the "
+                        "server does not see the idle round trip between them (give --think 0 for sessions "
+                        "that show it)")
         if log is not None:
             for line in log.summary_lines():
                 report.info(line)
@@ -337,16 +346,31 @@ class _Reporter:
         from rich.table import Table
 
         table = Table(title=f"{result.inputs.workload} at {result.inputs.rate:g}/s", show_header=True)
-        for column in ("target req/s", "conn/s", "req/s", "replies/s", "reply ms", "errors %", "valid", "SLO", "verdict"):
+        columns = ["target req/s", "conn/s", "req/s", "replies/s", "reply ms", "errors %", "valid", "SLO", "verdict"]
+        perceived = result.client_time if result.inputs.rtt_ms else None
+        if perceived is not None:
+            columns.insert(5, f"client ms (RTT {result.inputs.rtt_ms:g})")
+        for column in columns:
             table.add_column(column)
-        table.add_row(f"{result.inputs.target_request_rate:g}", f"{result.httperf.connection_rate:.0f}",
-                      f"{result.httperf.request_rate:.0f}", f"{result.httperf.reply_rate:.0f}",
-                      f"{result.httperf.reply_time_ms:.1f}", f"{result.error_pct:.2f}",
-                      "yes" if result.valid else "NO", "met" if result.meets_slo else "missed", result.verdict.label)
+        cells = [f"{result.inputs.target_request_rate:g}", f"{result.httperf.connection_rate:.0f}",
+                 f"{result.httperf.request_rate:.0f}", f"{result.httperf.reply_rate:.0f}",
+                 f"{result.httperf.reply_time_ms:.1f}", f"{result.error_pct:.2f}",
+                 "yes" if result.valid else "NO", "met" if result.meets_slo else "missed", result.verdict.label]
+        if perceived is not None:
+            cells.insert(5, f"{perceived.mean_ms:.1f}")
+        table.add_row(*cells)
         if self.progress is not None:
             self.progress.console.print(table)
         else:
             self.console.print(table)
+        if perceived is not None:
+            self.console.print(f"  client-perceived reply time: {perceived.parts_text()}", markup=False,
+                               highlight=False)
+            if result.inputs.think_added_s:
+                think = result.inputs.wsess[2] if result.inputs.wsess else 0.0
+                self.console.print(f"  think time as the server saw it: {think:g} s "
+                                   f"({result.inputs.think_added_s * 1000:g} ms of it added for the round trip)",
+                                   markup=False, highlight=False)
         evidence = ", ".join(f"{k}={v}" for k, v in result.verdict.evidence.items())
         self.console.print(f"  verdict [bold]{result.verdict.label}[/bold]: {evidence}")
         if result.verdict.note:

@@ -39,6 +39,10 @@ WanJitterOption = Annotated[Optional[str], typer.Option("--wan-jitter", help="..
 WanLossOption = Annotated[Optional[str], typer.Option("--wan-loss", help="... and drop this share of it (0.1%).")]
 WanRateOption = Annotated[Optional[str], typer.Option(
     "--wan-rate", help="Isolated sandbox: hold the link to this rate each way (100mbit; tbf).")]
+RttOption = Annotated[Optional[float], typer.Option(
+    "--rtt", help="The clients' round-trip time in ms (50): on the isolated sandbox's link netem delays it (measured); "
+                  "elsewhere every think time is lengthened by it and the reply time the SLO reads adds the round "
+                  "trips the trial counts (TCP, TLS, one per request).")]
 # An existing staging server (bench and tune take the same five).
 ConfigOption = Annotated[Optional[str], typer.Option(
     "--config", help="Existing staging server: the config it reads (must include the managed file).")]
@@ -207,6 +211,52 @@ def wan_link(spec, target):
         raise UsageError("--wan-* changes qdiscs only on a link the tool made, and this target has none",
                          hint="start the sandbox with `apache-advisor staging up --isolated` and bench or tune it")
     return link
+
+
+def check_rtt_option(rtt_ms: float | None, wan) -> float:
+    """--rtt checked against itself and --wan-delay (`wan`: the WanSpec or
+    None), before anything is touched: the round trip in ms, 0 without."""
+    from advisor.tuner.load.roundtrips import check_rtt, refuse_rtt_with_wan_delay
+
+    ms = check_rtt(rtt_ms)
+    refuse_rtt_with_wan_delay(ms, wan.delay_ms if wan is not None else 0.0)
+    return ms
+
+
+def set_link_for_run(link, wan, rtt_ms: float) -> tuple[str, list[str]]:
+    """Before the first trial: the --wan-* conditions and the --rtt round trip
+    on the tool's link (`link`, None when there is none). The round trip is
+    delayed there by netem when the kernel has it (then measured), else
+    added (advisor.tuner.load.roundtrips). (how the RTT reaches the
+    figures, lines to print)."""
+    from dataclasses import replace
+
+    from advisor.tuner.load.roundtrips import RTT_ADDED, RTT_NONE, RTT_ON_LINK
+    from advisor.tuner.staging import wan as wan_qdiscs
+
+    lines: list[str] = []
+    how = RTT_NONE
+    if rtt_ms > 0 and link is not None:
+        try:
+            line = wan_qdiscs.set_for_run(link, replace(wan or wan_qdiscs.WanSpec(), delay_ms=rtt_ms))
+            how = RTT_ON_LINK
+        except wan_qdiscs.NoNetem:
+            line = wan_qdiscs.set_for_run(link, wan)
+            lines.append(f"rtt: this kernel has no netem, so the {rtt_ms:g} ms round trip is added to the "
+                         "figures, not delayed on the link")
+            how = RTT_ADDED
+    else:
+        line = wan_qdiscs.set_for_run(link, wan)
+        how = RTT_ADDED if rtt_ms > 0 else RTT_NONE
+    if line:
+        lines.insert(0, line)
+    if how == RTT_ADDED:
+        lines.append(f"rtt: {rtt_ms:g} ms added: think times lengthened by {rtt_ms:g} ms on the server's side; "
+                     f"the client-perceived reply time adds {rtt_ms:g} ms per TCP connection, TLS handshake round "
+                     "trip and request (measured and added parts shown apart)")
+    elif how == RTT_ON_LINK:
+        lines.append(f"rtt: {rtt_ms:g} ms delayed on the link by netem: the round trips are measured")
+    return how, lines
 
 
 def _allowed(host: str, allowed: list[str]) -> bool:

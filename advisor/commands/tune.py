@@ -22,7 +22,7 @@ from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
                                       ReloadCmdOption, RemoteOptions, SshOptionOption, TargetOptions, TestCmdOption,
-                                      UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
+                                      RttOption, UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
                                       WanRateOption)
 from advisor.errors import AdvisorError, UsageError
 
@@ -38,6 +38,7 @@ class TuneOptions:
     rate: float | None
     slo_ms: float
     slo_errors: float
+    rtt: float | None
     space_file: str | None
     allow_mpm_switch: bool
     allow_hosts: list[str]
@@ -121,6 +122,7 @@ def tune(
     wan_jitter: WanJitterOption = None,
     wan_loss: WanLossOption = None,
     wan_rate: WanRateOption = None,
+    rtt: RttOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -131,7 +133,7 @@ def tune(
     """Tune a staging server: Bayesian search over its directives, then the recommended include and its measured gain."""
     options = TuneOptions(
         budget=budget, max_time=max_time, workload_name=workload_name, objective=objective, rate=rate,
-        slo_ms=slo_ms, slo_errors=slo_errors, space_file=space_file, allow_mpm_switch=allow_mpm_switch,
+        slo_ms=slo_ms, slo_errors=slo_errors, rtt=rtt, space_file=space_file, allow_mpm_switch=allow_mpm_switch,
         allow_hosts=list(allow_host or []), seed=seed, search=search, resume=resume, dry_run=dry_run, yes=yes,
         report_dir=report_dir, output_format=output_format, gain_replicates=gain_replicates, ram=ram,
         duration=duration, warmup=warmup, timeout=timeout, start_rate=start_rate, max_rate=max_rate,
@@ -155,8 +157,11 @@ def _tune(options: TuneOptions) -> None:
     from pathlib import Path
 
     from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from advisor.commands.targets import (open_load_clients, parse_load_clients, place_processes, resolve_target,
-                                          wan_link)
+    from dataclasses import replace
+
+    from advisor.commands.targets import (check_rtt_option, open_load_clients, parse_load_clients, place_processes,
+                                          resolve_target, set_link_for_run, wan_link)
+    from advisor.tuner.load.roundtrips import RTT_ADDED, RTT_ON_LINK
     from advisor.tuner.load import httperf
     from advisor.tuner.session.loop import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
                                             SessionWorkload, TuneSession, make_session_workload)
@@ -167,6 +172,7 @@ def _tune(options: TuneOptions) -> None:
     # Everything that needs no server first: bad input changes nothing.
     load_clients = parse_load_clients(options.remote)
     wan = options.wan.spec()
+    rtt_ms = check_rtt_option(options.rtt, wan)
     ram_bytes = None
     if options.ram is not None:
         from advisor.capacity.sizing import parse_size
@@ -192,7 +198,7 @@ def _tune(options: TuneOptions) -> None:
                 rate = start_rate
     elif options.log.speedup is not None:
         raise UsageError("--speedup scales a log's session rate", hint="use it with --workload log:PATH")
-    spec = ObjectiveSpec(options.objective, rate, options.slo_ms, options.slo_errors)
+    spec = ObjectiveSpec(options.objective, rate, options.slo_ms, options.slo_errors, rtt_ms=rtt_ms)
     sessions = options.workload_name == DEFAULT_WORKLOAD or options.think is not None or log is not None
     probes = ProbeSettings(duration_s=options.duration, warmup_s=options.warmup, timeout_s=options.timeout,
                            start_rate=start_rate or (10.0 if sessions else 250.0), max_rate=options.max_rate,
@@ -229,6 +235,9 @@ def _tune(options: TuneOptions) -> None:
         work = make_session_workload(options.workload_name, resolved.work_dir, calls=options.num_calls,
                                      think_s=options.think, uri=path, cgi_n=options.cgi_n, sleep_ms=options.sleep_ms)
     link = wan_link(wan, target)
+    if rtt_ms:
+        # The plan's guess (netem on the tool's link, else added); the run confirms it.
+        spec = replace(spec, rtt_how=RTT_ON_LINK if link is not None else RTT_ADDED)
     settings.clients = open_load_clients(load_clients, target, options.remote)
     settings.client_here = not load_clients or any(c.local for c in load_clients)
     session = TuneSession(target, resolved.work_dir, work, spec, probes, settings, display)
@@ -240,9 +249,10 @@ def _tune(options: TuneOptions) -> None:
         return
     settings.server_cpus, settings.client_cpus = place_processes(target, options.server_cpus, options.client_cpus)
     try:
-        wan_line = wan_qdiscs.set_for_run(link, wan)
-        if wan_line:
-            display.note(wan_line)
+        rtt_how, link_lines = set_link_for_run(link, wan, rtt_ms)
+        for line in link_lines:
+            display.note(line)
+        session.objective = replace(session.objective, rtt_how=rtt_how)
         with session.open():
             plan = session.prepare()
             display.plan(plan)
@@ -350,7 +360,8 @@ class _Display:
     def probe(self, result) -> None:
         h = result.httperf
         met = "met" if result.meets_slo else "missed"
-        line = (f"    probe at {result.inputs.rate:g}/s: {h.reply_rate:.1f} replies/s, {h.reply_time_ms:.1f} ms, "
+        client = f" (client {result.client_time.mean_ms:.1f} ms)" if result.inputs.rtt_ms else ""
+        line = (f"    probe at {result.inputs.rate:g}/s: {h.reply_rate:.1f} replies/s, {h.reply_time_ms:.1f} ms{client}, "
                 f"errors {result.error_pct:.2f} %, SLO {met}, {result.verdict.label}")
         if result.invalid_reasons:
             line += f" (invalid: {result.invalid_reasons[0]})"

@@ -114,6 +114,7 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     out += _table(["", ""], [
         ["objective", f"{facts.objective} ({unit}), higher is better"],
         ["workload", facts.workload or "-"],
+        *([["round trip", facts.round_trip]] if facts.round_trip else []),
         ["budget", f"{facts.budget} trials" + (f", at most {facts.max_time_s:g} s" if facts.max_time_s else "")],
         ["search", f"{facts.search}, seed {facts.seed}"],
         ["MPM", report.space.get("mpm", "")],

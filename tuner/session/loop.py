@@ -153,6 +153,11 @@ class ObjectiveSpec:
     """throughput and latency: the offered rate (sessions or connections per second)."""
     slo_ms: float = 100.0
     slo_errors_pct: float = 1.0
+    rtt_ms: float = 0.0
+    """The clients' round trip (--rtt): with it the SLO and the latency
+    objective judge the client-perceived reply time."""
+    rtt_how: str = ""
+    """advisor.tuner.load.roundtrips.RTT_ADDED or RTT_ON_LINK (with rtt_ms)."""
 
     def __post_init__(self) -> None:
         if self.kind not in OBJECTIVES:
@@ -163,25 +168,47 @@ class ObjectiveSpec:
             raise UsageError("the SLO needs --slo-ms > 0 and 0 < --slo-errors <= 100")
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rate": self.rate if self.kind != "peak" else None, "slo_ms": self.slo_ms,
-                "slo_errors_pct": self.slo_errors_pct}
+        identity: dict[str, Any] = {"kind": self.kind, "rate": self.rate if self.kind != "peak" else None,
+                                    "slo_ms": self.slo_ms, "slo_errors_pct": self.slo_errors_pct}
+        if self.rtt_ms:  # only then: a journal written before --rtt existed still resumes
+            identity["rtt_ms"] = self.rtt_ms
+        return identity
+
+    @property
+    def reply(self) -> str:
+        """The reply time the SLO reads."""
+        return f"client-perceived reply (RTT {self.rtt_ms:g} ms)" if self.rtt_ms else "reply"
+
+    def rtt_text(self) -> str:
+        """The plan's and the report's line on the round trip ("" without --rtt)."""
+        from advisor.tuner.load.roundtrips import RTT_ON_LINK
+
+        if not self.rtt_ms:
+            return ""
+        if self.rtt_how == RTT_ON_LINK:
+            return (f"{self.rtt_ms:g} ms, measured: netem delays the clients' link by it; the SLO reads the "
+                    "reply time plus connection set-up per reply")
+        return (f"{self.rtt_ms:g} ms, added (this link cannot delay packets): the server sees every think time "
+                f"lengthened by {self.rtt_ms:g} ms; the SLO reads the measured reply time plus {self.rtt_ms:g} ms "
+                "per TCP connection, TLS handshake round trip and request, spread over the replies")
 
     def label(self, unit: str) -> str:
-        slo = f"mean reply < {self.slo_ms:g} ms, errors < {self.slo_errors_pct:g} %"
+        slo = f"mean {self.reply} < {self.slo_ms:g} ms, errors < {self.slo_errors_pct:g} %"
         if self.kind == "peak":
             return f"peak sustainable rate under the SLO ({slo})"
         if self.kind == "throughput":
             return (f"throughput at {self.rate:g} {unit}, scaled down by mean reply time / {self.slo_ms:g} ms "
                     "past the bound")
-        return f"mean reply time at {self.rate:g} {unit}, told as its inverse, 1000 / mean ms (higher is faster)"
+        return f"mean {self.reply} time at {self.rate:g} {unit}, told as its inverse, 1000 / mean ms (higher is faster)"
 
     def short_label(self, unit: str) -> str:
         """The label for the report and its plots' axes."""
+        rtt = f", RTT {self.rtt_ms:g} ms" if self.rtt_ms else ""
         if self.kind == "peak":
-            return f"peak rate under the SLO ({self.slo_ms:g} ms, {self.slo_errors_pct:g} % errors)"
+            return f"peak rate under the SLO ({self.slo_ms:g} ms, {self.slo_errors_pct:g} % errors{rtt})"
         if self.kind == "throughput":
-            return f"throughput at {self.rate:g} {unit} (bound {self.slo_ms:g} ms)"
-        return f"inverse mean reply time at {self.rate:g} {unit}"
+            return f"throughput at {self.rate:g} {unit} (bound {self.slo_ms:g} ms{rtt})"
+        return f"inverse mean {self.reply} time at {self.rate:g} {unit}"
 
     @property
     def unit(self) -> str:
@@ -296,6 +323,8 @@ class Plan:
     pending_restore: bool = False
     load: str = ""
     """Who loads what, and the most any trial will offer (said before the first)."""
+    round_trip: str = ""
+    """The clients' round trip (--rtt) and how the trials show it; "" without."""
 
     def lines(self) -> list[str]:
         out = [f"target: {self.target.get('kind')} at {self.target.get('url')}; config {self.config} ({self.mpm})",
@@ -310,6 +339,8 @@ class Plan:
         out.append(f"each trial: {self.measurement}")
         if self.load:
             out.append(f"load: {self.load}")
+        if self.round_trip:
+            out.append(f"round trip: {self.round_trip}")
         limit = f", stopping after {_duration(self.max_time_s)}" if self.max_time_s else ""
         resumed = f" ({self.resumed} already in the journal)" if self.resumed else ""
         out.append(f"budget: {self.budget} trials{resumed}, {self.search} search, seed {self.seed}{limit}")
@@ -502,7 +533,7 @@ class TuneSession:
             max_time_s=self.settings.max_time_s, search=self.settings.search, seed=self.settings.seed,
             gain_replicates=self.settings.gain_replicates, estimate_s=self.estimate_s(len(self.resumed)),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
-            pending_restore=pending, load=self._load_text())
+            pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text())
 
     def _docroot(self) -> str | None:
         if self.work_dir is not None and (self.work_dir / "docroot").is_dir():
@@ -746,7 +777,7 @@ class TuneSession:
         facts = SessionFacts(workload=self.workload.name, objective=self.objective.short_label(self.workload.unit),
                              unit=self.objective.unit, budget=s.budget, max_time_s=s.max_time_s, search=s.search,
                              seed=s.seed, stop_reason=stop, elapsed_s=round(elapsed, 1),
-                             target=str(self.target.base_url))
+                             target=str(self.target.base_url), round_trip=self.objective.rtt_text())
         return build_report(self.cfg, self.space, observations, winner, facts, replicates=replicates, seed=s.seed,
                             notes=notes or [])
 
@@ -814,7 +845,9 @@ class TrialObjective:
         # The warm-up knob arrives with the steady-state trials; an older trial layer has none.
         if "warmup_s" in {f.name for f in fields(TrialInputs)}:
             inputs["warmup_s"] = probes.warmup_s
-        self.base = TrialInputs(**inputs)
+        from advisor.tuner.trial.runner import with_rtt
+
+        self.base = with_rtt(TrialInputs(**inputs), objective.rtt_ms, objective.rtt_how)
 
     def learn(self, obs: Observation) -> None:
         """Remember a trial's peak rate, where the next knee search starts."""
@@ -941,15 +974,17 @@ class TrialObjective:
         if self._disturbed(result):
             reasons += list(result.interference["reasons"])
         h = result.httperf
+        # With --rtt: the client-perceived mean (measured and added parts in the details).
+        reply_ms = result.reply_time_for_slo_ms
         if objective.kind == "throughput":
-            over = h.reply_time_ms / objective.slo_ms if h.reply_time_ms > objective.slo_ms else 1.0
+            over = reply_ms / objective.slo_ms if reply_ms > objective.slo_ms else 1.0
             # Sessions: the rate over the window sessions started in (their think-time tail left out).
             value = float(getattr(result, "served_rate", h.reply_rate)) / over
         else:
             # A request that got no reply counts as one that waited the whole timeout.
             attempted = result.attempted
             lost = min(result.errors, attempted)
-            mean_ms = ((attempted - lost) * h.reply_time_ms + lost * base.timeout_s * 1000.0) / attempted
+            mean_ms = ((attempted - lost) * reply_ms + lost * base.timeout_s * 1000.0) / attempted
             value = 1000.0 / max(mean_ms, 1e-3)
         details = {"objective_kind": objective.kind, "rate": objective.rate, "attempts": result.attempt,
                    "verdict": result.verdict.to_dict(), "invalid_reasons": reasons, **_trial_summary(result)}
@@ -1111,6 +1146,7 @@ def _trial_summary(result) -> dict[str, Any]:
         "rate": result.inputs.rate,
         "reply_rate": round(result.httperf.reply_rate, 2),
         "reply_time_ms": round(result.httperf.reply_time_ms, 3),
+        "client_time": result.client_time.to_dict(),
         "error_pct": round(result.error_pct, 3),
         "slo_failures": result.slo_failures(),
         "httperf": result.httperf.to_dict(),

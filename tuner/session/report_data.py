@@ -102,6 +102,8 @@ class SessionFacts:
     stop_reason: str = ""
     elapsed_s: float = 0.0
     target: str = ""
+    round_trip: str = ""
+    """The clients' round trip (--rtt) and how the trials show it; "" without."""
     produced_at: str = ""
     """ISO 8601 time the session ended; filled in by build_report when empty."""
     producer: str = "apache-advisor tune"

@@ -22,6 +22,10 @@ _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(bit|kbit|mbit|gbit|bps|kbps|mbps|gbp
 _RATE_BITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "bps": 8, "kbps": 8e3, "mbps": 8e6, "gbps": 8e9}
 
 
+class NoNetem(AdvisorError):
+    """The kernel has no netem qdisc: the link cannot delay or drop packets."""
+
+
 @dataclass(frozen=True)
 class WanSpec:
     delay_ms: float = 0.0
@@ -111,7 +115,7 @@ def _tc(link: IsolatedLink, side: str, *args: str, check: bool = True) -> subpro
         said = (done.stderr or done.stdout).strip().splitlines()
         text = said[-1] if said else f"exit {done.returncode}"
         if "qdisc kind is unknown" in text and "netem" in args:
-            raise AdvisorError(f"this kernel has no netem qdisc (sch_netem), so it cannot delay or drop packets "
+            raise NoNetem(f"this kernel has no netem qdisc (sch_netem), so it cannot delay or drop packets "
                                f"(tc: {text})", hint="load sch_netem (modprobe sch_netem) or use a kernel built with "
                                                      "it; --wan-rate alone needs only tbf")
         raise AdvisorError(f"tc qdisc {args[0]} on {device} failed: {text}",

@@ -18,6 +18,8 @@ from typing import Callable
 from advisor.errors import UsageError
 from advisor.tuner.load import httperf
 from advisor.tuner.load.remote_clients import GroupRun
+from advisor.tuner.load.roundtrips import (RTT_ADDED, RTT_NONE, ClientTime, client_time, lengthened_session_log,
+                                           lengthened_think)
 from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.status import fetch_status
 from advisor.tuner.staging.target import StagingTarget
@@ -97,6 +99,12 @@ class TrialInputs:
     # sessions differ in calls and think times, so wsess's calls and think
     # are means, and the counts come from the file (advisor.tuner.load.replay).
     session_log: str | None = None
+    # The clients' round trip (--rtt) and how it reaches the figures:
+    # roundtrips.RTT_ADDED (counted and added; think times lengthened by
+    # think_added_s), RTT_ON_LINK (netem delays the link) or RTT_NONE.
+    rtt_ms: float = 0.0
+    rtt_how: str = RTT_NONE
+    think_added_s: float = 0.0
 
     def replayed(self):
         """The prepared session file's shape, or None."""
@@ -281,11 +289,33 @@ class TrialResult:
         window = h.test_duration_s - tail
         return h.replies / window if window > 0 else 0.0
 
+    @property
+    def client_time(self) -> ClientTime:
+        """The reply time a visitor --rtt away perceives, in its measured and
+        added parts (the measured reply time alone without --rtt). Over
+        HTTPS the handshakes come from the trial's `tls` counts when it
+        has them (absent: plain HTTP)."""
+        h = self.httperf
+        return client_time(self.inputs.rtt_ms, self.inputs.rtt_how, reply_ms=h.reply_time_ms, replies=h.replies,
+                           connections=h.connections, requests=h.requests, connect_ms=h.connect_time_ms,
+                           tls=getattr(self, "tls", None))
+
+    @property
+    def reply_time_for_slo_ms(self) -> float:
+        """The mean reply time the SLO and the latency objective judge: the
+        client-perceived one with --rtt, else httperf's."""
+        return self.client_time.mean_ms if self.inputs.rtt_ms > 0 else self.httperf.reply_time_ms
+
     def slo_failures(self) -> list[str]:
         failures = []
         if self.error_pct >= self.inputs.slo_errors_pct:
             failures.append(f"errors {self.error_pct:.2f} % >= {self.inputs.slo_errors_pct:g} %")
-        if self.httperf.reply_time_ms >= self.inputs.slo_reply_ms:
+        if self.inputs.rtt_ms > 0:
+            perceived = self.client_time
+            if perceived.mean_ms >= self.inputs.slo_reply_ms:
+                failures.append(f"client-perceived reply time {perceived.parts_text()} >= "
+                                f"{self.inputs.slo_reply_ms:g} ms")
+        elif self.httperf.reply_time_ms >= self.inputs.slo_reply_ms:
             failures.append(f"reply time {self.httperf.reply_time_ms:.1f} ms >= {self.inputs.slo_reply_ms:g} ms")
         wanted = self.inputs.target_request_rate
         served = self.served_rate
@@ -313,6 +343,7 @@ class TrialResult:
             "request_rate": h.request_rate,
             "connection_rate": h.connection_rate,
             "reply_time_ms": round(h.reply_time_ms, 2),
+            "client_time": self.client_time.to_dict(),
             "errors": {"httperf": h.errors, "non_2xx_3xx": h.bad_status, "listen_overflows": self.listen_overflows,
                        "listen_drops": self.listen_drops, "total": self.errors, "pct": round(self.error_pct, 3)},
             "client_limits": [asdict(c) for c in self.client_limits],
@@ -826,6 +857,24 @@ def with_rate(inputs: TrialInputs, rate: float) -> TrialInputs:
         sessions = max(1, int(round(rate * inputs.duration_s)))
         data["wsess"] = (sessions, inputs.wsess[1], inputs.wsess[2])
     return TrialInputs(**data)
+
+
+def with_rtt(inputs: TrialInputs, rtt_ms: float, how: str) -> TrialInputs:
+    """`inputs` for clients `rtt_ms` away. Added (RTT_ADDED): each think time
+    of a session workload lengthened by the round trip, the idle time such a
+    visitor leaves its kept-alive connection (a replayed log's session file
+    copied with its think times lengthened); on a delaying link
+    (RTT_ON_LINK) the link does it. Call it once, on the base inputs."""
+    if rtt_ms <= 0:
+        return replace(inputs, rtt_ms=0.0, rtt_how=RTT_NONE, think_added_s=0.0)
+    changed = replace(inputs, rtt_ms=float(rtt_ms), rtt_how=how, directives=list(inputs.directives))
+    if how == RTT_ADDED and inputs.wsess and not inputs.think_added_s:
+        sessions, calls, think = inputs.wsess
+        changed.wsess = (sessions, calls, lengthened_think(think, rtt_ms))
+        changed.think_added_s = rtt_ms / 1000.0
+        if inputs.session_log:
+            changed.session_log = lengthened_session_log(inputs.session_log, rtt_ms)
+    return changed
 
 
 def ramp(target: StagingTarget, base: TrialInputs, rates: list[float], *, max_trials: int = 50,
