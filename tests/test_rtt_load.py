@@ -52,8 +52,12 @@ def test_a_distant_visitor_holds_workers_longer_and_pays_the_round_trips_counted
     expected_near = RATE * (CALLS - 1) * THINK_S
     expected_far = RATE * (CALLS - 1) * (THINK_S + RTT_MS / 1000)
     print(f"\nbusy workers: {near_busy:.1f} at 0 ms (Little: {expected_near:.0f}), {far_busy:.1f} at "
-          f"{RTT_MS:g} ms (Little: {expected_far:.0f}); client-perceived: on {far['client_time']['mean_ms']} ms, "
-          f"off {off['client_time']['mean_ms']} ms")
+          f"{RTT_MS:g} ms (Little: {expected_far:.0f}), {_busy(off):.1f} with KeepAlive Off")
+    for name, trial in (("on, 0 ms", near), ("on, 50 ms", far), ("off, 50 ms", off)):
+        time, h = trial["client_time"], trial["httperf"]
+        print(f"{name}: {h['connections']} connections / {h['requests']} requests, client-perceived "
+              f"{time['mean_ms']:.1f} ms = measured {time['measured_ms']:.1f} + added {time['added_ms']:.1f}; "
+              f"SLO {'met' if trial['meets_slo'] else 'missed'}")
     for trial in (near, far, off):
         assert trial["valid"], trial["invalid_reasons"]
     assert near["session_connections"] == "persistent" and far["session_connections"] == "persistent"
