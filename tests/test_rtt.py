@@ -188,3 +188,60 @@ def test_tune_dry_run_plan_states_the_rtt(tmp_path):
     document = json.loads(plan.stdout)
     assert document["round_trip"].startswith("50 ms, added"), document["round_trip"]
     assert "client-perceived reply (RTT 50 ms)" in document["objective"]
+
+
+def test_the_report_states_the_round_trip():
+    from advisor.config import LoadOptions, load_config
+    from advisor.output import tune_files
+    from advisor.tuner.search.space import derive_space
+    from advisor.tuner.session.loop import ObjectiveSpec
+    from advisor.tuner.session.report_data import SessionFacts, build_report
+    from conftest import SAMPLES
+
+    cfg = load_config(str(SAMPLES / "debian" / "apache2.conf"), LoadOptions(apache_version="2.4"))
+    space = derive_space(cfg, 300)
+    objective = ObjectiveSpec("peak", rtt_ms=50.0, rtt_how=RTT_ADDED)
+    facts = SessionFacts(workload="almeida-sessions", objective=objective.short_label("sessions/s"),
+                         round_trip=objective.rtt_text())
+    report = build_report(cfg, space, [], dict(space.start), facts)
+    markdown = tune_files.render_markdown(report)
+    assert "| round trip | 50 ms, added (this link cannot delay packets)" in markdown, markdown[:2000]
+    assert "RTT 50 ms" in markdown
+    plain = build_report(cfg, space, [], dict(space.start), SessionFacts(workload="almeida-sessions"))
+    assert "round trip" not in tune_files.render_markdown(plain)
+
+
+def _trial(inputs: TrialInputs, connections: int, requests: int, response_ms: float):
+    from advisor.tuner.load.httperf import HttperfResult
+    from advisor.tuner.trial.runner import TrialResult
+    from advisor.tuner.trial.verdict import Verdict
+
+    h = HttperfResult(connections=connections, requests=requests, replies=requests, test_duration_s=2.0,
+                      reply_response_ms=response_ms, reply_transfer_ms=0.0, connect_time_ms=0.1)
+    return TrialResult(inputs=inputs, httperf=h, samples=[], client_limits=[], verdict=Verdict("none", {}),
+                       listen_overflows=0, listen_drops=0, started=0.0, wall_s=2.0)
+
+
+def test_the_slo_reads_the_client_perceived_time_with_rtt_and_the_measured_one_without():
+    plain = TrialInputs(workload="1k", uri="/1k.html", rate=50, duration_s=2.0, slo_reply_ms=80.0)
+    near = _trial(plain, 100, 100, 1.0)
+    assert near.meets_slo and near.reply_time_for_slo_ms == 1.0 and near.to_dict()["client_time"]["how"] == "none"
+    # One request per connection at 50 ms: 2 round trips a reply, 101 ms against an 80 ms SLO.
+    far = _trial(with_rtt(plain, 50.0, RTT_ADDED), 100, 100, 1.0)
+    assert far.reply_time_for_slo_ms == pytest.approx(101.0)
+    assert not far.meets_slo
+    assert far.slo_failures() == ["client-perceived reply time 101.0 ms (measured 1.0 + added 100.0 for 1 TCP + "
+                                  "1 request round trips of 50 ms per reply) >= 80 ms"]
+    # Five requests per connection: 60 ms a reply, within the SLO.
+    kept = _trial(with_rtt(replace_inputs(plain, num_calls=5, rate=10), 50.0, RTT_ADDED), 20, 100, 1.0)
+    assert kept.meets_slo and kept.reply_time_for_slo_ms == pytest.approx(61.0)
+    # Over TLS 1.2 (the trial's tls counts, as the HTTPS trials record them): 20 full handshakes add 40 round trips.
+    kept.tls = {"full_handshakes": 20, "resumed_handshakes": 0, "version": "TLSv1.2"}
+    assert kept.reply_time_for_slo_ms == pytest.approx(1.0 + 50.0 * (20 + 40 + 100) / 100)
+    assert kept.to_dict()["client_time"]["round_trips"]["tls_full"] == 40
+
+
+def replace_inputs(inputs: TrialInputs, **changes) -> TrialInputs:
+    from dataclasses import replace
+
+    return replace(inputs, **changes)
