@@ -245,3 +245,13 @@ def replace_inputs(inputs: TrialInputs, **changes) -> TrialInputs:
     from dataclasses import replace
 
     return replace(inputs, **changes)
+
+
+def test_a_knee_searchs_probes_carry_their_client_time_with_rtt():
+    from advisor.tuner.trial.runner import KneeResult
+
+    plain = TrialInputs(workload="1k", uri="/1k.html", rate=50, duration_s=2.0, slo_reply_ms=80.0)
+    far = _trial(with_rtt(plain, 50.0, RTT_ADDED), 100, 100, 1.0)
+    near = _trial(plain, 100, 100, 1.0)
+    probes = KneeResult(None, None, False, [far, near], None, "probe budget spent").to_dict()["probes"]
+    assert probes[0]["client_time"]["added_ms"] == pytest.approx(100.0) and "client_time" not in probes[1]

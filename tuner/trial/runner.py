@@ -911,7 +911,9 @@ class KneeResult:
                 "probes": [{"rate": p.inputs.rate, "reply_rate": round(p.httperf.reply_rate, 1),
                             "meets_slo": p.meets_slo, "valid": p.valid, "label": p.verdict.label,
                             "slo_failures": p.slo_failures(), "attempt": p.attempt,
-                            "disturbed": p.interference["disturbed"]} for p in self.probes]}
+                            "disturbed": p.interference["disturbed"],
+                            **({"client_time": p.client_time.to_dict()} if p.inputs.rtt_ms else {})}
+                           for p in self.probes]}
 
 
 def worth_another_attempt(result: TrialResult, retry_short_pool: bool = False) -> bool:
