@@ -136,3 +136,26 @@ def test_the_added_round_trips_match_what_netem_measures():
     assert measured["client_time"]["mean_ms"] == pytest.approx(added.mean_ms, rel=0.15)
     expected_far = RATE * (CALLS - 1) * (THINK_S + RTT_MS / 1000)
     assert expected_far * 0.8 <= _busy(measured) <= expected_far * 1.3
+
+
+@pytest.mark.netns
+def test_on_the_tools_link_without_netem_the_round_trip_is_added_and_said_so():
+    """The isolated sandbox's link takes the RTT as netem delay where the
+    kernel has netem; where it has none (this machine) the run does not
+    stop: it says so in a line and adds the round trips instead, and the
+    link is left without a qdisc of the tool's."""
+    require("apache2", "httperf", "unshare", "tc")
+    with SandboxRun(mpm="prefork", isolated=True) as run:
+        link = run.state.isolated
+        result = run.bench("--rtt", str(RTT_MS), "--rate", "5", "--duration", "1", "--warmup", "0",
+                           "--format", "json")
+        run.assert_stock_restored()
+        qdiscs = subprocess.run(["tc", "qdisc", "show", "dev", link["client_if"]], capture_output=True,
+                                text=True).stdout
+    trial = json.loads(result.stdout.splitlines()[0])
+    assert "netem" not in qdiscs, qdiscs
+    if _netem_available():
+        assert trial["inputs"]["rtt_how"] == RTT_ON_LINK and "delayed on the link by netem" in result.stderr
+        return
+    assert "this kernel has no netem, so the 50 ms round trip is added" in result.stderr, result.stderr
+    assert trial["inputs"]["rtt_how"] == RTT_ADDED and trial["client_time"]["added_ms"] == pytest.approx(2 * RTT_MS)
