@@ -180,6 +180,14 @@ class StagingTarget(ABC):
         return False
 
     def check_alive(self) -> None:
+        if self.base_url.lower().startswith("https:"):
+            # A plain-HTTP port behind an https URL fails here in one line, not as a TLS error mid-trial.
+            from urllib.parse import urlsplit
+
+            from advisor.tuner.measure.tls_probe import probe
+
+            parts = urlsplit(self.base_url)
+            probe(parts.hostname or "127.0.0.1", parts.port or 443, self.base_url)
         wait_healthy(self.health_url(), timeout=3.0)
 
     def describe(self) -> dict[str, object]:
@@ -309,6 +317,13 @@ class ExistingServerTarget(StagingTarget):
 
     def health_url(self) -> str:
         return self._base + self._path
+
+    def use_https(self) -> None:
+        """--tls over an http:// URL: the same host and port, spoken to in TLS."""
+        status = self._status
+        if status and status.lower().startswith("http:"):
+            status = "https:" + status[5:]
+        self._set_url("https:" + (self._base + self._path)[5:], status)
 
 
 class LocalServerTarget(ExistingServerTarget):
