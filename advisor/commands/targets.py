@@ -152,7 +152,7 @@ def resolve_target(options: TargetOptions, remote: RemoteOptions | None = None, 
             parts = urlsplit(target.base_url)
             # The sandbox serves HTTPS only when started so: this raises the
             # one-line "answers plain HTTP" error (or, oddly, finds TLS there).
-            probe(parts.hostname or "127.0.0.1", parts.port or 80, "--tls " + target.base_url)
+            probe(parts.hostname or "127.0.0.1", parts.port or 80, "--tls: " + target.base_url)
             raise UsageError(f"--tls: the sandbox at {target.base_url} was not started with --tls",
                              hint="restart it with `apache-advisor staging up --tls`")
     if check_alive:

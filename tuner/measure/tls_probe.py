@@ -65,7 +65,7 @@ def probe(host: str, port: int, url: str, timeout: float = 3.0) -> TlsInfo:
         if any(mark in text for mark in ("WRONG_VERSION_NUMBER", "wrong version number", "record layer failure",
                                          "packet length too long", "http request")):
             raise AdvisorError(f"{url}: the server at {host}:{port} answers plain HTTP, not TLS",
-                               hint="use an http:// URL for it, or serve HTTPS there (staging up --tls)") from None
+                               hint="use an http:// URL for it, or serve HTTPS there: staging up --tls") from None
         raise AdvisorError(f"{url}: no TLS handshake with {host}:{port}: {exc.reason or text}",
                            hint="check that the server speaks TLS 1.2 or 1.3 on that port") from None
     except OSError as exc:

@@ -206,8 +206,12 @@ class ProbeSettings:
     tolerance: float = 0.1
     retries: int = 1
     interval: float | None = None
+    tls_resume: str = "session"
+    """HTTPS targets: session (httperf resumes within a visitor's session) or never (--ssl-no-reuse)."""
 
     def check(self) -> None:
+        if self.tls_resume not in ("session", "never"):
+            raise UsageError(f"unknown --tls-resume {self.tls_resume!r}", hint="choose session or never")
         if not 0 < self.duration_s <= 600:
             raise UsageError("--duration must be between 0 and 600 seconds")
         if self.warmup_s is not None and not 0 <= self.warmup_s <= 120:
@@ -808,7 +812,8 @@ class TrialObjective:
             workload=workload.name, uri=workload.uri, rate=probes.start_rate, duration_s=probes.duration_s,
             num_calls=workload.num_calls, timeout_s=probes.timeout_s, uri_list=workload.uri_list,
             wsess=workload.wsess, server_cpus=server_cpus, client_cpus=client_cpus,
-            slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms)
+            slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms,
+            tls_resume=probes.tls_resume)
         if workload.session_log:
             inputs["session_log"] = workload.session_log
         # The warm-up knob arrives with the steady-state trials; an older trial layer has none.

@@ -69,7 +69,7 @@ def make_key_and_cert(dest: Path, key_type: str, host: str, timeout: float = 60.
                                hint="check that `openssl req` runs on this host") from None
         if made.returncode != 0 or not key.is_file() or not cert.is_file():
             raise AdvisorError(f"cannot make the sandbox's TLS key and certificate: openssl said "
-                               f"{_last_line(made.stderr or made.stdout)}",
+                               f"{_first_line(made.stderr or made.stdout)}",
                                hint="check that `openssl req` runs on this host (OPENSSL_CONF, the openssl package)")
         dest.mkdir(parents=True, exist_ok=True)
         key.chmod(0o600)
@@ -109,6 +109,6 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def _last_line(text: str) -> str:
+def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no output"
+    return lines[0] if lines else "no output"
