@@ -158,3 +158,35 @@ def test_handshakes_counted_by_the_trial_match_the_servers_log():
             assert trial["verdict"]["evidence"]["tls"]["full_handshakes_per_s"] == tls["full_handshakes_per_s"]
             assert any("KeepAlive Off" in cause for cause in trial["verdict"]["evidence"]["tls"]["handshake_causes"])
         run.assert_stock_restored()
+
+
+def test_count_handshakes_from_the_cache_counters():
+    from advisor.tuner.measure.tls_probe import count_handshakes
+
+    before = {"CacheStoreCount": 100, "CacheRetrieveHitCount": 10, "CacheRetrieveMissCount": 0}
+    # TLS 1.3: 2 stored tickets per full handshake, 1 per resumed one: 5 full, 15 resumed.
+    after13 = {"CacheStoreCount": 100 + 2 * 5 + 15, "CacheRetrieveHitCount": 25, "CacheRetrieveMissCount": 0}
+    assert count_handshakes(before, after13, "TLSv1.3") == (5, 15)
+    # TLS 1.2: one stored session per full handshake, none for a resumed one.
+    after12 = {"CacheStoreCount": 105, "CacheRetrieveHitCount": 25, "CacheRetrieveMissCount": 0}
+    assert count_handshakes(before, after12, "TLSv1.2") == (5, 15)
+
+
+def test_the_verdict_names_the_handshake_share_and_its_cause():
+    from advisor.tuner.measure.tls_probe import HandshakeCost, TlsTrial
+    from advisor.tuner.trial.verdict import Verdict, handshake_verdict
+
+    def trial(full: int) -> TlsTrial:
+        # 10 s, 2 s of server CPU, 0.5 ms per full handshake.
+        return TlsTrial(version="TLSv1.3", key_type="RSA-2048", cipher="x", resume="session",
+                        full_handshakes=full, resumed_handshakes=0, window_s=10.0, counted_by="test",
+                        server_cpu_s=2.0, replies=full, cost=HandshakeCost(0.5, 0.4, 0.02, 60))
+
+    cpu = Verdict("server CPU", {"server_cpu_busy_pct_mean": 99.0})
+    said = handshake_verdict(cpu, trial(2800), ["conf/managed.conf:3: KeepAlive Off"])
+    assert said.note.startswith("server CPU: 70 % in TLS handshakes, 280 full handshakes/s")
+    assert "KeepAlive Off" in said.note and said.evidence["tls"]["handshake_cpu_pct"] == 70.0
+    # A small share, or another bottleneck: the figures, no claim.
+    assert handshake_verdict(cpu, trial(400), []).note == ""
+    pool = handshake_verdict(Verdict("worker pool exhausted", {}), trial(2800), [])
+    assert pool.note == "" and pool.evidence["tls"]["full_handshakes_per_s"] == 280.0

@@ -159,6 +159,14 @@ class TrialResult:
     """Several load clients: each httperf's mean share of a core on its host."""
     tls: TlsTrial | None = None
     """HTTPS targets: the negotiated TLS, the handshakes the server counted, their CPU."""
+    server_cpu_s: float | None = None
+    """The server's CPU seconds from the window's start to httperf's end (None: not readable)."""
+
+    @property
+    def server_cpu_per_reply_ms(self) -> float | None:
+        if self.server_cpu_s is None or self.httperf.replies <= 0:
+            return None
+        return 1000.0 * self.server_cpu_s / self.httperf.replies
 
     @property
     def interference(self) -> dict[str, object]:
@@ -338,6 +346,9 @@ class TrialResult:
             "warmup": asdict(self.warmup) if self.warmup else None,
             "pool": self.pool.to_dict() if self.pool else None,
             "tls": self.tls.to_dict() if self.tls else None,
+            "server_cpu_s": round(self.server_cpu_s, 4) if self.server_cpu_s is not None else None,
+            "server_cpu_per_reply_ms": (round(self.server_cpu_per_reply_ms, 4)
+                                        if self.server_cpu_per_reply_ms is not None else None),
             "started": self.started,
             "wall_s": round(self.wall_s, 2),
         }
@@ -525,7 +536,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
             tls_cost = calibrate(spec.host, spec.port, collector.httpd_cpu_seconds)
     warm = warm_up(target, inputs, spec, pid, collector, registry, server_cpus, url_port(parts), clients)
     tls_before = cache_counters(_status_fields(collector.status_now(timeout=1.0))) if tls_info else None
-    cpu_before = collector.httpd_cpu_seconds() if tls_info else None
+    cpu_before = collector.httpd_cpu_seconds()
     own_before = collector.status_connections() if tls_info else None
     started = time.time()
     t0 = time.monotonic()
@@ -566,7 +577,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         if not isinstance(process, GroupRun):
             httperf.forget(target.load_record, process.pid)
         samples = collector.stop()
-        cpu_after = collector.httpd_cpu_seconds() if tls_info else None
+        cpu_after = collector.httpd_cpu_seconds()
         own_after = getattr(collector, "final_status_connections", None) if tls_info else None
         pool = collector.pool_state()
         if pid and pool is not None:
@@ -614,7 +625,9 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                         listen_overflows=overflows, listen_drops=drops, started=started,
                         wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
                         pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
-                        metrics_lost=lost, client_cpu_pct=client_cpu)
+                        metrics_lost=lost, client_cpu_pct=client_cpu,
+                        server_cpu_s=cpu_after - cpu_before if cpu_before is not None and cpu_after is not None
+                        else None)
     if tls_info is not None:
         own = own_after - own_before if own_before is not None and own_after is not None else None
         trial.tls = _tls_trial(tls_info, tls_cost, inputs, tls_before,
