@@ -190,3 +190,32 @@ def test_the_verdict_names_the_handshake_share_and_its_cause():
     assert handshake_verdict(cpu, trial(400), []).note == ""
     pool = handshake_verdict(Verdict("worker pool exhausted", {}), trial(2800), [])
     assert pool.note == "" and pool.evidence["tls"]["full_handshakes_per_s"] == 280.0
+
+
+@pytest.mark.load  # asserts a verdict: needs the host's cores
+def test_handshakes_that_fill_the_server_cpu_are_named_with_their_line():
+    """KeepAlive Off, one request per visitor, RSA-2048, half a core: the server's
+    CPU goes mostly to handshakes, and the verdict says so with the line."""
+    from test_bench_support import require_cgroup_cpu
+
+    require("apache2", "httperf", "openssl")
+    two_cores()
+    require_cgroup_cpu()
+    with SandboxRun(mpm="prefork", tls=True, tls_key="rsa2048", cpu_quota_pct=50) as run:
+        def run_at(rate: float, seconds: str) -> dict:
+            return [d for d in run.bench_json("--workload", "1k", "--rate", f"{rate:.0f}", "--duration", seconds,
+                                              "--set", "KeepAlive Off") if d["kind"] == "trial"][0]
+
+        # A third above what half a core can serve at the CPU per reply measured
+        # under capacity: far enough to fill it, near enough that mod_status
+        # still answers (with KeepAlive Off each read waits in the accept queue).
+        light = run_at(100, "1")
+        assert light["verdict"]["label"] != "server CPU"
+        trial = run_at(1.3 * 500.0 / light["server_cpu_per_reply_ms"], "3")
+        verdict, tls = trial["verdict"], trial["tls"]
+        assert verdict["label"] == "server CPU", verdict
+        assert tls["handshake_cpu_share"] >= 0.3, tls
+        assert "% in TLS handshakes" in verdict["note"] and "KeepAlive Off" in verdict["note"]
+        assert f"{tls['full_handshakes_per_s']:.0f} full handshakes/s" in verdict["note"]
+        assert tls["resumed_handshakes"] == 0  # a visitor per connection: nothing to resume
+        run.assert_stock_restored()
