@@ -133,7 +133,7 @@ def staging_status(
     if not info["running"]:
         print(f"staging httpd is not running (work dir {info['work_dir']})")
         return
-    tls_text = f", HTTPS with a {info['tls_key']} key" if info.get("tls_key") else ""
+    tls_text = f", HTTPS (TLS 1.2/1.3, {info['tls_key']} key)" if info.get("tls_key") else ""
     print(f"staging httpd ({info.get('mpm')}) running at {info.get('url')}, pid {info['pid']}, "
           f"cores {info.get('server_cpus') or 'all'}{tls_text}")
     if "busy_workers" in info:
