@@ -528,10 +528,17 @@ class TuneSession:
         p = self.probes
         peak = p.max_rate if self.objective.kind == "peak" else self.objective.rate
         clients = self.settings.clients
-        return offered_load_text(self.target.describe().get("url", "?"),
+        described = self.target.describe()
+        text = offered_load_text(described.get("url", "?"),
                                  self.settings.client_cpus if self.settings.client_here else None, peak,
                                  self.workload.unit, self.workload.calls,
                                  generators=clients.describe() if clients is not None else None)
+        tls = described.get("tls")
+        if isinstance(tls, dict):
+            resume = ("each visitor's later connections resume its TLS session" if p.tls_resume == "session"
+                      else "every connection a full TLS handshake (--tls-resume never)")
+            text += f"; HTTPS: {tls.get('version')}, {tls.get('key_type') or 'unknown'} key, {resume}"
+        return text
 
     def _probe_s(self) -> float:
         p = self.probes
