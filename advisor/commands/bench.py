@@ -59,6 +59,7 @@ class BenchOptions:
     allow_hosts: list[str] | None
     """None when --allow-host is not given: then only a --host target is checked."""
     httperf_bin: str | None
+    tls_resume: str
     target: TargetOptions
     remote: RemoteOptions
     wan: WanOptions
@@ -108,6 +109,8 @@ def bench(
     wan_rate: WanRateOption = None,
     rtt: RttOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
+    tls: bool = typer.Option(False, "--tls", help="Load over HTTPS (httperf --ssl): the sandbox must be up with --tls; an existing server's URL becomes https. An https --url does the same."),
+    tls_resume: str = typer.Option("session", "--tls-resume", help="HTTPS: session (a visitor's first connection makes a full handshake, its later ones resume, as a browser; httperf resumes within its sessions) or never (every connection a full handshake: the worst case)."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
     dynamic: str = typer.Option("static", "--dynamic", help=DYNAMIC_HELP),
@@ -121,9 +124,9 @@ def bench(
         timeout=timeout, num_calls=num_calls, burst_length=burst_length, think=think, cgi_n=cgi_n,
         sleep_ms=sleep_ms, slo_ms=slo_ms, slo_errors=slo_errors, directives=list(directives or []),
         rtt=rtt, server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
-        plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin,
+        plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume,
         target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
-                             managed=managed),
+                             managed=managed, tls=tls),
         remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
         wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
         log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
@@ -155,6 +158,8 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
         raise UsageError("--warmup must be between 0 and 120 seconds", hint="leave it out to warm up until the pool is steady")
     if options.num_calls < 1 or options.burst_length < 1 or options.burst_length > options.num_calls:
         raise UsageError("need 1 <= --burst-length <= --num-calls")
+    if options.tls_resume not in ("session", "never"):
+        raise UsageError(f"unknown --tls-resume {options.tls_resume!r}", hint="choose session or never")
     rate, start_rate = options.rate, options.start_rate
     log = None
     if is_log_workload(options.workload_name):
@@ -201,7 +206,8 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
         num_calls=options.num_calls, burst_length=options.burst_length, timeout_s=options.timeout,
         uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
         directives=list(options.directives), slo_errors_pct=options.slo_errors, slo_reply_ms=options.slo_ms,
-        warmup_s=options.warmup, session_log=log.replay.session_log if log is not None else None)
+        warmup_s=options.warmup, session_log=log.replay.session_log if log is not None else None,
+        tls_resume=options.tls_resume)
     interval = options.interval or (1.0 if options.duration >= 10 else max(0.25, options.duration / 6))
 
     report = _Reporter(options.output_format, options.plot)
@@ -275,6 +281,23 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
         if link is not None:
             wan_qdiscs.clear(link)
     report.plots(trials)
+
+
+def tls_line(tls) -> str:
+    """One line of a trial's TLS figures (advisor.tuner.measure.tls_probe.TlsTrial)."""
+    def number(value, unit="", digits=0):
+        return "?" if value is None else f"{value:.{digits}f}{unit}"
+
+    cost = tls.cost
+    parts = [f"TLS {tls.version or '?'} {tls.key_type or '?'}, resume {tls.resume}",
+             f"handshakes/s full {number(tls.full_per_s)} resumed {number(tls.resumed_per_s)} "
+             f"({number(tls.full_handshakes)} + {number(tls.resumed_handshakes)}, counted by the server)",
+             f"server CPU per reply {number(tls.cpu_per_reply_ms, ' ms', 3)}",
+             f"per handshake full {number(cost.full_ms if cost else None, ' ms', 3)} "
+             f"resumed {number(cost.resumed_ms if cost else None, ' ms', 3)}"]
+    if tls.handshake_share is not None:
+        parts.append(f"{100 * tls.handshake_share:.0f} % of the server's CPU in handshakes")
+    return "; ".join(parts)
 
 
 def _parse_rates(text: str | None) -> list[float]:
@@ -375,6 +398,8 @@ class _Reporter:
         self.console.print(f"  verdict [bold]{result.verdict.label}[/bold]: {evidence}")
         if result.verdict.note:
             self.console.print(f"  {result.verdict.note}")
+        if result.tls is not None:
+            self.console.print("  " + tls_line(result.tls), markup=False, highlight=False)
         for failure in result.slo_failures():
             self.console.print(f"  SLO: {failure}")
         for reason in result.invalid_reasons:

@@ -33,6 +33,8 @@ def staging_up(
     status_allow: Optional[list[str]] = typer.Option(None, "--status-allow", help="Extra address allowed to read mod_status."),
     extended_status: bool = typer.Option(False, "--extended-status", help="Turn ExtendedStatus on."),
     isolated: bool = typer.Option(False, "--isolated", help="Run httpd in a network namespace the tool makes, reached over one veth pair (root): bench and tune may then put WAN conditions on that link (--wan-delay, --wan-rate...)."),
+    tls: bool = typer.Option(False, "--tls", help="Serve HTTPS with mod_ssl as Debian's ssl.conf sets it up: a key and self-signed certificate made now, the shmcb session cache, TLS 1.2 and 1.3."),
+    tls_key: Optional[str] = typer.Option(None, "--tls-key", help="The key type with --tls: ecdsa-p256 (default) or rsa2048."),
     cpu_quota: Optional[float] = typer.Option(None, "--cpu-quota", help="Let httpd use at most this % of one core (a cgroup; needs root), so that it saturates before httperf does."),
     output_format: str = typer.Option("text", "--format", help="text or json."),
 ) -> None:
@@ -43,23 +45,28 @@ def staging_up(
         if listen_host != "127.0.0.1" and not netns:
             raise UsageError("--listen-host other than 127.0.0.1 needs --netns",
                              hint="the sandbox only listens on loopback or inside a namespace you made")
+        if tls_key is not None and not tls:
+            raise UsageError("--tls-key without --tls", hint="add --tls to serve HTTPS with that key")
         cpus = parse_cpus(server_cpus)
         if cpus is None and (os.cpu_count() or 1) >= 2:
             cpus = [0]
         allow = ["127.0.0.1", "::1"] + list(status_allow or [])
         state = Sandbox(workdir, binary=httpd_bin).up(
             source_config=config, mpm=mpm, port=port, host=listen_host, server_cpus=cpus, netns=netns,
-            status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota, isolated=isolated)
+            status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota, isolated=isolated,
+            tls=tls, tls_key=tls_key)
     except AdvisorError as error:
         fail(error)
         return
     if output_format == "json":
         print(json.dumps({"url": state.base_url, "pid": state.pid, "mpm": state.mpm, "work_dir": state.work_dir,
                           "server_cpus": state.server_cpus, "cpu_quota_pct": state.cpu_quota_pct,
-                          "managed": state.managed, "isolated": state.isolated}))
+                          "managed": state.managed, "isolated": state.isolated, "tls_key": state.tls_key}))
     else:
         quota = f", at most {state.cpu_quota_pct:g} % of a core" if state.cpu_quota_pct else ""
-        print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}{quota}")
+        tls_text = f", TLS 1.2/1.3 with a self-signed {state.tls_key} certificate" if state.tls else ""
+        print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}"
+              f"{quota}{tls_text}")
         print(f"work dir {state.work_dir}; managed include {state.managed}")
         if state.isolated:
             link = state.isolated
@@ -126,8 +133,9 @@ def staging_status(
     if not info["running"]:
         print(f"staging httpd is not running (work dir {info['work_dir']})")
         return
+    tls_text = f", HTTPS (TLS 1.2/1.3, {info['tls_key']} key)" if info.get("tls_key") else ""
     print(f"staging httpd ({info.get('mpm')}) running at {info.get('url')}, pid {info['pid']}, "
-          f"cores {info.get('server_cpus') or 'all'}")
+          f"cores {info.get('server_cpus') or 'all'}{tls_text}")
     if "busy_workers" in info:
         print(f"workers busy {info['busy_workers']} idle {info['idle_workers']}, config generation {info['generation']}")
     if info["journal_pending"]:

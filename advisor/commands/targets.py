@@ -67,6 +67,8 @@ class TargetOptions:
     reload_cmd: str
     test_cmd: str | None
     managed: str | None
+    tls: bool = False
+    """--tls: load over HTTPS (an existing server's http:// URL becomes https://)."""
 
     @property
     def existing(self) -> bool:
@@ -143,6 +145,20 @@ def resolve_target(options: TargetOptions, remote: RemoteOptions | None = None, 
         work_dir = sandbox.work_dir
         if allow_hosts is not None:
             check_host(target.base_url, allow_hosts)
+    if options.tls and not target.base_url.lower().startswith("https:"):
+        if options.existing:
+            target.use_https()
+        else:
+            from urllib.parse import urlsplit
+
+            from advisor.tuner.measure.tls_probe import probe
+
+            parts = urlsplit(target.base_url)
+            # The sandbox serves HTTPS only when started so: this raises the
+            # one-line "answers plain HTTP" error (or, oddly, finds TLS there).
+            probe(parts.hostname or "127.0.0.1", parts.port or 80, "--tls: " + target.base_url)
+            raise UsageError(f"--tls: the sandbox at {target.base_url} was not started with --tls",
+                             hint="restart it with `apache-advisor staging up --tls`")
     if check_alive:
         target.check_alive()
     return ResolvedTarget(target, work_dir)

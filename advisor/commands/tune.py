@@ -67,6 +67,7 @@ class TuneOptions:
     server_cpus: str | None
     client_cpus: str | None
     httperf_bin: str | None
+    tls_resume: str
     target: TargetOptions
     remote: RemoteOptions
     wan: WanOptions
@@ -124,6 +125,8 @@ def tune(
     wan_rate: WanRateOption = None,
     rtt: RttOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
+    tls: bool = typer.Option(False, "--tls", help="Load over HTTPS (httperf --ssl): the sandbox must be up with --tls; an existing server's URL becomes https. An https --url does the same."),
+    tls_resume: str = typer.Option("session", "--tls-resume", help="HTTPS: session (one full handshake per visitor, resumed for its later connections, as a browser) or never (every connection a full handshake: the worst case)."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
     dynamic: str = typer.Option("static", "--dynamic", help=DYNAMIC_HELP),
@@ -139,9 +142,9 @@ def tune(
         duration=duration, warmup=warmup, timeout=timeout, start_rate=start_rate, max_rate=max_rate,
         max_probes=max_probes, first_probes=first_probes, tolerance=tolerance, retries=retries,
         num_calls=num_calls, think=think, cgi_n=cgi_n, sleep_ms=sleep_ms, server_cpus=server_cpus,
-        client_cpus=client_cpus, httperf_bin=httperf_bin,
+        client_cpus=client_cpus, httperf_bin=httperf_bin, tls_resume=tls_resume,
         target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
-                             managed=managed),
+                             managed=managed, tls=tls),
         remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
         wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
         log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
@@ -203,7 +206,7 @@ def _tune(options: TuneOptions) -> None:
     probes = ProbeSettings(duration_s=options.duration, warmup_s=options.warmup, timeout_s=options.timeout,
                            start_rate=start_rate or (10.0 if sessions else 250.0), max_rate=options.max_rate,
                            max_probes=options.max_probes, first_max_probes=options.first_probes,
-                           tolerance=options.tolerance, retries=options.retries)
+                           tolerance=options.tolerance, retries=options.retries, tls_resume=options.tls_resume)
     probes.check()
     if options.space_file and not os.path.isfile(options.space_file):
         raise UsageError("no such --space file", file=options.space_file, hint="give the path of a TOML file")

@@ -188,6 +188,14 @@ class HttperfSpec:
     # (I, N): this httperf is client I of N load generators (--client=I/N,
     # which biases workload generators so the clients do not all ask alike).
     client: tuple[int, int] | None = None
+    # HTTPS (--ssl). httperf 0.9.0 resumes TLS sessions only within one of
+    # its sessions (--wsess, --wsesslog): the session's first connection makes
+    # a full handshake and its later ones resume it, as a browser does for one
+    # visitor; with --num-conns every connection is a visitor of its own, a
+    # full handshake each. `ssl_no_reuse` (--ssl-no-reuse) makes every
+    # connection of a session a full handshake too (measured, docs/bench.md).
+    ssl: bool = False
+    ssl_no_reuse: bool = False
 
     def argv(self) -> list[str]:
         binary = self.binary or find_httperf()
@@ -203,6 +211,10 @@ class HttperfSpec:
             args.append(f"--client={self.client[0]}/{self.client[1]}")
         if self.http_version:
             args.append(f"--http-version={self.http_version}")
+        if self.ssl:
+            args.append("--ssl")
+            if self.ssl_no_reuse:
+                args.append("--ssl-no-reuse")
         if self.wsess and self.session_log:
             sessions, _calls, think = self.wsess
             # man httperf: no --burst-length, --wsess or --wlog beside --wsesslog.

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 
-from advisor.tuner.measure.status import SCOREBOARD_KEYS, StatusSnapshot, parse_status
+from advisor.tuner.measure.status import SCOREBOARD_KEYS, StatusSnapshot, parse_status, staging_verify
 
 
 @dataclass
@@ -363,6 +363,8 @@ class MetricsCollector(threading.Thread):
         self._stop_event = threading.Event()
         self._net_dir = f"/proc/{server_pid}/net" if server_pid else "/proc/self/net"
         self._session = None
+        self._status_connects = 0
+        self._status_conn_closed = True  # no connection yet: the first read opens one
         self._watcher: ChildWatcher | None = None
         self._shaped: list[str] = []
         self._client_cpu: tuple[float, float] | None = None
@@ -385,17 +387,34 @@ class MetricsCollector(threading.Thread):
 
         if not self.status_url or self._session is None:
             return None
+        if self._status_conn_closed:
+            self._status_connects += 1  # this read opens a new connection
+        self._status_conn_closed = True  # until a reply says the connection stays
         try:
-            response = self._session.get(self.status_url, timeout=timeout)
+            # verify per request: a session's own setting loses to $REQUESTS_CA_BUNDLE.
+            response = self._session.get(self.status_url, timeout=timeout, verify=staging_verify(self.status_url))
         except requests.RequestException:
             self._session.close()  # the connection is gone; retry on a new one next time
             return None
+        self._status_conn_closed = "close" in response.headers.get("Connection", "").lower()
         return parse_status(response.text) if response.status_code == 200 else None
 
     def httpd_cpu_seconds(self) -> float | None:
         """CPU seconds the httpd tree has used so far (reaped children included)."""
         found = self._httpd_cpu()
         return found[0] if found else None
+
+    def status_connections(self) -> int:
+        """Connections the status reader has opened so far.
+
+        Over HTTPS each is a full handshake that the server counts with the
+        load's: a trial takes them off. A server that closes after every
+        reply (KeepAlive Off) makes one per read. Counted from the replies'
+        `Connection: close` and failed reads; a kept-alive connection that
+        the server timed out between reads (KeepAliveTimeout below the
+        sampling interval) is not seen.
+        """
+        return self._status_connects
 
     def status_now(self, timeout: float = 1.0) -> StatusSnapshot | None:
         """One status read outside the sampling loop (keeps the connection open)."""
@@ -414,6 +433,11 @@ class MetricsCollector(threading.Thread):
             self.join(timeout=10)
         if self._watcher is not None:
             self._watcher.stop()
+        # The status once the load is over, on the connection the window kept
+        # open (a new one would be a TLS handshake of its own): the trial's
+        # closing reading of mod_ssl's cache counters.
+        self.final_status = self._status(timeout=1.0) if self._session is not None else None
+        self.final_status_connections = self.status_connections()
         if self._session is not None:
             # On prefork an open keep-alive connection holds a worker: let it go.
             self._session.close()

@@ -246,6 +246,11 @@ class RemoteMetricsCollector(metrics.MetricsCollector):
                 self._process.wait(timeout=5)
         if self.is_alive():
             self.join(timeout=10)
+        # The status once the load is over, on the connection the window kept
+        # open (a new one would be a TLS handshake of its own): the trial's
+        # closing reading of mod_ssl's cache counters.
+        self.final_status = self._status(timeout=1.0) if self._session is not None else None
+        self.final_status_connections = self.status_connections()
         if self._session is not None:
             self._session.close()
         return self.samples

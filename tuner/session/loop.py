@@ -233,8 +233,12 @@ class ProbeSettings:
     tolerance: float = 0.1
     retries: int = 1
     interval: float | None = None
+    tls_resume: str = "session"
+    """HTTPS targets: session (httperf resumes within a visitor's session) or never (--ssl-no-reuse)."""
 
     def check(self) -> None:
+        if self.tls_resume not in ("session", "never"):
+            raise UsageError(f"unknown --tls-resume {self.tls_resume!r}", hint="choose session or never")
         if not 0 < self.duration_s <= 600:
             raise UsageError("--duration must be between 0 and 600 seconds")
         if self.warmup_s is not None and not 0 <= self.warmup_s <= 120:
@@ -555,10 +559,17 @@ class TuneSession:
         p = self.probes
         peak = p.max_rate if self.objective.kind == "peak" else self.objective.rate
         clients = self.settings.clients
-        return offered_load_text(self.target.describe().get("url", "?"),
+        described = self.target.describe()
+        text = offered_load_text(described.get("url", "?"),
                                  self.settings.client_cpus if self.settings.client_here else None, peak,
                                  self.workload.unit, self.workload.calls,
                                  generators=clients.describe() if clients is not None else None)
+        tls = described.get("tls")
+        if isinstance(tls, dict):
+            resume = ("each visitor's later connections resume its TLS session" if p.tls_resume == "session"
+                      else "every connection a full TLS handshake (--tls-resume never)")
+            text += f"; HTTPS: {tls.get('version')}, {tls.get('key_type') or 'unknown'} key, {resume}"
+        return text
 
     def _probe_s(self) -> float:
         p = self.probes
@@ -839,7 +850,8 @@ class TrialObjective:
             workload=workload.name, uri=workload.uri, rate=probes.start_rate, duration_s=probes.duration_s,
             num_calls=workload.num_calls, timeout_s=probes.timeout_s, uri_list=workload.uri_list,
             wsess=workload.wsess, server_cpus=server_cpus, client_cpus=client_cpus,
-            slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms)
+            slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms,
+            tls_resume=probes.tls_resume)
         if workload.session_log:
             inputs["session_log"] = workload.session_log
         # The warm-up knob arrives with the steady-state trials; an older trial layer has none.

@@ -157,10 +157,16 @@ class SandboxState:
     cgroup_version: int | None = None
     isolated: dict | None = None
     """The namespace and link `staging up --isolated` made (advisor.tuner.staging.isolated.IsolatedLink)."""
+    tls_key: str | None = None
+    """`staging up --tls`: the key type (advisor.tuner.staging.tls_setup.KEY_TYPES); None serves plain HTTP."""
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_key is not None
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{self.host}:{self.port}"
 
     @property
     def status_url(self) -> str:
@@ -260,6 +266,8 @@ class Sandbox:
         extended_status: bool = False,
         cpu_quota_pct: float | None = None,
         isolated: bool = False,
+        tls: bool = False,
+        tls_key: str | None = None,
         timeout: float = 15.0,
         _link=None,
     ) -> SandboxState:
@@ -278,8 +286,8 @@ class Sandbox:
                 return self.up(source_config=source_config, mpm=mpm, port=port or 8080, host=link.server_addr,
                                server_cpus=server_cpus, netns=link.netns,
                                status_allow=list(status_allow or ["127.0.0.1", "::1"]) + [link.client_addr],
-                               extended_status=extended_status, cpu_quota_pct=cpu_quota_pct, timeout=timeout,
-                               _link=link)
+                               extended_status=extended_status, cpu_quota_pct=cpu_quota_pct, tls=tls,
+                               tls_key=tls_key, timeout=timeout, _link=link)
             except BaseException:
                 isolation.destroy(link)
                 raise
@@ -294,6 +302,15 @@ class Sandbox:
             raise UsageError(f"unknown MPM {mpm!r}", hint="choose prefork, worker or event")
         if not port:
             port = free_port(host) if netns is None else 8080
+        tls_text = "# plain HTTP (staging up --tls serves HTTPS)"
+        if tls or tls_key is not None:
+            from advisor.tuner.staging import tls_setup
+
+            tls_key = tls_setup.check_key_type(tls_key)
+            tls_setup.check_modules(modules_dir)
+            # Made before anything is written: a key openssl cannot make leaves the work dir as it was.
+            cert, key = tls_setup.make_key_and_cert(self.conf_dir / "tls", tls_key, host)
+            tls_text = tls_setup.config_lines(modules_dir, self.work_dir / "run", host, port, cert, key)
         for sub in ("conf", "logs", "run", "docroot", "cgi-bin"):
             (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
         workload.write_docroot(self.work_dir / "docroot", self.work_dir / "cgi-bin")
@@ -324,6 +341,7 @@ class Sandbox:
             cgi_dir=self.work_dir / "cgi-bin",
             extended_status="On" if extended_status else "Off",
             status_allow=allow,
+            tls=tls_text,
             managed=self.managed_path,
         )
         site_path = self.conf_dir / "site.conf"
@@ -356,6 +374,7 @@ class Sandbox:
             cpu_quota_pct=cpu_quota_pct, cgroup=quota.path if quota else None,
             cgroup_version=quota.version if quota else None,
             isolated=_link.to_dict() if _link is not None else None,
+            tls_key=tls_key,
         )
         self._save_state(state)
         wait_healthy(state.base_url + "/index.html", timeout=timeout)
@@ -583,7 +602,7 @@ class Sandbox:
         info: dict[str, object] = {"work_dir": str(self.work_dir), "running": pid is not None, "pid": pid}
         if state is None:
             return info
-        info.update(url=state.base_url, mpm=state.mpm, server_cpus=state.server_cpus, cpu_quota_pct=state.cpu_quota_pct,
+        info.update(url=state.base_url, tls_key=state.tls_key, mpm=state.mpm, server_cpus=state.server_cpus, cpu_quota_pct=state.cpu_quota_pct,
                     config=state.config, managed=state.managed, netns=state.netns,
                     source_config=state.source_config)
         if pid is not None:

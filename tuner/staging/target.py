@@ -180,10 +180,25 @@ class StagingTarget(ABC):
         return False
 
     def check_alive(self) -> None:
+        if self.base_url.lower().startswith("https:"):
+            # A plain-HTTP port behind an https URL fails here in one line, not as a TLS error mid-trial.
+            from urllib.parse import urlsplit
+
+            from advisor.tuner.measure.tls_probe import probe
+
+            parts = urlsplit(self.base_url)
+            self.tls_info = probe(parts.hostname or "127.0.0.1", parts.port or 443, self.base_url)
         wait_healthy(self.health_url(), timeout=3.0)
 
+    # What check_alive's TLS connection negotiated (advisor.tuner.measure.tls_probe.TlsInfo); None over HTTP.
+    tls_info = None
+
     def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "url": self.base_url, "managed": str(self.managed_path)}
+        info: dict[str, object] = {"kind": self.kind, "url": self.base_url, "managed": str(self.managed_path)}
+        if self.tls_info is not None:
+            info["tls"] = {"version": self.tls_info.version, "key_type": self.tls_info.key_type,
+                           "cipher": self.tls_info.cipher}
+        return info
 
     def wait_reloaded(self, before: int | None, timeout: float = 10.0) -> None:
         """After a graceful reload: wait for a new config generation, then health."""
@@ -309,6 +324,13 @@ class ExistingServerTarget(StagingTarget):
 
     def health_url(self) -> str:
         return self._base + self._path
+
+    def use_https(self) -> None:
+        """--tls over an http:// URL: the same host and port, spoken to in TLS."""
+        status = self._status
+        if status and status.lower().startswith("http:"):
+            status = "https:" + status[5:]
+        self._set_url("https:" + (self._base + self._path)[5:], status)
 
 
 class LocalServerTarget(ExistingServerTarget):

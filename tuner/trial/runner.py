@@ -22,10 +22,11 @@ from advisor.tuner.load.roundtrips import (RTT_ADDED, RTT_NONE, ClientTime, clie
                                            lengthened_think)
 from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.status import fetch_status
+from advisor.tuner.measure.tls_probe import TlsTrial, cache_counters, calibrate, count_handshakes, probe
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.poolcheck import PoolCheck, check_pool
 from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConnectionCap, Verdict, closed_by_server, decide,
-                                         foreign_cpu)
+                                         foreign_cpu, handshake_verdict)
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
 # target: we allow 2 % slack for timer granularity.
@@ -105,6 +106,10 @@ class TrialInputs:
     rtt_ms: float = 0.0
     rtt_how: str = RTT_NONE
     think_added_s: float = 0.0
+    # HTTPS targets: "session", httperf resumes the TLS session within each of
+    # its sessions (one full handshake per visitor, as a browser); "never",
+    # every connection a full handshake (--ssl-no-reuse, the worst case).
+    tls_resume: str = "session"
 
     def replayed(self):
         """The prepared session file's shape, or None."""
@@ -160,6 +165,16 @@ class TrialResult:
     metrics_lost: str = ""  # the server's metrics stopped mid-trial (a remote host's connection went away)
     client_cpu_pct: dict[str, float | None] = field(default_factory=dict)
     """Several load clients: each httperf's mean share of a core on its host."""
+    tls: TlsTrial | None = None
+    """HTTPS targets: the negotiated TLS, the handshakes the server counted, their CPU."""
+    server_cpu_s: float | None = None
+    """The server's CPU seconds from the window's start to httperf's end (None: not readable)."""
+
+    @property
+    def server_cpu_per_reply_ms(self) -> float | None:
+        if self.server_cpu_s is None or self.httperf.replies <= 0:
+            return None
+        return 1000.0 * self.server_cpu_s / self.httperf.replies
 
     @property
     def interference(self) -> dict[str, object]:
@@ -280,14 +295,19 @@ class TrialResult:
         workload's, not the server's, so it is taken off; a server that
         falls behind still stretches the test, and its rate drops.
         """
+        window = self.load_window_s
+        return self.httperf.replies / window if window > 0 else 0.0
+
+    @property
+    def load_window_s(self) -> float:
+        """httperf's test time, less a session workload's think-time tail (see served_rate)."""
         h = self.httperf
         if not self.inputs.wsess:
-            return h.reply_rate
+            return h.test_duration_s
         sessions, calls, think = self.inputs.wsess
         shape = self.inputs.replayed()
         tail = shape.tail_s(sessions, self.inputs.rate) if shape is not None else max(0, calls - 1) * think
-        window = h.test_duration_s - tail
-        return h.replies / window if window > 0 else 0.0
+        return h.test_duration_s - tail
 
     @property
     def client_time(self) -> ClientTime:
@@ -356,6 +376,10 @@ class TrialResult:
             "attempt": self.attempt,
             "warmup": asdict(self.warmup) if self.warmup else None,
             "pool": self.pool.to_dict() if self.pool else None,
+            "tls": self.tls.to_dict() if self.tls else None,
+            "server_cpu_s": round(self.server_cpu_s, 4) if self.server_cpu_s is not None else None,
+            "server_cpu_per_reply_ms": (round(self.server_cpu_per_reply_ms, 4)
+                                        if self.server_cpu_per_reply_ms is not None else None),
             "started": self.started,
             "wall_s": round(self.wall_s, 2),
         }
@@ -453,6 +477,11 @@ def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float
     return time.monotonic() - t0, False
 
 
+def url_port(parts) -> int:
+    """A split URL's port, or its scheme's (443 for https)."""
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
 def quota_headroom_pct(quota_pct: float | None) -> float:
     """The share of the server's core a CPU quota leaves to other programs (0 without one)."""
     return 100.0 - min(100.0, quota_pct or 100.0)
@@ -473,7 +502,7 @@ def run_trial(target: StagingTarget, inputs: TrialInputs, *, interval: float = 1
     server_cpus = server_affinity(pid) if pid else inputs.server_cpus
     if server_cpus and len(server_cpus) == (os.cpu_count() or 1):
         server_cpus = None if inputs.server_cpus is None else server_cpus
-    quiet_wait, quiet = wait_quiet(target, pid, parts.port or 80)
+    quiet_wait, quiet = wait_quiet(target, pid, url_port(parts))
     # This thread and the collector it starts (threads inherit the affinity of
     # the thread that makes them) stay off a server core httpd can fill. A
     # quota leaves part of the server's cores idle: there the collector takes
@@ -509,11 +538,11 @@ def _load_result(process, timeout: float) -> httperf.HttperfResult:
 
 def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, registry,
                 quiet_wait: float, quiet: bool, quota, clients=None) -> TrialResult:
-    collector = target.metrics_collector(interval=interval, server_pid=pid, port=parts.port or 80,
+    collector = target.metrics_collector(interval=interval, server_pid=pid, port=url_port(parts),
                                          status_url=target.status_url, max_samples=int(600 / interval),
                                          cpu_quota=quota)
     collector.prime()
-    spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=parts.port or 80, uri=inputs.uri,
+    spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=url_port(parts), uri=inputs.uri,
                                rate=inputs.rate, num_conns=inputs.num_conns, num_calls=inputs.num_calls,
                                burst_length=inputs.burst_length, timeout_s=inputs.timeout_s,
                                uri_list=inputs.uri_list, wsess=inputs.wsess, client_cpus=inputs.client_cpus)
@@ -528,7 +557,18 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         per_request, connections = session_connections(inputs, connection_cap(target))
         if per_request:
             spec.http_version = "1.0"
-    warm = warm_up(target, inputs, spec, pid, collector, registry, server_cpus, parts.port or 80, clients)
+    tls_info = tls_cost = None
+    if parts.scheme == "https":
+        spec.ssl = True
+        spec.ssl_no_reuse = inputs.tls_resume == "never"
+        tls_info = probe(spec.host, spec.port, target.base_url)
+        if target.on_this_machine:
+            # Before the warm-up, which drains whatever the calibration left.
+            tls_cost = calibrate(spec.host, spec.port, collector.httpd_cpu_seconds)
+    warm = warm_up(target, inputs, spec, pid, collector, registry, server_cpus, url_port(parts), clients)
+    tls_before = cache_counters(_status_fields(collector.status_now(timeout=1.0))) if tls_info else None
+    cpu_before = collector.httpd_cpu_seconds()
+    own_before = collector.status_connections() if tls_info else None
     started = time.time()
     t0 = time.monotonic()
     collector.start()
@@ -568,6 +608,8 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         if not isinstance(process, GroupRun):
             httperf.forget(target.load_record, process.pid)
         samples = collector.stop()
+        cpu_after = collector.httpd_cpu_seconds()
+        own_after = getattr(collector, "final_status_connections", None) if tls_info else None
         pool = collector.pool_state()
         if pid and pool is not None:
             _POOL_SEEN[pid] = pool
@@ -610,11 +652,44 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                    replies=result.replies, resets=resets, cap=connection_cap(target))
     inputs.server_cpus = server_cpus
     pool = check_pool(samples, target.pool_config(claimed=True), target.compensated(), verdict.label)
-    return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
-                       listen_overflows=overflows, listen_drops=drops, started=started,
-                       wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
-                       pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
-                       metrics_lost=lost, client_cpu_pct=client_cpu)
+    trial = TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
+                        listen_overflows=overflows, listen_drops=drops, started=started,
+                        wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
+                        pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
+                        metrics_lost=lost, client_cpu_pct=client_cpu,
+                        server_cpu_s=cpu_after - cpu_before if cpu_before is not None and cpu_after is not None
+                        else None)
+    if tls_info is not None:
+        own = own_after - own_before if own_before is not None and own_after is not None else None
+        trial.tls = _tls_trial(tls_info, tls_cost, inputs, tls_before,
+                               cache_counters(_status_fields(getattr(collector, "final_status", None))),
+                               cpu_before, cpu_after, result.replies, trial.load_window_s, own)
+        trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
+    return trial
+
+
+def _status_fields(snapshot) -> dict[str, str] | None:
+    return snapshot.fields if snapshot is not None else None
+
+
+def _tls_trial(info, cost, inputs: TrialInputs, before: dict[str, int] | None, after: dict[str, int] | None,
+               cpu_before: float | None, cpu_after: float | None, replies: int, window_s: float,
+               own_connections: int | None = None) -> TlsTrial:
+    """The trial's TLS figures from the two readings of the server's counters,
+    less the full handshakes of the collector's own status connections."""
+    full = resumed = None
+    counted_by = "not counted: mod_status shows no SSL session cache counters (SSLSessionCache none, or no access)"
+    if before is not None and after is not None:
+        full, resumed = count_handshakes(before, after, info.version)
+        full = max(0, full - (own_connections or 0))
+        counted_by = ("mod_status SSL session cache counters: resumed = CacheRetrieveHitCount, full from "
+                      "CacheStoreCount" + (" (TLS 1.3: 2 tickets stored per full handshake, 1 per resumed)"
+                                           if info.version == "TLSv1.3" else "")
+                      + f", less the {own_connections or 0} of the metrics collector's status connections")
+    server_cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+    return TlsTrial(version=info.version, key_type=info.key_type, cipher=info.cipher, resume=inputs.tls_resume,
+                    full_handshakes=full, resumed_handshakes=resumed, window_s=max(0.0, window_s),
+                    counted_by=counted_by, server_cpu_s=server_cpu, replies=replies, cost=cost)
 
 
 def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
@@ -773,6 +848,57 @@ def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     if count > 0:
         return ConnectionCap(f"MaxKeepAliveRequests {count}", limit.file, limit.line, count + 1)
     return None
+
+
+def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs | None = None) -> list[str]:
+    """What makes an HTTPS trial's handshakes: config lines (file:line) and the workload.
+
+    KeepAlive Off or a small MaxKeepAliveRequests close connections that a
+    visitor then reopens, each with a handshake; a KeepAliveTimeout no longer
+    than the sessions' think time closes them between a visitor's calls;
+    SSLSessionCache none (or none set) makes every reconnect a full
+    handshake. Read with the config model, at server scope; empty when the
+    config cannot be read.
+    """
+    from advisor.config.loader import load_config
+    from advisor.errors import AdvisorError
+
+    causes: list[str] = []
+    if inputs is not None and not inputs.wsess and inputs.num_calls == 1:
+        causes.append("the workload: one request per connection, each a new visitor (--num-calls 1, no sessions)")
+    if inputs is not None and inputs.tls_resume == "never":
+        causes.append("the workload: --tls-resume never (every connection a full handshake)")
+    try:
+        source = target.config_source()
+        cfg = load_config(*source) if source is not None else None
+    except (AdvisorError, OSError):
+        cfg = None
+    if cfg is None:
+        return causes
+
+    def at(directive) -> str:
+        return f"{directive.file}:{directive.line}: {directive.name} {directive.raw_args.strip()}"
+
+    keepalive = cfg.server_value("KeepAlive")
+    if keepalive is not None and keepalive.raw_args.strip().lower() == "off":
+        causes.append(at(keepalive))
+    limit = cfg.server_value("MaxKeepAliveRequests")
+    try:
+        if limit is not None and 0 < int(limit.raw_args.strip()) < 100:
+            causes.append(at(limit))
+    except ValueError:
+        pass
+    timeout = cfg.server_value("KeepAliveTimeout")
+    think = inputs.wsess[2] if inputs is not None and inputs.wsess else None
+    try:
+        if timeout is not None and think is not None and float(timeout.raw_args.strip().split()[0]) <= think:
+            causes.append(at(timeout) + f" (no longer than the sessions' {think:g} s think time)")
+    except (ValueError, IndexError):
+        pass
+    cache = cfg.server_value("SSLSessionCache")
+    if cache is None or cache.raw_args.strip().lower() in ("none", "nonenotnull"):
+        causes.append(at(cache) if cache is not None else "no SSLSessionCache: no session can be resumed")
+    return causes
 
 
 def cap_after(directives: list[str], cap: ConnectionCap | None) -> ConnectionCap | None:

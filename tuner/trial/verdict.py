@@ -389,3 +389,40 @@ def closed_by_server(verdict: Verdict, *, calls: int, connections: int, replies:
                        verdict.consequences, joined)
     return Verdict(CLOSED_BY_SERVER, {**evidence, **{k: v for k, v in verdict.evidence.items() if k not in evidence}},
                    note=note)
+
+
+# A server whose CPU goes at least this share to TLS handshakes is told so.
+TLS_HANDSHAKE_SHARE = 0.3
+
+
+def handshake_verdict(verdict: Verdict, tls, causes: list[str]) -> Verdict:
+    """Say how much of the server's CPU went to TLS handshakes, and which lines make them.
+
+    `tls` is the trial's advisor.tuner.measure.tls_probe.TlsTrial: the
+    handshakes the server counted, and the share of its CPU they took at the
+    cost measured on the server before the trial. Every HTTPS verdict carries
+    the figures in its evidence; a server-CPU verdict whose CPU went at least
+    TLS_HANDSHAKE_SHARE to handshakes says so in its note, with `causes`
+    (the config lines and workload traits that make the handshakes).
+    """
+    share = tls.handshake_share
+    evidence = {
+        "tls_version": tls.version, "tls_key_type": tls.key_type,
+        "full_handshakes_per_s": round(tls.full_per_s, 1) if tls.full_per_s is not None else None,
+        "resumed_handshakes_per_s": round(tls.resumed_per_s, 1) if tls.resumed_per_s is not None else None,
+        "handshake_cpu_pct": round(100.0 * share, 1) if share is not None else None,
+        "server_cpu_per_reply_ms": round(tls.cpu_per_reply_ms, 3) if tls.cpu_per_reply_ms is not None else None,
+    }
+    if causes:
+        evidence["handshake_causes"] = list(causes)
+    note = verdict.note
+    if verdict.label == "server CPU" and share is not None and share >= TLS_HANDSHAKE_SHARE:
+        rate = tls.full_per_s or 0.0
+        said = f"server CPU: {100 * share:.0f} % in TLS handshakes, {rate:.0f} full handshakes/s"
+        if tls.resumed_per_s:
+            said += f" and {tls.resumed_per_s:.0f} resumed/s"
+        said += f" ({tls.version}, {tls.key_type or 'unknown key'})"
+        if causes:
+            said += "; caused by " + "; ".join(causes)
+        note = f"{said}; {note}" if note else said
+    return Verdict(verdict.label, {**verdict.evidence, "tls": evidence}, verdict.onset_s, verdict.consequences, note)
