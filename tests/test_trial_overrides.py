@@ -193,3 +193,16 @@ def test_tune_refuses_when_nothing_is_left_to_tune(tmp_path):
                                        "MaxRequestWorkers ")
         assert not report.exists()
         run.assert_stock_restored()
+
+
+def test_the_managed_include_named_through_a_symbolic_link(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    main, managed = _tree(real, after="KeepAlive On\n")
+    Path(managed).write_text("# the tool's\n")
+    (tmp_path / "link").symlink_to(real)
+    cfg = load_config(main, LoadOptions(apache_version="2.4"))
+    found = find_overrides(cfg, str(tmp_path / "link" / "managed.conf"), ["KeepAlive"], None)
+    assert [o.text for o in found] == ["KeepAlive On"]
+    with pytest.raises(ConfigError):  # a remote tree's paths are not this machine's
+        find_overrides(cfg, str(tmp_path / "link" / "managed.conf"), ["KeepAlive"], None, same_host=False)

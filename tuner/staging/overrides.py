@@ -91,12 +91,14 @@ def directive_names(directives: Iterable[str]) -> list[str]:
 
 
 def find_overrides(cfg: Config, managed: str, names: Iterable[str], url: str | None,
-                   skip: str | None = None) -> list[Override]:
+                   skip: str | None = None, same_host: bool = True) -> list[Override]:
     """Lines of `cfg` that win over the managed include's value of each of `names`.
 
     `managed`: the managed include's path (as the config names files, a
     host path for a remote tree). `skip`: a file whose lines are the tool's
-    own and follow the trial (the sandbox's compensation include). Raises
+    own and follow the trial (the sandbox's compensation include).
+    `same_host`: the tree's paths are this machine's (symbolic links are
+    resolved here). Raises
     ConfigError when no line of the config reads the managed include at all.
     """
     wanted = {directive_key(n): n for n in names if n.lower() not in ADDITIVE}
@@ -106,7 +108,7 @@ def find_overrides(cfg: Config, managed: str, names: Iterable[str], url: str | N
     order = _reading_order(cfg.raw)
     last = None
     for index, node in enumerate(order):
-        if isinstance(node, Include) and _reads(node, managed, cfg.server_root):
+        if isinstance(node, Include) and _reads(node, managed, cfg.server_root, same_host):
             last = index
     if last is None:
         raise ConfigError(f"no line of the config reads the managed include {managed}, so no trial's "
@@ -148,10 +150,14 @@ def _reading_order(root: Section) -> list:
     return out
 
 
-def _reads(include: Include, managed: str, server_root: str) -> bool:
+def _reads(include: Include, managed: str, server_root: str, same_host: bool) -> bool:
     """Does this Include line read the managed file (now, or once it exists)?"""
     if managed in (posixpath.normpath(f) for f in include.files):
         return True
+    if same_host and include.files and os.path.exists(managed):
+        real = os.path.realpath(managed)
+        if any(os.path.realpath(f) == real for f in include.files):
+            return True
     if not include.args:
         return False
     pattern = include.args[0]
@@ -257,7 +263,8 @@ def target_overrides(target, directives: Iterable[str], cfg: Config | None = Non
         managed = os.path.abspath(managed)
     sandbox = getattr(target, "sandbox", None)
     skip = str(sandbox.instrument_path) if sandbox is not None else None
-    return find_overrides(cfg, managed, names, target.base_url, skip=skip)
+    return find_overrides(cfg, managed, names, target.base_url, skip=skip,
+                          same_host=getattr(target, "on_this_machine", True))
 
 
 def read_target_config(target) -> Config | None:
