@@ -90,3 +90,19 @@ def test_a_remote_trial_has_a_pool_check_that_can_fail(netns_topology):
     assert pool["full_samples"] > 0
     assert any("collector's status connection held 1 of the 4 workers" in r for r in pool["reasons"]), pool
     assert not trial["valid"]
+
+
+def test_tune_over_ssh_leaves_the_overridden_dimension_out_with_the_hosts_line(netns_topology, tmp_path):
+    require("apache2")
+    topo = netns_topology
+    with _sandbox(topo) as run:
+        lines = run.sandbox.instrument_path.read_text().splitlines()
+        line = next(i for i, text in enumerate(lines, 1) if text.startswith("MaxRequestWorkers"))
+        result = cli("tune", *_remote(topo, run), "--dry-run", "--workload", "1k", "--format", "json",
+                     "--report", str(tmp_path / "r"), check=False, timeout=120)
+        assert result.returncode == 0, result.stderr
+        plan = json.loads(result.stdout)
+        note = f"MaxRequestWorkers left out: root@{topo.server.addr}:{run.sandbox.instrument_path}:{line}: "
+        assert any(n.startswith(note) for n in plan["notes"]), plan["notes"]
+        assert {d["name"]: d["fixed"] for d in plan["dimensions"]}["MaxRequestWorkers"]
+        run.assert_stock_restored()

@@ -25,6 +25,7 @@ import os
 import posixpath
 import socket
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 from urllib.parse import urlsplit
 
@@ -203,9 +204,11 @@ def reached_vhost(cfg: Config, url: str) -> Section | None:
     return candidates[0] if candidates else None
 
 
-def _addresses(host: str) -> set[str]:
+@lru_cache(maxsize=4096)
+def _addresses(host: str) -> frozenset[str]:
+    """The addresses a name stands for (a tree of named virtual hosts asks for each once)."""
     try:
-        return {str(ipaddress.ip_address(host)), host}
+        return frozenset({str(ipaddress.ip_address(host)), host})
     except ValueError:
         pass
     found = {host}
@@ -213,10 +216,10 @@ def _addresses(host: str) -> set[str]:
         found |= {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
     except (OSError, UnicodeError):
         pass
-    return found
+    return frozenset(found)
 
 
-def _match(arg: str, addresses: set[str], port: int) -> str | None:
+def _match(arg: str, addresses: frozenset[str], port: int) -> str | None:
     """How `<VirtualHost arg>` matches a connection to `addresses`:`port`."""
     text = arg.strip().lower()
     if text.startswith("["):  # [::1]:80
