@@ -123,11 +123,12 @@ def test_bench_refuses_a_set_that_a_later_include_overrides_before_any_load():
     with SandboxRun(mpm="prefork", extended_status=True) as run:
         line = _instrument_line(run)  # the sandbox's compensation: MaxRequestWorkers N + 1, after the managed include
         before = _accesses(run.state.status_url)
-        result = cli("bench", *_existing(run), "--set", "MaxRequestWorkers 2", "--rate", "50", "--duration", "1",
-                     "--warmup", "0", check=False)
+        # The case: a 300 ms endpoint at 20 requests/s.
+        result = cli("bench", *_existing(run), "--set", "MaxRequestWorkers 2", "--workload", "slow", "--sleep-ms",
+                     "300", "--rate", "20", "--duration", "3", check=False)
         assert_one_line_error(result, f"{run.sandbox.instrument_path}:{line}: MaxRequestWorkers ",
                               "overrides its MaxRequestWorkers", "leave MaxRequestWorkers out")
-        assert _accesses(run.state.status_url) - before < 10  # a 1 s trial at 50/s would have sent 50
+        assert _accesses(run.state.status_url) - before < 10  # a 3 s trial at 20/s would have sent 60
         run.assert_stock_restored()
         # The sandbox itself recomputes that include after each change: no refusal there.
         from advisor.tuner.staging.overrides import target_overrides
