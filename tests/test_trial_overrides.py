@@ -207,3 +207,25 @@ def test_the_managed_include_named_through_a_symbolic_link(tmp_path):
     assert [o.text for o in found] == ["KeepAlive On"]
     with pytest.raises(ConfigError):  # a remote tree's paths are not this machine's
         find_overrides(cfg, str(tmp_path / "link" / "managed.conf"), ["KeepAlive"], None, same_host=False)
+
+
+def test_a_left_out_dimension_is_fixed_at_the_start_and_never_written(tmp_path):
+    from advisor.tuner.search.recommend import recommend
+    from advisor.tuner.search.space import derive_space, leave_out
+
+    main, _managed = _tree(tmp_path)
+    cfg = load_config(main, LoadOptions(apache_version="2.4"))
+    space = derive_space(cfg, 400)
+    before = space.signature()
+    assert leave_out(space, "ServerLimit", "x.conf:3: ServerLimit 64 ...").name == "MaxRequestWorkers"
+    leave_out(space, "MaxRequestWorkers", "x.conf:2: MaxRequestWorkers 257 ...")
+    assert [n for n in space.notes if n.startswith("MaxRequestWorkers left out:")] == [
+        "MaxRequestWorkers left out: x.conf:3: ServerLimit 64 ...; x.conf:2: MaxRequestWorkers 257 ..."]
+    assert space.dimension("MaxRequestWorkers").fixed == space.start["MaxRequestWorkers"] == 50
+    point = dict(space.start, KeepAlive="Off", MaxRequestWorkers=200)
+    lines = space.directives(point)
+    assert not any(line.split()[0] in ("MaxRequestWorkers", "ServerLimit") for line in lines), lines
+    assert "KeepAlive Off" in lines
+    assert space.signature() != before  # a journal of the full space does not resume into this one
+    changed = [c.directive for c in recommend(cfg, space, point).changes]
+    assert "KeepAlive" in changed and "MaxRequestWorkers" not in changed and "ServerLimit" not in changed, changed
