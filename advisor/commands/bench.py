@@ -182,6 +182,18 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
                               allow_hosts=options.allow_hosts)
     target, work_dir = resolved.target, resolved.work_dir
     actual_server, client = place_processes(target, options.server_cpus, options.client_cpus)
+    if options.directives:
+        # Before any load or change: a --set that a later line of the config
+        # overrides would be measured under the wrong name.
+        from advisor.tuner.staging.overrides import refuse_overridden
+
+        try:
+            refuse_overridden(target, options.directives)
+        except AdvisorError:
+            conn = getattr(target, "conn", None)
+            if conn is not None:
+                conn.close()
+            raise
 
     path = None
     if options.workload_name == "url":

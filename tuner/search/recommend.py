@@ -230,7 +230,7 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
     config gives httpd today, or from the start the gain was measured against,
     with their consistency partners."""
     mpm = space.mpm_of(winner)
-    recommended = space.settings(winner)
+    recommended = {k: v for k, v in space.settings(winner).items() if k not in space.unwritten}
     started = space.settings(space.start)
     defaults: dict[str, Value] = {**CORE_DEFAULTS, **_mpm_defaults(mpm)}
     current: dict[str, tuple[Value | None, "Directive | None"]] = {}

@@ -135,6 +135,8 @@ class Space:
     ram_workers: dict[str, int] = field(default_factory=dict)
     source: str = ""
     """The main config file the space was derived from."""
+    unwritten: list[str] = field(default_factory=list)
+    """Directives no trial writes: a later line of the config overrides them (see leave_out)."""
 
     # ---- the dimensions --------------------------------------------------
 
@@ -302,9 +304,9 @@ class Space:
         return out
 
     def directives(self, point: Mapping[str, Value], *, reload_safe: bool = False) -> list[str]:
-        """The point as httpd.conf lines, one directive each."""
+        """The point as httpd.conf lines, one directive each (none for a directive left out)."""
         return [f"{name} {format_value(name, value)}"
-                for name, value in self.settings(point, reload_safe=reload_safe).items()]
+                for name, value in self.settings(point, reload_safe=reload_safe).items() if name not in self.unwritten]
 
     def _pinned_server_limit(self, mpm: str) -> int:
         top = self._top_workers(mpm)
@@ -334,8 +336,11 @@ class Space:
 
     def signature(self) -> dict[str, Any]:
         """What the journal compares on resume: the same search, or not."""
-        return {"mpm": self.mpm, "dimensions": [d.signature() for d in self.dimensions],
-                "ram_workers": dict(sorted(self.ram_workers.items()))}
+        out = {"mpm": self.mpm, "dimensions": [d.signature() for d in self.dimensions],
+               "ram_workers": dict(sorted(self.ram_workers.items()))}
+        if self.unwritten:
+            out["unwritten"] = list(self.unwritten)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.signature(), "why": {d.name: d.why for d in self.dimensions},
@@ -517,6 +522,35 @@ def _writes_access_log(cfg: "Config") -> bool:
         if getattr(node, "name", "").lower() in ("customlog", "transferlog"):
             return True
     return False
+
+
+# A directive the pool's dimensions derive: left out with the dimension that sets it.
+DERIVED_FROM = {"serverlimit": "MaxRequestWorkers", "threadlimit": "ThreadsPerChild"}
+_DERIVES = {"MaxRequestWorkers": ("ServerLimit",), "ThreadsPerChild": ("ThreadLimit",)}
+
+
+def leave_out(space: Space, directive: str, reason: str) -> Dimension | None:
+    """Take the dimension that writes `directive` out of the search: a line of
+    the config overrides it, so no trial's value would apply. It stays at the
+    start (the value the config gives httpd) and is never written; `reason`
+    (the overriding file:line) goes to the plan's notes. None when no
+    dimension writes it."""
+    name = DERIVED_FROM.get(directive.lower(), directive)
+    dim = space.dimension(name)
+    if dim is None or dim.name == "MPM":
+        return None
+    if not dim.is_fixed:
+        _fix(space, dim, space.start.get(dim.name, dim.low if dim.kind == "int" else dim.choices[0]))
+    for written in (dim.name, *_DERIVES.get(dim.name, ())):
+        if written not in space.unwritten:
+            space.unwritten.append(written)
+    head = f"{dim.name} left out: "
+    for index, note in enumerate(space.notes):
+        if note.startswith(head):  # one note per dimension, every line that overrides it
+            space.notes[index] = f"{note}; {reason}"
+            return dim
+    space.notes.append(head + reason)
+    return dim
 
 
 def _fix(space: Space, dim: Dimension, value: Value) -> None:

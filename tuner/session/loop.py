@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from advisor.errors import AdvisorError, UsageError
+from advisor.errors import AdvisorError, ConfigError, UsageError
 from advisor.tuner.search.optimizer import Observation, SearchResult, SearchSettings, TrialOutcome, make_searcher, run_search
 from advisor.tuner.search.space import Space, Value
 from advisor.tuner.staging.target import HostKernel, offered_load_text
@@ -510,6 +510,7 @@ class TuneSession:
                              somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why)
         if self.settings.space_file:
             space = narrow_from_file(space, self.settings.space_file)
+        self._leave_out_overridden(cfg, space)
         self.cfg, self.space = cfg, space
         self.lint = CandidateLint(cfg, space, options if options.root else None)
         path = self.journal_path
@@ -538,6 +539,23 @@ class TuneSession:
             gain_replicates=self.settings.gain_replicates, estimate_s=self.estimate_s(len(self.resumed)),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
             pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text())
+
+    def _leave_out_overridden(self, cfg, space) -> None:
+        """Dimensions whose directive a later line of the config overrides (or the
+        virtual host the URL reaches sets) leave the search, with the line in the
+        plan: a trial would measure the config's value under the trial's name.
+        When that leaves nothing to search, the session is refused."""
+        from advisor.tuner.search.space import leave_out
+        from advisor.tuner.staging.overrides import target_overrides
+
+        names = [d.name for d in space.dimensions if d.name != "MPM"] + ["ServerLimit", "ThreadLimit"]
+        found = target_overrides(self.target, names, cfg)
+        for override in found:
+            leave_out(space, override.name, f"{self.target.where(override.file)}:{override.line}: {override.what()}")
+        if found and not space.free:
+            first = found[0]
+            raise ConfigError(f"nothing is left to tune: {first.what()}, and every other dimension is fixed",
+                              file=self.target.where(first.file), line=first.line, hint=first.fix())
 
     def _docroot(self) -> str | None:
         if self.work_dir is not None and (self.work_dir / "docroot").is_dir():

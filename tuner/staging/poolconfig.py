@@ -79,19 +79,26 @@ def _seconds(directive, default: float) -> float:
         return default
 
 
-def read_pool(config: Path | str, mpm: str | None = None, skip: Path | None = None) -> PoolConfig | None:
+def read_pool(config: Path | str, mpm: str | None = None, skip: Path | None = None,
+              options=None) -> PoolConfig | None:
     """The pool `config` sets up, or None if it cannot be read.
 
     `skip` leaves out the directives of one file (the sandbox's own
     compensation include), to get what the configuration itself claims.
+    `options`: the LoadOptions to read it with (a remote tree's root).
     """
     from advisor.config.load_options import LoadOptions
     from advisor.config.loader import load_config
 
     try:
-        cfg = load_config(str(config), LoadOptions(apache_version="2.4"))
+        cfg = load_config(str(config), options or LoadOptions(apache_version="2.4"))
     except (AdvisorError, OSError):
         return None
+    return pool_of(cfg, mpm, skip)
+
+
+def pool_of(cfg, mpm: str | None = None, skip: Path | None = None) -> PoolConfig | None:
+    """The pool a loaded config (advisor.config.model.Config) sets up; None for an MPM without one."""
     mpm = mpm or cfg.mpm
     if mpm not in ("prefork", "worker", "event"):
         return None

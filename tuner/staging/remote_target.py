@@ -102,6 +102,7 @@ class RemoteTarget(ExistingServerTarget):
         self._state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._pid: tuple[float, int | None] | None = None
         self._probe: tuple[float, int, list] | None = None
+        self._loaded = None  # the host's config as the model read it; dropped when the managed include changes
 
     def _check_config(self) -> None:
         text = self.conn.read_file(self.config)
@@ -131,7 +132,27 @@ class RemoteTarget(ExistingServerTarget):
         return self.conn.read_file(self._managed)
 
     def write_managed(self, text: str | None) -> None:
+        self._loaded = None
         self.conn.write_file(self._managed, text)
+
+    def loaded_config(self):
+        """The host's config tree as the config model reads it (advisor.config.model.Config),
+        copied once per state of the managed include."""
+        from advisor.config.loader import load_config
+
+        if self._loaded is None:
+            self._loaded = load_config(*self.config_source())
+        return self._loaded
+
+    def pool_config(self, claimed: bool = True):
+        """The pool the host's config sets up, read from the copy of its tree (the
+        server there has no compensation include: claimed and run are the same)."""
+        from advisor.tuner.staging.poolconfig import pool_of
+
+        try:
+            return pool_of(self.loaded_config())
+        except (AdvisorError, OSError):
+            return None
 
     def validate(self) -> None:
         if self.test_cmd:

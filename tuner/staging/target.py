@@ -129,6 +129,10 @@ class StagingTarget(ABC):
         path = self.config_file
         return None if path is None else (str(path), LoadOptions(apache_version="2.4"))
 
+    def where(self, path: str) -> str:
+        """How errors name a file of the server's config (a remote target prefixes its host)."""
+        return path
+
     def host_kernel(self) -> "HostKernel":
         """RAM and socket settings of the server's host: this machine here."""
         from advisor.capacity.host_probe import read_host_kernel
