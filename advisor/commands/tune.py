@@ -50,6 +50,10 @@ class TuneOptions:
     report_dir: str
     output_format: str
     gain_replicates: int
+    ablation_replicates: int | None
+    lint_settings: str | None
+    lint_profile: str | None
+    fail_on: str | None
     ram: str | None
     duration: float
     warmup: float | None
@@ -93,6 +97,10 @@ def tune(
     report_dir: str = typer.Option("tune-report", "--report", help="The session's directory: journal, report.md, recommended.conf, report.json, plots."),
     output_format: str = typer.Option("text", "--format", help="text, or json (the report's JSON on stdout, progress on stderr)."),
     gain_replicates: int = typer.Option(5, "--gain-replicates", help="Interleaved runs each of the start and the winner for the gain (0: none)."),
+    ablation_replicates: Optional[int] = typer.Option(None, "--ablation-replicates", help="Rounds of the winner against the winner less each change, one at a time (default: --gain-replicates; 0: none, the report shows modelled effects only)."),
+    lint_settings: Optional[str] = typer.Option(None, "--lint-settings", help="The lint settings file the recommendation is judged by (default: the nearest .apache-advisor.toml or pyproject.toml, as lint finds it)."),
+    lint_profile: Optional[str] = typer.Option(None, "--profile", help="lint's profile for judging the recommendation: performance, security or all."),
+    fail_on: Optional[str] = typer.Option(None, "--fail-on", help="lint's --fail-on: a change that brings a finding this severe is kept only with a measured gain, and then with a suppression comment that gives it (default: the settings file's, else warning)."),
     ram: Optional[str] = typer.Option(None, "--ram", help="RAM of the host the config is for (512M, 8G...); default: this host's."),
     duration: float = typer.Option(3.0, "--duration", help="Seconds of measured load per probe."),
     warmup: Optional[float] = typer.Option(None, "--warmup", help="Seconds of unmeasured load before each probe (default: until the pool is steady; 0: none)."),
@@ -139,6 +147,8 @@ def tune(
         slo_ms=slo_ms, slo_errors=slo_errors, rtt=rtt, space_file=space_file, allow_mpm_switch=allow_mpm_switch,
         allow_hosts=list(allow_host or []), seed=seed, search=search, resume=resume, dry_run=dry_run, yes=yes,
         report_dir=report_dir, output_format=output_format, gain_replicates=gain_replicates, ram=ram,
+        ablation_replicates=ablation_replicates, lint_settings=lint_settings, lint_profile=lint_profile,
+        fail_on=fail_on,
         duration=duration, warmup=warmup, timeout=timeout, start_rate=start_rate, max_rate=max_rate,
         max_probes=max_probes, first_probes=first_probes, tolerance=tolerance, retries=retries,
         num_calls=num_calls, think=think, cgi_n=cgi_n, sleep_ms=sleep_ms, server_cpus=server_cpus,
@@ -154,6 +164,20 @@ def tune(
         _tune(options)
     except AdvisorError as error:
         fail(error)
+
+
+def _lint_policy(options: TuneOptions):
+    """The admin's lint settings, found and checked as `lint` does, before
+    any server is touched."""
+    from advisor.lint.settings import find_config_file
+    from advisor.tuner.search.space_lint import LintPolicy
+
+    if options.lint_settings is not None and not os.path.isfile(options.lint_settings):
+        raise UsageError("no such --lint-settings file", file=options.lint_settings,
+                         hint="give the .apache-advisor.toml (or pyproject.toml) your lint runs with")
+    policy = LintPolicy(options.lint_settings or find_config_file(), options.lint_profile, options.fail_on)
+    policy.resolved()  # a bad --profile, --fail-on or settings file is one line here
+    return policy
 
 
 def _tune(options: TuneOptions) -> None:
@@ -187,7 +211,8 @@ def _tune(options: TuneOptions) -> None:
                                max_time_s=options.max_time, seed=options.seed, search=options.search,
                                resume=options.resume, gain_replicates=options.gain_replicates,
                                space_file=options.space_file, allow_mpm_switch=options.allow_mpm_switch,
-                               ram_bytes=ram_bytes)
+                               ram_bytes=ram_bytes, ablation_replicates=options.ablation_replicates,
+                               lint_policy=_lint_policy(options))
     settings.check()
     rate, start_rate = options.rate, options.start_rate
     log = None

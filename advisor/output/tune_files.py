@@ -51,6 +51,13 @@ def _was(change: "Change") -> str:
     return f"# not written: httpd's default is {change.current}"
 
 
+def _suppression(report: "TuneReport", change: "Change") -> list[str]:
+    """The measured reason lint accepts for a finding this line brings: a
+    comment right before the directive silences that directive only."""
+    comment = report.suppressions.get(change.dimension) if report.suppressions else None
+    return [comment] if comment else []
+
+
 def render_include(report: "TuneReport", include_path: str | None = None) -> str:
     """The recommended directives as a file to Include after the admin's config."""
     facts, rec = report.facts, report.recommendation
@@ -70,17 +77,37 @@ def render_include(report: "TuneReport", include_path: str | None = None) -> str
     plain = [c for c in rec.changes if c.mpm_block is None]
     pooled = [c for c in rec.changes if c.mpm_block is not None]
     for change in plain:
-        lines += ["", _was(change), change.line]
+        lines += ["", _was(change), *_suppression(report, change), change.line]
     if pooled:
         lines += ["", f"<IfModule {pooled[0].mpm_block}>"]
         for change in pooled:
-            lines += [f"    {_was(change)}", f"    {change.line}"]
+            lines += [f"    {_was(change)}", *(f"    {c}" for c in _suppression(report, change)), f"    {change.line}"]
         lines.append("</IfModule>")
     return "\n".join(lines) + "\n"
 
 
 # --------------------------------------------------------------------------
 # report.md
+
+
+def _lint_section(comparison: Mapping[str, Any] | None) -> list[str]:
+    if not comparison:
+        return []
+    out = ["## Lint: the start and the tuned tree", "",
+           f"`apache-advisor lint --fail-on {comparison['fail_on']}` (profile {comparison['profile']}"
+           + (f", settings {comparison['settings']}" if comparison.get("settings") else "")
+           + f"): exit {comparison['start_exit']} on the start's tree, {comparison['tuned_exit']} on the tuned "
+           "tree (the start's tree with the recommended include read last).", ""]
+    rows = [["gone", f["code"], f["severity"], f["where"], f["message"]] for f in comparison.get("gone", [])]
+    for f in comparison.get("added", []):
+        why = f"suppressed: {f['reason']}" if f.get("suppressed") else f["message"]
+        rows.append(["added", f["code"], f["severity"], f["where"], why])
+    if rows:
+        out += _table(["", "code", "severity", "where", "message or measured reason"], rows)
+    else:
+        out.append("No finding differs.")
+    out.append("")
+    return out
 
 
 def _cell(text: Any) -> str:
@@ -182,26 +209,44 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
 
     out += ["## Effect of each change", ""]
     sens = {s.dimension: s for s in report.sensitivity}
+    measured = (report.ablations or {}).get("effects", {})
+    only_change = len([c for c in rec.changes if c.start != c.value]) == 1
     rows = []
     for change in rec.changes:
         s = sens.get(change.directive)
         cites = report.evidence.get(change.directive, [])
         evidence = "; ".join(f"{c.reference}: {c.figure}" if c.figure else c.reference for c in cites) or "-"
-        if s is not None:
+        ablation = measured.get(change.dimension)
+        if ablation is not None and ablation.get("ratio") is not None:
+            effect = _percent(ablation["ratio"])
+            band = (f"{_percent(ablation['low'])} to {_percent(ablation['high'])}"
+                    if ablation.get("low") is not None and ablation.get("high") is not None else "no finite band")
+            how = f"measured: the winner against the winner without it ({ablation['verdict']})"
+        elif ablation is not None and ablation.get("without_served_nothing"):
+            effect, band, how = "decisive", "-", "measured: without it no rate met the SLO"
+        elif only_change and change.start != change.value and report.gain is not None:
+            gain = report.gain
+            effect = _percent(gain.ratio)
+            band = (f"{_percent(gain.low)} to {_percent(gain.high)}" if gain.low is not None and gain.high is not None
+                    else "no finite band")
+            how = "measured: the gain, this being the only change"
+        elif s is not None:
             effect, band = _percent(s.ratio), f"{_percent(s.low)} to {_percent(s.high)}"
+            how = "modelled only (a hint: no ablation ran)"
         elif change.dimension != change.directive:
-            effect, band = f"with {change.dimension}", ""
+            effect, band, how = f"with {change.dimension}", "", "-"
         elif change.start == change.value:
-            effect, band = "not moved by the search", ""
+            effect, band, how = "not moved by the search", "", "-"
         else:
-            effect, band = "-", ""
-        rows.append([change.directive, f"{change.start} → {change.value}", effect, band, evidence])
-    out += _table(["directive", "start → recommended", "modelled effect", "95 % band", "what the studies measured"],
-                  rows)
+            effect, band, how = "-", "", "-"
+        rows.append([change.directive, f"{change.start} → {change.value}", effect, band, how, evidence])
+    out += _table(["directive", "start → recommended", "effect", "95 % band", "how it is known",
+                   "what the studies measured"], rows)
     if report.sensitivity:
-        out += ["", f"Modelled effect: {report.sensitivity[0].method}. The effects interact: they need not add "
-                "up to the measured gain."]
+        out += ["", f"Modelled effects: {report.sensitivity[0].method}. They interact and need not add up to "
+                "the measured gain; where an ablation ran, its measured figure is the one shown."]
     out.append("")
+    out += _lint_section(report.lint_comparison)
 
     if "partial_dependence" in plots:
         out += ["## Partial dependence", "",

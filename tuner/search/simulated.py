@@ -17,7 +17,8 @@ The model, per request of a session workload (`calls` requests per session,
   worker but without CPU is the pool check's below. The CPU cost of a
   request adds:
     * the request itself, 28 % more when files are read instead of mapped
-      (Arlitt & Williamson 2004, sec. 5.1.4: +28 % from a mapped file) and
+      (Arlitt & Williamson 2004, sec. 5.1.4: +28 % from a file MMapFile mapped
+      at start-up; the simulated host lends that figure to EnableMMAP) and
       8 % more when mapped but not sent with sendfile (assumed);
     * a connection's setup and teardown, 0.8 of a request: chosen so that
       2, 4 and 8 requests per connection give +29 %, +50 % and +64 % (their

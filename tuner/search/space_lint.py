@@ -27,8 +27,38 @@ if TYPE_CHECKING:
     from advisor.tuner.search.space import Space, Value
 
 Key = tuple[str, str, int, str]
+SEVERITY_ORDER = ("info", "warning", "error")
 CANDIDATE = "candidate.conf"
 WRAPPER = "advisor-candidate-main.conf"
+
+
+@dataclass(frozen=True)
+class LintPolicy:
+    """How the admin runs `lint`: the settings file, the profile and the
+    severity that fails the check. The tuner's advice is judged by the same
+    rules, so a recommendation that `lint --fail-on` would fail is known
+    before it is measured."""
+
+    settings_path: str | None = None
+    profile: str | None = None
+    fail_on: str | None = None
+
+    def resolved(self):
+        """(FileSettings, profile, fail_on, the enabled rules), as `lint` resolves them."""
+        from advisor import rules as registry
+        from advisor.lint.rule import PROFILES
+        from advisor.lint.settings import FAIL_ON, FileSettings, check_choice, load_file_settings, select_rules
+
+        settings = load_file_settings(self.settings_path) if self.settings_path else FileSettings()
+        profile = check_choice(self.profile or settings.profile or "all", PROFILES, "--profile")
+        fail_on = check_choice(self.fail_on or settings.fail_on or "warning", FAIL_ON, "--fail-on")
+        enabled = select_rules(registry.all_rules(), settings.select, list(settings.ignore), profile)
+        return settings, profile, fail_on, enabled
+
+    def failing(self, fail_on: str) -> tuple[str, ...]:
+        if fail_on == "never":
+            return ()
+        return SEVERITY_ORDER[SEVERITY_ORDER.index(fail_on):]
 
 
 @dataclass
@@ -49,15 +79,27 @@ def _render(key: Key) -> str:
     return f"{where}: {code} {message}"
 
 
+# The post rules report on suppression comments: the candidate writes none.
+_NOT_OF_THE_CANDIDATE = {"A001", "A002"}
+
+
+def _known_codes() -> set[str]:
+    from advisor.rules import all_rules
+
+    return {rule.code for rule in all_rules()}
+
+
 class CandidateLint:
     """Judge candidates of one space against one config."""
 
     def __init__(self, cfg: "Config", space: "Space", options: "LoadOptions | None" = None,
-                 facts=None) -> None:
+                 facts=None, policy: LintPolicy | None = None) -> None:
         self.cfg = cfg
         self.space = space
         self.options = options
         self.facts = facts
+        self.policy = policy or LintPolicy()
+        self.settings, self.profile, self.fail_on, self.rules = self.policy.resolved()
         self._base: dict[str, set[Key]] = {}
 
     def check(self, point: Mapping[str, "Value"], *, reload_safe: bool = False) -> LintVerdict:
@@ -66,21 +108,62 @@ class CandidateLint:
         return LintVerdict([_render(key) for key in new], lines)
 
     def warnings(self, point: Mapping[str, "Value"]) -> list[str]:
-        """Codes of the warnings and errors the candidate brings (sorted, one per code)."""
-        new = self._new(self.space.directives(point), self.space.mpm_of(point), ("error", "warning"))
-        return sorted({key[0] for key in new})
+        """Codes of the findings at or above the admin's --fail-on that the
+        candidate brings (sorted, one per code): the ones that would turn the
+        admin's `lint` red."""
+        return sorted({key[0] for key in self.brought(point)})
 
-    def _new(self, lines: list[str], mpm: str, severities: tuple[str, ...]) -> list[Key]:
-        base_key = mpm if severities == ("error",) else f"{mpm}:{','.join(severities)}"
+    def brought(self, point: Mapping[str, "Value"]) -> list[Key]:
+        """Each finding at or above --fail-on the candidate brings, with the
+        candidate line it stands on (file `candidate.conf`) when it does."""
+        severities = self.policy.failing(self.fail_on)
+        if not severities:
+            return []
+        return self._new(self.space.directives(point), self.space.mpm_of(point), severities, admins=True)
+
+    def tree_findings(self, point: Mapping[str, "Value"] | None) -> list[dict]:
+        """Every finding of the admin's rules on the admin's tree, with the
+        point's lines read last when a point is given (where the tuned
+        include goes): code, severity, message, where (file:line, or the
+        include's line), and the directive of a finding on the include."""
+        lines = self.space.directives(point) if point is not None else []
+        mpm = self.space.mpm_of(point) if point is not None else (self.cfg.mpm or "prefork")
+        found = self._errors(lines, mpm, SEVERITY_ORDER, admins=True, detail=True)
+        out = []
+        for code, file, line, message, severity in sorted(found, key=lambda k: (k[1], k[2], k[0])):
+            on_include = Path(file).name in (CANDIDATE, WRAPPER)
+            directive = (self.directive_of(point, (code, file, line, message))
+                         if on_include and point is not None else None)
+            out.append({"code": code, "severity": severity, "message": message,
+                        "where": f"tuned include: {lines[line - 1]}" if on_include and 1 <= line <= len(lines)
+                        else f"{file}:{line}", "directive": directive, "suppressed": False})
+        return out
+
+    def directive_of(self, point: Mapping[str, "Value"], key: Key) -> str | None:
+        """The directive name of the candidate line a finding stands on, or
+        None when it stands on the admin's own files."""
+        if Path(key[1]).name != CANDIDATE:
+            return None
+        lines = self.space.directives(point)
+        if not 1 <= key[2] <= len(lines):
+            return None
+        words = lines[key[2] - 1].split()
+        return words[0] if words and not words[0].startswith("<") else None
+
+    def _new(self, lines: list[str], mpm: str, severities: tuple[str, ...], admins: bool = False) -> list[Key]:
+        """Findings the lines bring. `admins`: with the admin's rule
+        selection and severities; otherwise every rule at its own severity
+        (the errors that keep a point from being tried)."""
+        base_key = f"{mpm}:{','.join(severities)}:{admins}"
         if base_key not in self._base:
-            self._base[base_key] = self._errors([], mpm, severities)
-        found = self._errors(lines, mpm, severities)
+            self._base[base_key] = self._errors([], mpm, severities, admins)
+        found = self._errors(lines, mpm, severities, admins)
         return sorted(found - self._base[base_key], key=lambda k: (k[1], k[2], k[0]))
 
-    def _errors(self, lines: list[str], mpm: str, severities: tuple[str, ...] = ("error",)) -> set[Key]:
+    def _errors(self, lines: list[str], mpm: str, severities: tuple[str, ...] = ("error",),
+                admins: bool = False, detail: bool = False) -> set:
         from advisor.lint.context import HostFacts
         from advisor.lint.engine import lint_config
-        from advisor.rules import all_rules
 
         from advisor.config import LoadOptions, load_config
 
@@ -97,12 +180,20 @@ class CandidateLint:
             try:
                 config = load_config(str(Path(host_dir, WRAPPER)), options)
             except AdvisorError as exc:
-                return {("read", str(exc.file or candidate), int(exc.line or 0), exc.message)}
-            rules = all_rules()
+                key = ("read", str(exc.file or candidate), int(exc.line or 0), exc.message)
+                return {key + ("error",)} if detail else {key}
+            from advisor.rules import all_rules
+
+            chosen = self.rules if admins else all_rules()
+            rules = [rule for rule in chosen if rule.code not in _NOT_OF_THE_CANDIDATE]
             facts = self.facts or HostFacts(config.apache_version, config.mpm)
             if self.facts is not None and facts.mpm != config.mpm:
                 facts = replace(facts, mpm=config.mpm)
-            result = lint_config(config, facts, rules, known_codes={r.code for r in rules})
+            result = lint_config(config, facts, rules, known_codes=_known_codes(),
+                                 settings=self.settings if admins else None)
+        if detail:
+            return {(f.code, f.file, f.line, f.message, f.severity) for f in result.findings
+                    if f.severity in severities}
         return {(f.code, f.file, f.line, f.message) for f in result.findings if f.severity in severities}
 
     def _wrapper(self, mpm: str, candidate: Path) -> str:

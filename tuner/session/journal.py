@@ -67,6 +67,7 @@ class JournalContents:
     good_bytes: int
     """Length of the file up to the end of the last complete line."""
     gain_runs: list["GainRun"] = field(default_factory=list)
+    ablation_runs: list["GainRun"] = field(default_factory=list)
 
 
 @dataclass
@@ -82,21 +83,28 @@ class GainRun:
     valid: bool
     verdict: str
     details: dict[str, Any] = field(default_factory=dict)
+    kind: str = "gain"
+    """"gain" (start against winner) or "ablation" (the winner against the
+    winner less one change: role "winner" or "without:<dimension>")."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": "gain", "index": self.index, "role": self.role, "point": dict(self.point),
+        return {"kind": self.kind, "index": self.index, "role": self.role, "point": dict(self.point),
                 "objective": self.objective, "valid": self.valid, "verdict": self.verdict,
                 "details": self.details}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "GainRun":
         role = str(data["role"])
-        if role not in ("start", "winner"):
+        kind = str(data.get("kind", "gain"))
+        if kind == "ablation":
+            if role != "winner" and not role.startswith("without:"):
+                raise ValueError(f"ablation role {role!r}")
+        elif role not in ("start", "winner"):
             raise ValueError(f"role {role!r}")
         objective = data.get("objective")
         return cls(index=int(data["index"]), role=role, point=dict(data["point"]),
                    objective=None if objective is None else float(objective), valid=bool(data["valid"]),
-                   verdict=str(data.get("verdict", "")), details=dict(data.get("details") or {}))
+                   verdict=str(data.get("verdict", "")), details=dict(data.get("details") or {}), kind=kind)
 
 
 def journal_path(session_dir: str | os.PathLike) -> Path:
@@ -144,10 +152,11 @@ def read_journal(path: str | os.PathLike) -> JournalContents:
         header = JournalHeader.from_dict(head)
         trials = [Observation.from_dict(r) for _, r in records[1:] if r.get("kind") == "trial"]
         gain_runs = [GainRun.from_dict(r) for _, r in records[1:] if r.get("kind") == "gain"]
+        ablation_runs = [GainRun.from_dict(r) for _, r in records[1:] if r.get("kind") == "ablation"]
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"journal entry lacks {exc}", file=str(path),
                          hint="the journal was edited or damaged; start a new session") from None
-    return JournalContents(header, trials, torn, good_bytes, gain_runs)
+    return JournalContents(header, trials, torn, good_bytes, gain_runs, ablation_runs)
 
 
 def _differences(mine: Any, theirs: Any, prefix: str = "") -> list[str]:

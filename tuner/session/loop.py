@@ -64,6 +64,9 @@ REFUSED = "config refused"
 APPLY_S = 3.0
 PROBE_OVERHEAD_S = 11.0
 REPORT_S = 15.0
+# Changes the ablations are expected to revert one at a time (the plan's
+# estimate; the stock sessions kept two after simplify).
+EXPECTED_ABLATED = 2
 
 
 def workload_names() -> tuple[str, ...]:
@@ -262,6 +265,13 @@ class SessionSettings:
     search: str = "bayesian"
     resume: bool = False
     gain_replicates: int = 5
+    ablation_replicates: int | None = None
+    """Rounds of the ablations (the winner less one change at a time);
+    None: as many as the gain's replicates; 0: none (the report then shows
+    the model's figures only, as hints)."""
+    lint_policy: Any = None
+    """advisor.tuner.search.space_lint.LintPolicy: the admin's lint settings,
+    profile and --fail-on, by which the recommendation is judged."""
     space_file: str | None = None
     allow_mpm_switch: bool = False
     ram_bytes: int | None = None
@@ -282,6 +292,12 @@ class SessionSettings:
             raise UsageError(f"unknown --search {self.search!r}", hint=f"choose {' or '.join(SEARCHES)}")
         if self.gain_replicates < 0:
             raise UsageError("--gain-replicates must be 0 (no gain measured) or more")
+        if self.ablation_replicates is not None and self.ablation_replicates < 0:
+            raise UsageError("--ablation-replicates must be 0 (no ablation) or more")
+
+    @property
+    def ablation_rounds(self) -> int:
+        return self.gain_replicates if self.ablation_replicates is None else self.ablation_replicates
 
 
 # --------------------------------------------------------------------------
@@ -301,6 +317,8 @@ class SessionEvents:
     def trial_done(self, observation: Observation, best: float | None, eta_s: float | None) -> None: ...
 
     def replicate_done(self, index: int, total: int, role: str, outcome: TrialOutcome) -> None: ...
+
+    def ablation_done(self, index: int, total: int, role: str, outcome: TrialOutcome) -> None: ...
 
 
 @dataclass
@@ -329,6 +347,9 @@ class Plan:
     """Who loads what, and the most any trial will offer (said before the first)."""
     round_trip: str = ""
     """The clients' round trip (--rtt) and how the trials show it; "" without."""
+    ablation_rounds: int = 0
+    lint_gate: str = ""
+    """How the recommendation is held to the admin's lint (said before the first trial)."""
 
     def lines(self) -> list[str]:
         out = [f"target: {self.target.get('kind')} at {self.target.get('url')}; config {self.config} ({self.mpm})",
@@ -348,9 +369,15 @@ class Plan:
         limit = f", stopping after {_duration(self.max_time_s)}" if self.max_time_s else ""
         resumed = f" ({self.resumed} already in the journal)" if self.resumed else ""
         out.append(f"budget: {self.budget} trials{resumed}, {self.search} search, seed {self.seed}{limit}")
+        if self.ablation_rounds:
+            out.append(f"then: {self.ablation_rounds} interleaved rounds of the winner and the winner less each "
+                       "of its changes (one at a time), so each change the recommendation keeps has its own "
+                       "measured effect; a change within noise goes back to the start's value")
         if self.gain_replicates:
             out.append(f"then: {self.gain_replicates} interleaved replicates each of the starting config and "
                        "the winner, for the gain and its 95 % confidence interval")
+        if self.lint_gate:
+            out.append(f"lint: {self.lint_gate}")
         out.append(f"estimated time: about {_duration(self.estimate_s)}")
         out.append(f"journal: {self.journal} (continue an interrupted session with --resume)")
         out.append(f"report: {self.report_dir}")
@@ -512,7 +539,7 @@ class TuneSession:
             space = narrow_from_file(space, self.settings.space_file)
         self._leave_out_overridden(cfg, space)
         self.cfg, self.space = cfg, space
-        self.lint = CandidateLint(cfg, space, options if options.root else None)
+        self.lint = CandidateLint(cfg, space, options if options.root else None, policy=self.settings.lint_policy)
         path = self.journal_path
         if self.settings.resume:
             from advisor.tuner.session.journal import check_compatible
@@ -537,6 +564,7 @@ class TuneSession:
             measurement=self._measurement_text(), budget=self.settings.budget,
             max_time_s=self.settings.max_time_s, search=self.settings.search, seed=self.settings.seed,
             gain_replicates=self.settings.gain_replicates, estimate_s=self.estimate_s(len(self.resumed)),
+            ablation_rounds=self.settings.ablation_rounds, lint_gate=self._lint_gate_text(),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
             pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text())
 
@@ -556,6 +584,17 @@ class TuneSession:
             first = found[0]
             raise ConfigError(f"nothing is left to tune: {first.what()}, and every other dimension is fixed",
                               file=self.target.where(first.file), line=first.line, hint=first.fix())
+
+    def _lint_gate_text(self) -> str:
+        lint = self.lint
+        if lint is None:
+            return ""
+        if lint.fail_on == "never":
+            return "--fail-on never: the recommendation is not held to lint"
+        settings = f"settings {lint.settings.path}" if lint.settings.path else "no settings file"
+        return (f"a change that brings a finding at or above --fail-on {lint.fail_on} (profile {lint.profile}, "
+                f"{settings}) is kept only with a measured gain beyond noise, and then with a suppression "
+                "comment that gives the figure; otherwise it goes back to the start's value")
 
     def _docroot(self) -> str | None:
         if self.work_dir is not None and (self.work_dir / "docroot").is_dir():
@@ -618,7 +657,12 @@ class TuneSession:
         if self.settings.max_time_s is not None:
             search = min(search, self.settings.max_time_s)
         replicates = 2 * self.settings.gain_replicates * self._trial_s(first=False, uncapped=True)
-        return search + replicates + REPORT_S
+        # Ablations: a round is the winner and each kept change reverted;
+        # how many changes survive is not known before the search, two is
+        # what the stock sessions kept.
+        ablations = self.settings.ablation_rounds * (1 + EXPECTED_ABLATED) * self._trial_s(first=False,
+                                                                                         uncapped=True)
+        return search + replicates + ablations + REPORT_S
 
     # ---- the search --------------------------------------------------------
 
@@ -638,10 +682,12 @@ class TuneSession:
                                                objective=header.objective)
             done = list(contents.trials)
             earlier_gain = list(contents.gain_runs)
+            earlier_ablation = list(contents.ablation_runs)
         else:
             journal = Journal.create(s.session_dir, header)
             done = []
             earlier_gain = []
+            earlier_ablation = []
         settings = SearchSettings(budget=s.budget, max_time_s=s.max_time_s, seed=s.seed)
         searcher = make_searcher(s.search, space, settings)
         searcher.replay(done)
@@ -667,11 +713,23 @@ class TuneSession:
         for note in simplified.notes():
             self.events.note(note)
         winner = simplified.point
+        notes = simplified.notes()
+        ablations = None
+        if s.ablation_rounds and normal:
+            ablations = self._ablate(runner, winner, journal, earlier_ablation)
+            if ablations is not None:
+                winner, reverted = self._drop_unearned(winner, ablations)
+                notes += reverted
         replicates = None
         if s.gain_replicates and normal:
             replicates = self._replicates(runner, winner, journal, earlier_gain)
+        if ablations is None and replicates is not None:
+            winner, single = self._drop_single_within_noise(winner, replicates)
+            notes += single
+        winner, suppressions, lint_notes = self._lint_gate(winner, ablations, replicates)
+        notes += lint_notes
         report = self._report(observations, winner, replicates, result, time.monotonic() - began,
-                              simplified.notes())
+                              notes, ablations=ablations, suppressions=suppressions)
         return SessionOutcome(report, result, observations, winner, replicates, normal)
 
     def _simplify(self, observations: list[Observation], best: dict[str, Value]):
@@ -797,8 +855,171 @@ class TuneSession:
             self.events.replicate_done(index, len(roles), role, outcome)
         return Replicates.from_outcomes(runs)
 
+    # ---- the ablations ----------------------------------------------------
+
+    def _ablate(self, runner: "TrialObjective", winner: dict[str, Value], journal, earlier: list):
+        """The winner and the winner less each of its changes, in interleaved
+        rounds, each run journalled; runs an interrupted session journalled
+        for the same points are taken from the journal."""
+        from advisor.tuner.search.space import format_value
+        from advisor.tuner.session.ablation import WINNER, ablation_order, measure_effects, role_without
+        from advisor.tuner.session.journal import GainRun
+
+        space = self.space
+        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name)]
+        if len(changed) < 2:
+            # One change: the gain's replicates are its ablation.
+            return None
+        points: dict[str, dict[str, Value]] = {WINNER: dict(winner)}
+        values: dict[str, tuple[str, str]] = {}
+        for name in changed:
+            without = dict(winner)
+            without[name] = space.start[name]
+            if self.lint is not None and self.lint.check(without).errors:
+                self.events.note(f"{name} cannot be reverted alone (lint: {self.lint.check(without).errors[0]}): "
+                                 "its effect is not measured on its own")
+                continue
+            points[role_without(name)] = without
+            values[name] = (format_value(name, winner[name]), format_value(name, space.start[name]))
+        if not values:
+            return None
+        roles = ablation_order(list(values), self.settings.ablation_rounds)
+        same = all(run.role in points and _key(space, run.point) == _key(space, points[run.role]) for run in earlier)
+        kept = {run.index: run for run in earlier if same and run.index <= len(roles)
+                and roles[run.index - 1] == run.role}
+        if kept:
+            self.events.note(f"{len(kept)} ablation run(s) taken from the journal")
+        runner.uncapped = True
+        runs: list[tuple[str, float | None, bool]] = []
+        for index, role in enumerate(roles, start=1):
+            if index in kept:
+                run = kept[index]
+                runs.append((role, run.objective, run.valid))
+                continue
+            point = points[role]
+            try:
+                outcome = runner(dict(point))
+                if not outcome.valid:
+                    outcome = runner(dict(point))
+            except PointRefused as refused:
+                self.events.note(f"ablation run {index} ({role}) was refused: {refused.error.render()}")
+                continue
+            journal.append_gain(GainRun(index, role, dict(point), float(outcome.objective), outcome.valid,
+                                        outcome.verdict, outcome.details, kind="ablation"))
+            runs.append((role, float(outcome.objective), outcome.valid))
+            self.events.ablation_done(index, len(roles), role, outcome)
+        return measure_effects(runs, values)
+
+    def _drop_unearned(self, winner: dict[str, Value], ablations) -> tuple[dict[str, Value], list[str]]:
+        """Each change whose measured effect is within noise (or a loss) goes
+        back to the start's value, if the point stays free of lint errors."""
+        space = self.space
+        point = dict(winner)
+        notes = []
+        for effect in ablations.reverted():
+            candidate = dict(point)
+            candidate[effect.dimension] = space.start[effect.dimension]
+            if self.lint is not None and self.lint.check(candidate).errors:
+                continue
+            point = candidate
+            notes.append(f"{effect.dimension} stays {effect.start_value} (the search's best point had "
+                         f"{effect.winner_value}): its measured effect is {effect.verdict()}, "
+                         f"{effect.sentence()}")
+        return point, notes
+
+    def _drop_single_within_noise(self, winner: dict[str, Value], replicates) -> tuple[dict[str, Value], list[str]]:
+        """With one change, the gain's replicates are its ablation: a change
+        whose gain is within noise (or a loss) is not recommended."""
+        from advisor.tuner.search.space import format_value
+        from advisor.tuner.session.gain import measure_gain
+
+        space = self.space
+        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name)]
+        if len(changed) != 1 or min(len(replicates.start), len(replicates.winner)) < 2:
+            return winner, []
+        try:
+            gain = measure_gain(replicates)
+        except ValueError:
+            return winner, []
+        if gain.low is not None and gain.low > 1.0:
+            return winner, []
+        name = changed[0]
+        candidate = dict(winner)
+        candidate[name] = space.start[name]
+        if self.lint is not None and self.lint.check(candidate).errors:
+            return winner, []
+        interval = (f"95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}" if gain.low is not None and gain.high is not None
+                    else "no finite 95 % interval")
+        return candidate, [f"{name} stays {format_value(name, space.start[name])} (the search's best point had "
+                           f"{format_value(name, winner[name])}): it was the only change, and its measured gain "
+                           f"×{gain.ratio:.3f} ({interval}) is not beyond noise"]
+
+    def _lint_gate(self, winner: dict[str, Value], ablations, replicates):
+        """The recommendation as the admin's `lint --fail-on` judges it: each
+        finding it brings is kept only when the change behind it measured a
+        gain beyond noise, and then carries a suppression comment with the
+        figure; otherwise the change goes back to the start's value.
+
+        Returns (point, {dimension: suppression comment}, notes)."""
+        from advisor.tuner.search.space import format_value
+
+        lint, space = self.lint, self.space
+        if lint is None or space is None:
+            return winner, {}, []
+        point = dict(winner)
+        suppressions: dict[str, str] = {}
+        notes: list[str] = []
+        changed = [d.name for d in space.free if point.get(d.name) != space.start.get(d.name)]
+        brought = lint.brought(point)
+        by_dimension: dict[str, set[str]] = {}
+        for key in brought:
+            directive = lint.directive_of(point, key)
+            dimension = _dimension_for(space, directive, changed)
+            if dimension is None:
+                continue
+            by_dimension.setdefault(dimension, set()).add(key[0])
+        for dimension, codes in sorted(by_dimension.items()):
+            figure = self._measured_figure(dimension, changed, ablations, replicates)
+            shown = ", ".join(sorted(codes))
+            if figure is not None:
+                suppressions[dimension] = (f"# apache-advisor: disable={','.join(sorted(codes))} -- measured "
+                                           f"{figure} on {self.workload.name}{self._where_measured()}, "
+                                           f"tune session {_today()}, {self.settings.session_dir}")
+                continue
+            candidate = dict(point)
+            candidate[dimension] = space.start[dimension]
+            if lint.check(candidate).errors:
+                continue
+            notes.append(f"{dimension} stays {format_value(dimension, space.start[dimension])} (the search's best "
+                         f"point had {format_value(dimension, point[dimension])}): it brings lint {shown} at "
+                         f"--fail-on {lint.fail_on}, and no measurement shows a gain from it beyond noise")
+            point = candidate
+        return point, suppressions, notes
+
+    def _measured_figure(self, dimension: str, changed: list[str], ablations, replicates) -> str | None:
+        """The change's own measured gain, as a phrase, when beyond noise."""
+        from advisor.tuner.session.gain import measure_gain
+
+        if ablations is not None and dimension in ablations.effects:
+            effect = ablations.effects[dimension]
+            return f"{effect.sentence()} against the winner without it" if effect.beyond_noise else None
+        if changed == [dimension] and replicates is not None and min(len(replicates.start),
+                                                                     len(replicates.winner)) >= 2:
+            try:
+                gain = measure_gain(replicates)
+            except ValueError:
+                return None
+            if gain.low is not None and gain.low > 1.0:
+                return (f"×{gain.ratio:.2f} (95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}) over the start, "
+                        "its only change")
+        return None
+
+    def _where_measured(self) -> str:
+        rtt = getattr(self.objective, "rtt_ms", None)
+        return f" at {rtt:g} ms RTT" if rtt else " on this target"
+
     def _report(self, observations, winner, replicates, result: SearchResult, elapsed: float,
-                notes: list[str] | None = None):
+                notes: list[str] | None = None, ablations=None, suppressions: Mapping[str, str] | None = None):
         from advisor.tuner.session.report_data import SessionFacts, build_report
 
         s = self.settings
@@ -808,7 +1029,8 @@ class TuneSession:
                              seed=s.seed, stop_reason=stop, elapsed_s=round(elapsed, 1),
                              target=str(self.target.base_url), round_trip=self.objective.rtt_text())
         return build_report(self.cfg, self.space, observations, winner, facts, replicates=replicates, seed=s.seed,
-                            notes=notes or [])
+                            notes=notes or [], ablations=ablations, suppressions=suppressions or {},
+                            lint=self.lint)
 
 
 class _Asking:
@@ -1032,6 +1254,23 @@ class TrialObjective:
 
 # --------------------------------------------------------------------------
 # Helpers
+
+
+def _today() -> str:
+    from datetime import date
+
+    return date.today().isoformat()
+
+
+def _dimension_for(space: Space, directive: str | None, changed: list[str]) -> str | None:
+    """The changed dimension that writes `directive` (most dimensions are
+    named after theirs)."""
+    if directive is None:
+        return None
+    for name in changed:
+        if name.lower() == directive.lower():
+            return name
+    return None
 
 
 def load_config_in_use(target):

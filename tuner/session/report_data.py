@@ -60,7 +60,8 @@ EVIDENCE: dict[str, tuple[Citation, ...]] = {
                   Citation("Almeida et al.", 1996, "sec. 4.1",
                            "TCP TIME_WAIT timers took about 51 % of kernel time for small files")),
     "MaxKeepAliveRequests": (_PERSISTENT,),
-    "EnableMMAP": (Citation(_AW, 2004, "sec. 5.1.4", "a memory-mapped file: 5,700 to 7,300/s, +28 %"),),
+    "EnableMMAP": (Citation(_AW, 2004, "sec. 5.1.4", "MMapFile, one file mapped at start-up by mod_file_cache "
+                                                     "(not EnableMMAP): 5,700 to 7,300/s, +28 %"),),
     "EnableSendfile": (Citation("Hu, Nanda & Yang", 1999, "abstract",
                                 "seven of eight proposed changes raised throughput by 61 %; sending from the "
                                 "file cache to the network was the further step, not measured"),),
@@ -279,6 +280,12 @@ class TuneReport:
     start_level: float | None
     """The start's mean objective (replicates when measured): the convergence plot's dashed line."""
     notes: list[str] = field(default_factory=list)
+    ablations: dict[str, Any] | None = None
+    """session/ablation.py Ablations.to_dict(): each kept change's measured effect."""
+    suppressions: dict[str, str] = field(default_factory=dict)
+    """dimension -> the suppression comment the include writes before its line."""
+    lint_comparison: dict[str, Any] | None = None
+    """`lint` of the start's tree and of the tuned tree, at the admin's --fail-on."""
 
     @property
     def verdict_line(self) -> str:
@@ -301,7 +308,8 @@ class TuneReport:
 
 def build_report(cfg: "Config", space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
                  facts: SessionFacts, *, replicates: Replicates | None = None, surrogate: Surrogate | None = None,
-                 seed: int = 0, notes: Sequence[str] = ()) -> TuneReport:
+                 seed: int = 0, notes: Sequence[str] = (), ablations=None,
+                 suppressions: Mapping[str, str] | None = None, lint=None) -> TuneReport:
     """Everything the report says, decided once.
 
     `winner`: the point recommended (the search's best less the changes the
@@ -356,4 +364,34 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
         curves=curves(surrogate, observations, winner, space.start, seed=seed),
         start_level=start_level,
         notes=notes,
+        ablations=ablations.to_dict() if ablations is not None else None,
+        suppressions=dict(suppressions or {}),
+        lint_comparison=lint_comparison(lint, winner, suppressions or {}) if lint is not None else None,
     )
+
+
+def lint_comparison(lint, winner: Mapping[str, Value], suppressions: Mapping[str, str]) -> dict[str, Any]:
+    """What the admin's `lint --fail-on` says of the start's tree and of the
+    tuned one (the start's tree with the recommended lines read last):
+    findings gone, findings added (a finding the include suppresses carries
+    the comment's measured reason), and the exit code of each."""
+    start_findings = lint.tree_findings(None)
+    tuned_findings = lint.tree_findings(winner)
+    for finding in tuned_findings:
+        comment = suppressions.get(finding["directive"] or "")
+        if comment and finding["code"] in comment.split("--", 1)[0]:
+            finding["suppressed"] = True
+            finding["reason"] = comment.split("--", 1)[1].strip()
+    start_keys = {(f["code"], f["where"]) for f in start_findings}
+    tuned_keys = {(f["code"], f["where"]) for f in tuned_findings}
+    failing = set(lint.policy.failing(lint.fail_on))
+
+    def exit_code(found: list[dict[str, Any]]) -> int:
+        return 1 if any(f["severity"] in failing and not f["suppressed"] for f in found) else 0
+
+    return {
+        "fail_on": lint.fail_on, "profile": lint.profile, "settings": lint.settings.path,
+        "start_exit": exit_code(start_findings), "tuned_exit": exit_code(tuned_findings),
+        "gone": [f for f in start_findings if (f["code"], f["where"]) not in tuned_keys],
+        "added": [f for f in tuned_findings if (f["code"], f["where"]) not in start_keys],
+    }

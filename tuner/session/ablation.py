@@ -1,0 +1,146 @@
+"""Which of the winner's changes earned the gain: one change reverted at a time.
+
+A model fitted to fifteen trials in a dozen dimensions cannot say which
+change did the work; it spreads the credit over whatever varied together
+(a session from MaxConnectionsPerChild 100 credited ListenBacklog with
++94 %). Arlitt & Williamson (2004, sec. 5.1) settled each factor the way
+this module does: the same server, one setting changed, measured side by
+side. Each ablation is the winner with one change set back to the start's
+value; the winner and its ablations run in interleaved rounds (the winner
+first, the ablations in a rotating order), so every side sees the same
+drift of the host. A change's measured effect is mean(winner) /
+mean(winner without it), with the Fieller interval the gain uses
+(session/gain.py). A change whose interval includes 1.0, or that measured a
+loss, goes back to the start's value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from advisor.tuner.session.gain import CONFIDENCE, ratio_interval
+
+WINNER = "winner"
+WITHOUT = "without:"
+
+
+def role_without(dimension: str) -> str:
+    return WITHOUT + dimension
+
+
+def dimension_of(role: str) -> str | None:
+    return role[len(WITHOUT):] if role.startswith(WITHOUT) else None
+
+
+def ablation_order(dimensions: Sequence[str], rounds: int) -> list[str]:
+    """winner, then each ablation, per round; the ablations rotate, so none
+    always runs right after the winner's warm pool."""
+    if rounds < 1:
+        raise ValueError("at least one round")
+    order: list[str] = []
+    names = list(dimensions)
+    for round_index in range(rounds):
+        shift = round_index % len(names) if names else 0
+        order.append(WINNER)
+        order += [role_without(name) for name in names[shift:] + names[:shift]]
+    return order
+
+
+@dataclass
+class ChangeEffect:
+    """The measured effect of one change of the winner."""
+
+    dimension: str
+    winner_value: str
+    start_value: str
+    winner_runs: list[float]
+    without_runs: list[float]
+    ratio: float | None
+    low: float | None
+    high: float | None
+    confidence: float = CONFIDENCE
+    note: str = ""
+    without_served_nothing: bool = False
+    """Without the change the point met the SLO at no rate, where the
+    winner did: no ratio, and no doubt either."""
+
+    @property
+    def measured(self) -> bool:
+        return self.ratio is not None or self.without_served_nothing
+
+    @property
+    def beyond_noise(self) -> bool:
+        """A gain whose interval excludes 1.0."""
+        if self.without_served_nothing:
+            return True
+        return self.low is not None and self.high is not None and self.low > 1.0
+
+    def verdict(self) -> str:
+        if self.without_served_nothing:
+            return "a gain"
+        if self.ratio is None:
+            return self.note or "not measured"
+        if self.low is None or self.high is None:
+            return f"×{self.ratio:.2f}, no finite interval"
+        if self.low > 1.0:
+            return "a gain"
+        if self.high < 1.0:
+            return "a loss"
+        return "within noise"
+
+    def sentence(self) -> str:
+        if self.without_served_nothing:
+            return (f"without it no rate met the SLO ({len(self.without_runs)} runs), with it "
+                    f"{sum(self.winner_runs) / len(self.winner_runs):,.4g}")
+        if self.ratio is None:
+            return self.note or "not measured"
+        interval = (f"95 % CI ×{self.low:.2f} to ×{self.high:.2f}" if self.low is not None and self.high is not None
+                    else "no finite 95 % interval")
+        return (f"×{self.ratio:.2f} ({interval}; {len(self.winner_runs)} runs of the winner, "
+                f"{len(self.without_runs)} without it)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"dimension": self.dimension, "winner_value": self.winner_value, "start_value": self.start_value,
+                "winner_runs": list(self.winner_runs), "without_runs": list(self.without_runs),
+                "ratio": self.ratio, "low": self.low, "high": self.high, "confidence": self.confidence,
+                "verdict": self.verdict(), "note": self.note,
+                "without_served_nothing": self.without_served_nothing}
+
+
+@dataclass
+class Ablations:
+    effects: dict[str, ChangeEffect] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def reverted(self) -> list[ChangeEffect]:
+        """The measured changes that do not earn their place: within noise or a loss."""
+        return [e for e in self.effects.values() if e.measured and not e.beyond_noise]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"order": list(self.order), "notes": list(self.notes),
+                "effects": {name: effect.to_dict() for name, effect in self.effects.items()}}
+
+
+def measure_effects(runs: Sequence[tuple[str, float | None, bool]], values: Mapping[str, tuple[str, str]]
+                    ) -> Ablations:
+    """From (role, objective, valid) in the order they ran; `values`: for
+    each ablated dimension, (the winner's value, the start's value) as text."""
+    winner = [float(v) for role, v, ok in runs if role == WINNER and ok and v is not None]
+    out = Ablations(order=[role for role, _, _ in runs])
+    for name, (winner_value, start_value) in values.items():
+        without = [float(v) for role, v, ok in runs if role == role_without(name) and ok and v is not None]
+        effect = ChangeEffect(name, winner_value, start_value, winner, without, None, None, None)
+        if len(winner) < 2 or len(without) < 2:
+            effect.note = (f"too few valid runs to measure ({len(winner)} of the winner, "
+                           f"{len(without)} without it; two of each at the least)")
+        elif max(without) <= 0 < min(winner):
+                effect.without_served_nothing = True
+        else:
+            try:
+                effect.ratio, effect.low, effect.high, _ = ratio_interval(without, winner)
+            except ValueError as exc:
+                effect.note = f"not measurable: {exc}"
+        out.effects[name] = effect
+    return out
