@@ -191,3 +191,17 @@ def test_fast_json_writer_writes_what_json_dumps_writes(value):
 def test_fast_json_writer_hands_other_types_to_json():
     value = {"ratio": 0.5, "items": (1, 2), "big": float("inf")}
     assert jsonfmt.dumps_indented(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+# ---- the JSON report's per-finding template ----
+
+_FIELD = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["P101", "S509"]), st.sampled_from(["error", "warning", "info"]),
+                          _FIELD, _FIELD, st.integers(0, 10**7), _FIELD, st.none() | _FIELD), max_size=5))
+def test_json_report_template_writes_what_json_dumps_writes(items):
+    findings = [Finding(*item) for item in items]
+    expected = json.dumps([jsonfmt.finding_object(f) for f in findings], indent=2, ensure_ascii=False) + "\n"
+    assert jsonfmt.render(findings) == expected
