@@ -89,6 +89,14 @@ def _display_path(path: str) -> str:
     return absolute
 
 
+def _plain_path(path: str) -> bool:
+    """Whether an absolute path is already normal (no `.`, `..` or empty
+    component): then below the working directory its display form is the
+    rest of it, as relpath would say."""
+    return "//" not in path and "/./" not in path and "/../" not in path \
+        and not path.endswith(("/.", "/..", "/"))
+
+
 def _host_value(cli_value: Any, host: dict[str, Any], key: str) -> tuple[Any, str]:
     if cli_value is not None:
         return cli_value, f"--{key}"
@@ -270,14 +278,20 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     # Files in the order httpd reads them (main file first), then by line.
     read_order = {path: position for position, path in enumerate(dict.fromkeys(files))}
     findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
-    # Once per file, not per finding: a mass-hosting tree has tens of
-    # thousands of findings in as many files, and relpath is not cheap.
+    # Once per file, not per finding; and for a plain absolute path below
+    # the working directory, a slice instead of relpath (a mass-hosting tree
+    # has tens of thousands of findings in as many files).
     shown: dict[str, str] = {}
+    below = os.getcwd().rstrip(os.sep) + os.sep
     for finding in findings:
         path = finding.file
         display = shown.get(path)
         if display is None:
-            display = shown[path] = _display_path(path)
+            if path.startswith(below) and _plain_path(path):
+                display = path[len(below):]
+            else:
+                display = _display_path(path)
+            shown[path] = display
         finding.file = display
         if finding.edit is not None:
             finding.edit = replace(finding.edit, file=_display_path(finding.edit.file))
