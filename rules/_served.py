@@ -148,7 +148,7 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
         grouped.setdefault(id(owner), DirIndex()).add(
             DirSection(path=path, depth=_depth(path), section=section,
                        in_vhost=not owner.is_root, order=position,
-                       wildcard=any(c in path for c in "*?[")))
+                       wildcard="*" in path or "?" in path or "[" in path))
     return grouped
 
 

@@ -117,7 +117,7 @@ def check(ctx: LintContext, report: Report) -> None:
         visible = server_level + own if own else server_level
         for path, origin in site.served_paths():
             url = origin.arg(0) if origin is not None and origin.lname != "documentroot" else None
-            if any(_reaches(inner, path, url) for inner in visible):
+            if visible and any(_reaches(inner, path, url) for inner in visible):
                 continue
             decided, _ = deciding(requires, site, path)
             if decided is not None and [a.lower() for a in decided.args] == ["all", "denied"]:
