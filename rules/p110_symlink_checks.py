@@ -100,14 +100,25 @@ def effective_options(ctx: LintContext, site: Site, path: str, grouped=None):
         start = ctx.shared["options_start"] = (
             (frozenset(apply_options(set(options), server)), server) if server is not None else (options, None))
     options, last = start
+    merged = ctx.shared.setdefault("options_merged", {})
     if site.section is not None:
         own = grouped.get(id(site.section))
         if own:
-            options, last = apply_options(options, own[-1]), own[-1]
+            options, last = _merged(merged, options, own[-1]), own[-1]
     for dir_section in site.applicable(path):
         for node in grouped.get(id(dir_section.section), ()):
-            options, last = apply_options(options, node), node
+            options, last = _merged(merged, options, node), node
     return options, last
+
+
+def _merged(known: dict, options: frozenset[str], node) -> frozenset[str]:
+    """`apply_options`, remembered for each (options, arguments) pair: the
+    hosts of a large tree merge the same few Options lines again and again."""
+    key = (options, tuple(node.args))
+    found = known.get(key)
+    if found is None:
+        found = known[key] = frozenset(apply_options(options, node))
+    return found
 
 
 def _harmless(written: tuple[str, ...]) -> bool:
