@@ -365,3 +365,18 @@ def test_a_report_of_another_entry_is_not_used(trees, cached, tmp_path):
     report.write_bytes(b"0" * len(token) + b"\n" + b"not the report\n")
     assert lint(path, "--isolated", fmt="text") == first
     assert b"not the report" not in report.read_bytes()
+
+
+def test_damaged_findings_behind_a_current_entry_mean_a_fresh_lint(trees, cached, tmp_path):
+    """The findings are decoded only when a report needs them; if they are
+    damaged then, the lint is done afresh: the cold report, no traceback."""
+    path = trees["reports"]
+    cold = lint(path, "--isolated", "--no-cache", fmt="github")
+    lint(path, "--isolated", fmt="json")  # saves the entry
+    (entry,) = (tmp_path / "cache").glob("lint-*.json")
+    head, _, _ = entry.read_bytes().partition(b"\n")
+    entry.write_bytes(head + b"\n[[\"P101\", broken")
+    os.utime(entry)
+    fresh_before = cached["fresh"]
+    assert lint(path, "--isolated", fmt="github") == cold  # no github report saved: decoded, damaged
+    assert cached["fresh"] == fresh_before + 1

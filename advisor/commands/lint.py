@@ -57,7 +57,8 @@ class LintRun:
     something reads them: a report saved with the entry needs none."""
 
     def __init__(self, findings: list | None, notes: list[str], files: list[str], exit_code: int,
-                 trees: list[tuple[str, str]] | None = None, *, cached=None, saved=None) -> None:
+                 trees: list[tuple[str, str]] | None = None, *, cached=None, saved=None,
+                 afresh=None) -> None:
         self._findings = findings
         self.notes = notes
         self.files = files
@@ -65,6 +66,8 @@ class LintRun:
         self.trees = trees or []
         """(main file, server root) of each config linted (`fix` copies them)."""
         self._cached = cached
+        self._afresh = afresh
+        """Lints again when the cached findings turn out unreadable."""
         self.saved = saved
         """(cache, key, token) of the entry holding this result, when there is one."""
 
@@ -74,8 +77,16 @@ class LintRun:
             from advisor.lint.edits import Edit
             from advisor.lint.rule import Finding
 
-            self._findings = [Finding(*fields[:7], edit=Edit(*fields[7]) if len(fields) > 7 and fields[7] else None)
-                              for fields in self._cached.finding_fields()]
+            try:
+                self._findings = [Finding(*fields[:7], edit=Edit(*fields[7]) if len(fields) > 7 and fields[7]
+                                          else None)
+                                  for fields in self._cached.finding_fields()]
+            except (OSError, ValueError, TypeError, KeyError, IndexError):
+                # A damaged entry only ever costs time: lint afresh.
+                fresh = self._afresh()
+                self._findings = fresh.findings
+                self.notes, self.files, self.exit_code = fresh.notes, fresh.files, fresh.exit_code
+                self.saved = None
         return self._findings
 
 
@@ -213,7 +224,8 @@ def run_lint(options: LintOptions) -> LintRun:
         hit = cache.lookup(key)
         if hit is not None:
             return LintRun(None, hit.notes, hit.files, hit.exit_code, cached=hit,
-                           saved=(cache, key, hit.token))
+                           saved=(cache, key, hit.token),
+                           afresh=lambda: _lint_afresh(options, config_path, record=False)[0])
     started_ns = time.time_ns()
     run, recorder, probed_host = _lint_afresh(options, config_path, record=opened is not None)
     if opened is not None and recorder is not None and not probed_host:

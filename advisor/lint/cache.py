@@ -121,11 +121,15 @@ class CachedResult:
     exit_code: int
     token: str = ""
     """Names this entry: a report saved beside it is used only with it."""
-    encoded_findings: bytes | None = None
+    rest: Any = None
+    """The entry file, open after its first line: the findings are read
+    from it only when asked for (the file may be replaced meanwhile; the
+    open handle still reads this entry)."""
 
     def finding_fields(self) -> list[list[Any]]:
         if self.findings is None:
-            self.findings = json.loads(self.encoded_findings or b"[]")
+            with self.rest as stream:
+                self.findings = json.loads(stream.read() or b"[]")
         return self.findings
 
 
@@ -141,25 +145,31 @@ class LintCache:
 
     def lookup(self, key: str) -> CachedResult | None:
         """The saved result when every input it depended on is unchanged."""
+        handle = None
         try:
-            with open(self._path(key), "rb") as handle:
-                # An entry someone else wrote could hide findings: only ours count.
-                if os.fstat(handle.fileno()).st_uid != os.geteuid():
-                    return None
-                data = handle.read()
-            head, newline, findings = data.partition(b"\n")
-            if not newline:
+            handle = open(self._path(key), "rb")
+            # An entry someone else wrote could hide findings: only ours count.
+            if os.fstat(handle.fileno()).st_uid != os.geteuid():
+                handle.close()
+                return None
+            head = handle.readline()
+            if not head.endswith(b"\n"):
+                handle.close()
                 return None
             entry = json.loads(head)
             if entry.get("key") != key:
+                handle.close()
                 return None
             paths = {path: tuple(found) if found is not None else None
                      for path, found in entry["paths"].items()}
             if changed(paths, entry["variables"]) is not None:
+                handle.close()
                 return None
             return CachedResult(None, entry["notes"], entry["files"], int(entry["exit_code"]),
-                                str(entry["token"]), findings)
+                                str(entry["token"]), handle)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            if handle is not None:
+                handle.close()
             return None  # missing, unreadable or damaged: lint afresh
 
     def store(self, key: str, recorder: InputRecorder, result: CachedResult, started_ns: int) -> bool:
