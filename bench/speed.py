@@ -11,7 +11,12 @@ first lint that saves its result to an empty cache (what a user's first run
 costs), and on the unchanged tree (the result cache proves with one stat per
 input that nothing changed, and reuses the result).
 
-    python bench/speed.py [--vhosts 20000] [--runs 7] [--tree DIR] [--advisor PATH]
+Two tree shapes by default (both printed): `plain` (bench/vhost_tree.py's
+default hosts) and `logged` (a mass-hosting tree: three findings on every
+host, each message naming the host's own paths), since the cost of rules
+and formatters grows with the findings.
+
+    python bench/speed.py [--vhosts 20000] [--runs 7] [--shapes plain,logged] [--tree DIR] [--advisor PATH]
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pathlib import Path
 from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from vhost_tree import generate  # noqa: E402
+from vhost_tree import SHAPES, generate  # noqa: E402
 
 from advisor.config.oracle import find_httpd  # noqa: E402
 from advisor.lint.cache import RACY_WINDOW_NS  # noqa: E402
@@ -149,7 +154,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--vhosts", type=int, default=2000, help="virtual hosts in the generated tree "
                         "(one file each; default 2,000)")
-    parser.add_argument("--tree", type=Path, help="reuse the tree here, or create it (with --vhosts hosts)")
+    parser.add_argument("--shapes", default="plain,logged",
+                        help="comma-separated tree shapes of bench/vhost_tree.py (default plain,logged)")
+    parser.add_argument("--tree", type=Path, help="reuse the tree here, or create it (with --vhosts hosts; "
+                        "one shape only)")
     parser.add_argument("--advisor", help="the apache-advisor executable to time (default: the one on PATH; "
                         "an editable install adds ~40 ms of import hooks that a regular install does not have)")
     args = parser.parse_args()
@@ -161,14 +169,28 @@ def main() -> int:
     base = [advisor] if advisor else [sys.executable, "-m", "advisor"]
     if args.vhosts < 1:
         parser.error("--vhosts must be at least 1")
+    shapes = [shape.strip() for shape in args.shapes.split(",") if shape.strip()]
+    unknown = [shape for shape in shapes if shape not in SHAPES]
+    if unknown or not shapes:
+        parser.error(f"--shapes takes {', '.join(SHAPES)}")
+    if args.tree and len(shapes) > 1:
+        parser.error("--tree takes one shape (--shapes NAME)")
+    for position, shape in enumerate(shapes):
+        if position:
+            print()
+        measure_shape(shape, args, base, httpd)
+    return 0
+
+
+def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tree = args.tree or Path(tmp) / "tree"
         main_file = tree / "httpd.conf"
         if not main_file.exists():
-            generate(tree, args.vhosts)
+            generate(tree, args.vhosts, shape=shape)
         files = len(list(tree.rglob("*.conf")))
         lines = sum(len(p.read_text().splitlines()) for p in tree.rglob("*.conf"))
-        print(f"tree: {files - 1} virtual hosts, {files} files, {lines} lines")
+        print(f"tree ({shape}): {files - 1} virtual hosts, {files} files, {lines} lines")
         env = dict(os.environ)
         env.pop("APACHE_ADVISOR_NO_CACHE", None)
         cache_dir = Path(tmp) / "cache"
@@ -204,7 +226,6 @@ def main() -> int:
                                                          f"load_config({str(main_file)!r})")):
             timing = timed([python, "-c", code], args.runs, env)
             print(f"  {label:28} wall {timing.wall * 1000:7.1f} ms   cpu {timing.cpu * 1000:7.1f} ms")
-    return 0
 
 
 if __name__ == "__main__":

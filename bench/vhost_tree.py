@@ -56,13 +56,38 @@ NOISY_VHOST = """# Site {n}: its own document root, status page and overrides.
 </VirtualHost>
 """
 
+# Three findings in every host, each message naming the host's own paths (a
+# mass-hosting tree: one file per customer): an unrestricted DocumentRoot
+# (S509), symbolic links of any owner (S510) and an unbuffered access log (P106).
+LOGGED_VHOST = """# Customer {n}: its own document root and access log.
+<VirtualHost 127.0.0.1:{port}>
+    ServerName site{n}.bench.test
+    DocumentRoot {root}/srv/site{n}
+    <Directory {root}/srv/site{n}>
+        Options FollowSymLinks
+        AllowOverride None
+        Require all granted
+    </Directory>
+    CustomLog {root}/logs/site{n}.log combined
+    RewriteEngine On
+    RewriteRule ^/old/(.*)$ /new/$1 [R=301,L]
+</VirtualHost>
+"""
+
+SHAPES = ("plain", "noisy", "logged")
+"""`plain`: the default tree; `noisy`, `logged`: see above."""
+
 NOISY_SERVER_DIRECTORY = """<Directory {root}/srv/site{n}>
     Options Indexes FollowSymLinks
 </Directory>
 """
 
 
-def generate(target: Path, count: int = 2000, noisy: bool = False, inline: bool = False) -> Path:
+def generate(target: Path, count: int = 2000, noisy: bool = False, inline: bool = False,
+             shape: str = "plain") -> Path:
+    if noisy:
+        shape = "noisy"
+    noisy = shape == "noisy"
     target.mkdir(parents=True, exist_ok=True)
     (target / "sites").mkdir(exist_ok=True)
     (target / "htdocs").mkdir(exist_ok=True)
@@ -75,11 +100,12 @@ def generate(target: Path, count: int = 2000, noisy: bool = False, inline: bool 
               f"ErrorLog {target}/logs/error.log", "ServerTokens Prod", "ServerSignature Off",
               "TraceEnable Off", "Timeout 30", "KeepAlive On", "KeepAliveTimeout 5",
               f"DocumentRoot {target}/htdocs"]
-    vhost = NOISY_VHOST if noisy else VHOST
+    vhost = {"plain": VHOST, "noisy": NOISY_VHOST, "logged": LOGGED_VHOST}[shape]
     text = "\n".join(lines) + "\n"
-    if noisy:
+    if shape != "plain":
         for n in range(1, count + 1):
             (target / "srv" / f"site{n}").mkdir(parents=True, exist_ok=True)
+    if noisy:
         text += "".join(NOISY_SERVER_DIRECTORY.format(n=n, root=target) for n in range(1, count + 1))
     if inline:
         text += "".join(vhost.format(n=n, port=18080, root=target) for n in range(1, count + 1))
@@ -97,9 +123,10 @@ def main() -> None:
     parser.add_argument("target", type=Path)
     parser.add_argument("--count", type=int, default=2000)
     parser.add_argument("--noisy", action="store_true", help="findings and a suppression in every host")
+    parser.add_argument("--shape", choices=SHAPES, default="plain", help="which host template")
     parser.add_argument("--inline", action="store_true", help="the hosts in the main file, not one file each")
     args = parser.parse_args()
-    main_file = generate(args.target, args.count, args.noisy, args.inline)
+    main_file = generate(args.target, args.count, args.noisy, args.inline, args.shape)
     total = sum(len(p.read_text().splitlines()) for p in args.target.rglob("*.conf"))
     print(f"{main_file}: {args.count} virtual hosts, {total} lines")
 

@@ -16,8 +16,21 @@ from advisor.lint.context import LintContext
 from advisor.config.model import Directive, Section
 
 
+_NORMALIZED: dict[str, str] = {}
+
+
 def normalize_dir(path: str) -> str:
-    """`/var/www` and `/var/www/` name the same section (httpd appends '/')."""
+    """`/var/www` and `/var/www/` name the same section (httpd appends '/').
+    Remembered: thousands of hosts often repeat one document root."""
+    found = _NORMALIZED.get(path)
+    if found is None:
+        if len(_NORMALIZED) > 65536:
+            _NORMALIZED.clear()
+        found = _NORMALIZED[path] = _normalize_dir(path)
+    return found
+
+
+def _normalize_dir(path: str) -> str:
     path = path.strip().strip('"')
     while "//" in path:
         path = path.replace("//", "/")
@@ -148,7 +161,7 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
         grouped.setdefault(id(owner), DirIndex()).add(
             DirSection(path=path, depth=_depth(path), section=section,
                        in_vhost=not owner.is_root, order=position,
-                       wildcard=any(c in path for c in "*?[")))
+                       wildcard="*" in path or "?" in path or "[" in path))
     return grouped
 
 

@@ -48,9 +48,23 @@ DOC = Doc(
 )
 
 
-def apply_options(current: set[str], node) -> set[str]:
+_LOWERED: dict[tuple[str, ...], list[str]] = {}
+
+
+def _lowered(args: tuple[str, ...] | list[str]) -> list[str]:
+    """Lower-cased arguments; thousands of hosts repeat a few Options lines."""
+    key = tuple(args)
+    found = _LOWERED.get(key)
+    if found is None:
+        if len(_LOWERED) > 4096:
+            _LOWERED.clear()
+        found = _LOWERED[key] = [arg.lower() for arg in key]
+    return found
+
+
+def apply_options(current: set[str] | frozenset[str], node) -> set[str]:
     """httpd's Options merge: signed options adjust, unsigned ones replace."""
-    args = [arg.lower() for arg in node.args]
+    args = _lowered(node.args)
     if args and all(arg[:1] in "+-" for arg in args):
         result = set(current)
         for arg in args:
@@ -75,21 +89,36 @@ def apply_options(current: set[str], node) -> set[str]:
 
 def effective_options(ctx: LintContext, site: Site, path: str, grouped=None):
     """Options for `path` and the directive that last changed them."""
-    options = {"followsymlinks"} if ctx.at_least(2, 3, 11) else set(_ALL)
-    last = None
     if grouped is None:
         grouped = owned(ctx, "Options")
-    scopes = [ctx.server_value("Options")]
+    # What every site starts from, worked out once per run: httpd's default
+    # and the main server's Options.
+    start = ctx.shared.get("options_start")
+    if start is None:
+        options = frozenset({"followsymlinks"} if ctx.at_least(2, 3, 11) else _ALL)
+        server = ctx.server_value("Options")
+        start = ctx.shared["options_start"] = (
+            (frozenset(apply_options(set(options), server)), server) if server is not None else (options, None))
+    options, last = start
+    merged = ctx.shared.setdefault("options_merged", {})
     if site.section is not None:
         own = grouped.get(id(site.section))
-        scopes.append(own[-1] if own else None)
-    for node in scopes:
-        if node is not None:
-            options, last = apply_options(options, node), node
+        if own:
+            options, last = _merged(merged, options, own[-1]), own[-1]
     for dir_section in site.applicable(path):
         for node in grouped.get(id(dir_section.section), ()):
-            options, last = apply_options(options, node), node
+            options, last = _merged(merged, options, node), node
     return options, last
+
+
+def _merged(known: dict, options: frozenset[str], node) -> frozenset[str]:
+    """`apply_options`, remembered for each (options, arguments) pair: the
+    hosts of a large tree merge the same few Options lines again and again."""
+    key = (options, tuple(node.args))
+    found = known.get(key)
+    if found is None:
+        found = known[key] = frozenset(apply_options(options, node))
+    return found
 
 
 def _harmless(written: tuple[str, ...]) -> bool:

@@ -100,14 +100,24 @@ def _reaches(inner: Section | None, path: str, url: str | None) -> bool:
 def check(ctx: LintContext, report: Report) -> None:
     if not ctx.complete:
         return  # a fragment's restriction may sit in the main config
-    scoped = [_scope(node) for node in _markers(ctx)]
+    # The restrictions by owner: the main server's reach every site, a
+    # virtual host's only its own (one pass, not one per site).
+    server_level: list[Section | None] = []
+    by_vhost: dict[int, list[Section | None]] = {}
+    for inner, owner in (_scope(node) for node in _markers(ctx)):
+        if owner is None:
+            continue
+        if owner.is_root:
+            server_level.append(inner)
+        else:
+            by_vhost.setdefault(id(owner), []).append(inner)
     requires = owned(ctx, "Require")
     for site in sites(ctx):
-        visible = [inner for inner, owner in scoped
-                   if owner is not None and (owner.is_root or owner is site.section)]
+        own = by_vhost.get(id(site.section)) if site.section is not None else None
+        visible = server_level + own if own else server_level
         for path, origin in site.served_paths():
             url = origin.arg(0) if origin is not None and origin.lname != "documentroot" else None
-            if any(_reaches(inner, path, url) for inner in visible):
+            if visible and any(_reaches(inner, path, url) for inner in visible):
                 continue
             decided, _ = deciding(requires, site, path)
             if decided is not None and [a.lower() for a in decided.args] == ["all", "denied"]:

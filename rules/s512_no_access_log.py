@@ -6,6 +6,8 @@ from advisor.config.model import Directive, Section
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
+from ._served import owned
+
 TRADE_OFF = ("Trade-off: P106 (performance) counts the cost of an unbuffered log (about "
              "-10 %); keep the log and buffer or pipe it rather than drop it.")
 
@@ -62,23 +64,22 @@ def _discards(node: Directive) -> bool:
     return bool(node.args) and node.arg(0).strip().lower() in _DISCARD
 
 
-def _own(section: Section, *names: str) -> list[Directive]:
-    return [child for child in section.children
-            if isinstance(child, Directive) and child.lname in names]
-
-
 def check(ctx: LintContext, report: Report) -> None:
     complete = ctx.complete
     global_logs = [node for node in ctx.server("GlobalLog") if not _discards(node)]
     server_logs = ctx.server("CustomLog", "TransferLog")
     server_error = ctx.server_value("ErrorLog")
     vhosts = ctx.virtual_hosts()
+    # Each host's own logs from the index (grouped by the section holding
+    # them), not from a scan of every host's children.
+    access_by_parent = owned(ctx, "CustomLog", "TransferLog")
+    error_by_parent = owned(ctx, "ErrorLog")
     hosts: list[tuple[str, Section | None, list[Directive], Directive | None]] = []
     if not vhosts:
         hosts.append(("the main server", None, server_logs, server_error))
     for vhost in vhosts:
-        own_logs = _own(vhost, "customlog", "transferlog")
-        own_error = _own(vhost, "errorlog")
+        own_logs = access_by_parent.get(id(vhost), [])
+        own_error = error_by_parent.get(id(vhost), [])
         if not complete and not own_logs and not own_error:
             continue  # a fragment: the main config may give it both
         hosts.append((f"<VirtualHost {' '.join(vhost.args)}>", vhost,

@@ -20,7 +20,7 @@ from advisor.commands import lint as cmd_lint
 from advisor.lint import cache as lint_cache
 from lint_helpers import REPO, all_fixtures, run_cli
 
-TREE_NAMES = ("hit", "same-size", "new-file", "removed", "iffile", "variable", "envvars",
+TREE_NAMES = ("hit", "reports", "same-size", "new-file", "removed", "iffile", "variable", "envvars",
               "settings", "options", "damaged", "code", "replaced", "measured")
 
 
@@ -330,3 +330,53 @@ def test_every_rule_module_is_part_of_the_code_fingerprint():
     fingerprinted = {item[0] for item in lint_cache._code_fingerprint()[1:]}
     assert os.path.abspath(p101.__file__) in fingerprinted
     assert os.path.abspath(cmd_lint.__file__) in fingerprinted
+
+
+_SHOWN = [("text",), ("text", "--no-group"), ("text", "--no-evidence"), ("text", "--statistics"),
+          ("json",), ("json", "--statistics"), ("sarif",), ("github",)]
+
+
+def test_saved_reports_are_the_cold_reports_byte_for_byte(trees, cached, tmp_path):
+    """Every way of showing a result, from the cache (the report saved beside
+    the entry, and the entry's findings rendered where no report was saved):
+    the bytes of a cold lint, and no fresh lint."""
+    path = trees["reports"]
+    cold = {shown: lint(path, "--isolated", "--no-cache", *shown[1:], fmt=shown[0]) for shown in _SHOWN}
+    fresh_before = cached["fresh"]
+    lint(path, "--isolated")  # saves the entry (and the JSON report)
+    assert cached["fresh"] == fresh_before + 1
+    for round_number in range(2):  # first from the findings, then from the saved report
+        for shown in _SHOWN:
+            assert lint(path, "--isolated", *shown[1:], fmt=shown[0]) == cold[shown], (round_number, shown)
+    assert cached["fresh"] == fresh_before + 1
+    reports = sorted((tmp_path / "cache").glob("lint-*.out"))
+    assert len(reports) == len(_SHOWN)
+
+
+def test_a_report_of_another_entry_is_not_used(trees, cached, tmp_path):
+    """A saved report names the entry it was made from; one left from an
+    older result of the same key (the tree changed and was linted again)
+    is ignored."""
+    path = trees["reports"]
+    first = lint(path, "--isolated", fmt="text")
+    lint(path, "--isolated", fmt="text")
+    (report,) = (tmp_path / "cache").glob("lint-*.text-*.out")
+    token, _, body = report.read_bytes().partition(b"\n")
+    report.write_bytes(b"0" * len(token) + b"\n" + b"not the report\n")
+    assert lint(path, "--isolated", fmt="text") == first
+    assert b"not the report" not in report.read_bytes()
+
+
+def test_damaged_findings_behind_a_current_entry_mean_a_fresh_lint(trees, cached, tmp_path):
+    """The findings are decoded only when a report needs them; if they are
+    damaged then, the lint is done afresh: the cold report, no traceback."""
+    path = trees["reports"]
+    cold = lint(path, "--isolated", "--no-cache", fmt="github")
+    lint(path, "--isolated", fmt="json")  # saves the entry
+    (entry,) = (tmp_path / "cache").glob("lint-*.json")
+    head, _, _ = entry.read_bytes().partition(b"\n")
+    entry.write_bytes(head + b"\n[[\"P101\", broken")
+    os.utime(entry)
+    fresh_before = cached["fresh"]
+    assert lint(path, "--isolated", fmt="github") == cold  # no github report saved: decoded, damaged
+    assert cached["fresh"] == fresh_before + 1

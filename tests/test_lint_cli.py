@@ -70,6 +70,8 @@ def test_broken_config_is_one_line_with_file_and_line(tmp_path):
     (["--ram", "lots"], "--ram"),
     (["--mpm", "threads"], "--mpm"),
     (["--worker-memory", "-5M"], "--worker-memory"),
+    (["--statistics", "--format", "sarif"], "--statistics"),
+    (["--statistics", "--format", "github"], "--statistics"),
 ])
 def test_bad_options_are_usage_errors(tmp_path, args, fragment):
     path = config(tmp_path, CLEAN)
@@ -177,3 +179,25 @@ def test_text_output_groups_by_file_with_summary(tmp_path):
 def test_notes_say_which_rules_lacked_host_facts(tmp_path):
     result = run("--isolated", "--no-live", str(config(tmp_path, CLEAN)))
     assert "note: C201, C202 skipped: RAM unknown" in result.stdout
+
+
+def test_statistics_count_per_rule_and_keep_the_exit_code(tmp_path):
+    """--statistics counts each rule's findings (text and JSON) and exits as
+    the same lint without it would."""
+    path = config(tmp_path, CLEAN + "KeepAlive Off\n<VirtualHost *:80>\nKeepAlive Off\n</VirtualHost>\n"
+                  "HostnameLookups On\n")
+    plain = run("--isolated", "--no-cache", "--format", "json", str(path))
+    found = json.loads(plain.stdout)
+    counted = run("--isolated", "--no-cache", "--statistics", "--format", "json", str(path))
+    assert counted.returncode == plain.returncode == 1
+    expected: dict[tuple[str, str], int] = {}
+    for item in found:
+        expected[(item["code"], item["severity"])] = expected.get((item["code"], item["severity"]), 0) + 1
+    assert {(row["code"], row["severity"]): row["count"] for row in json.loads(counted.stdout)} == expected
+    assert [row["count"] for row in json.loads(counted.stdout)] == sorted(expected.values(), reverse=True)
+    as_text = run("--isolated", "--no-cache", "--statistics", str(path))
+    assert as_text.returncode == 1
+    assert re.search(r"^\s+2  P102  warning  keepalive-off$", as_text.stdout, re.M), as_text.stdout
+    assert f"Found {len(found)} problems" in as_text.stdout
+    never = run("--isolated", "--no-cache", "--statistics", "--fail-on", "never", str(path))
+    assert never.returncode == 0

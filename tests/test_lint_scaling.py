@@ -60,14 +60,38 @@ class _Linted:
         sarif.render(result.findings, self.rules, result.notes)
         github.render(result.findings, self.by_code)
         text.render(result.findings, io.StringIO(), notes=result.notes, colour=False)
+        text.render(result.findings, io.StringIO(), notes=result.notes, colour=False, group=False)
         self.findings = len(result.findings)
         return time.process_time() - start
 
+    def parts(self) -> dict[str, float]:
+        """CPU seconds of reading the tree, of the engine, and of all the
+        formatters together (text both grouped and not), each once."""
+        config_path = self.config.main_file
+        start = time.process_time()
+        load_config(config_path, LoadOptions()).effective
+        reading = time.process_time() - start
+        config = self.config
+        start = time.process_time()
+        result = lint_config(config, HostFacts(config.apache_version, config.mpm), self.rules,
+                             known_codes=self.codes)
+        engine = time.process_time() - start
+        start = time.process_time()
+        jsonfmt.render(result.findings)
+        sarif.render(result.findings, self.rules, result.notes)
+        github.render(result.findings, self.by_code)
+        text.render(result.findings, io.StringIO(), notes=result.notes, colour=False)
+        text.render(result.findings, io.StringIO(), notes=result.notes, colour=False, group=False)
+        formatters = time.process_time() - start
+        self.findings = len(result.findings)
+        return {"reading": reading, "engine": engine, "formatters": formatters}
 
-@pytest.mark.parametrize("inline", [False, True], ids=["file-per-host", "one-file"])
-def test_lint_cost_is_linear_in_the_number_of_hosts(tmp_path, inline):
-    small = _Linted(generate(tmp_path / "small", 500, noisy=True, inline=inline))
-    large = _Linted(generate(tmp_path / "large", 2000, noisy=True, inline=inline))
+
+@pytest.mark.parametrize("inline, shape", [(False, "noisy"), (True, "noisy"), (False, "logged")],
+                         ids=["file-per-host", "one-file", "findings-on-every-host"])
+def test_lint_cost_is_linear_in_the_number_of_hosts(tmp_path, inline, shape):
+    small = _Linted(generate(tmp_path / "small", 500, inline=inline, shape=shape))
+    large = _Linted(generate(tmp_path / "large", 2000, inline=inline, shape=shape))
     # Alternately, best of five each: a spell of contention from other
     # programs (which slows even CPU time, through shared caches) then hits
     # both sizes or neither.
@@ -79,6 +103,93 @@ def test_lint_cost_is_linear_in_the_number_of_hosts(tmp_path, inline):
     assert small.findings >= 2 * 500 and large.findings >= 2 * 2000
     assert large_cpu < 6 * small_cpu, \
         f"4x the hosts cost {large_cpu / small_cpu:.1f}x the CPU time ({small_cpu:.3f} s -> {large_cpu:.3f} s)"
+
+
+def _best_parts(linted: _Linted, rounds: int) -> dict[str, float]:
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for name, seconds in linted.parts().items():
+            best[name] = min(best.get(name, float("inf")), seconds)
+    return best
+
+
+@pytest.mark.parametrize("shape", ["logged", "plain"])
+def test_each_extra_host_costs_the_lint_less_than_reading_it(tmp_path, shape):
+    """Measured against reading the same tree, so a fast machine cannot hide
+    a slow rule or formatter: what 1,500 more hosts (three or four findings
+    each) add to the engine and to the four formatters, against what they
+    add to reading. Before issue 29 the formatters' share was over 4 times
+    the reading's (relpath and rich's text per finding, the JSON and SARIF
+    writers walking every result key by key); now it is under 1.5."""
+    small = _Linted(generate(tmp_path / "small", 500, shape=shape))
+    large = _Linted(generate(tmp_path / "large", 2000, shape=shape))
+    small_parts: dict[str, float] = {}
+    large_parts: dict[str, float] = {}
+    for _ in range(3):  # alternately: contention hits both sizes or neither
+        for linted, best in ((small, small_parts), (large, large_parts)):
+            for name, seconds in _best_parts(linted, 2).items():
+                best[name] = min(best.get(name, float("inf")), seconds)
+    assert large.findings >= 3 * 2000
+    extra = {name: large_parts[name] - small_parts[name] for name in large_parts}
+    assert extra["reading"] > 0
+    shares = {name: extra[name] / extra["reading"] for name in ("engine", "formatters")}
+    assert shares["engine"] < 1.5 and shares["formatters"] < 2.0, \
+        f"per extra host, against reading it: {', '.join(f'{k} {v:.2f}x' for k, v in shares.items())}"
+
+
+# ---- the display path: a slice where relpath would say the same ----
+
+_SEGMENT = st.sampled_from(["a", "b", ".", "..", "", "c.conf", "ü"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SEGMENT, min_size=1, max_size=6), st.sampled_from(["/", "/a", "/a/b", "/a/"]))
+def test_display_path_fast_form_matches_relpath(tmp_path_factory, segments, cwd):
+    import os
+
+    from advisor.commands import lint as cmd_lint
+
+    path = "/" + "/".join(segments)
+    below = cwd.rstrip("/") + "/"
+    if path.startswith(below) and cmd_lint._plain_path(path):
+        absolute = os.path.abspath(path)
+        assert os.path.relpath(absolute, cwd) == path[len(below):]
+
+
+# ---- grouping: the cheap keys group exactly as `shape` does ----
+
+_MESSAGE = st.text(st.sampled_from("ab1 29#/\xff"), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["S509", "P106"]), _MESSAGE, st.none() | _MESSAGE,
+                          st.sampled_from(["a.conf", "b.conf"]), st.integers(1, 9)), max_size=14))
+def test_text_groups_are_the_findings_of_one_shape(items):
+    findings = [Finding(code, "info", message, file, line, "e", fix) for code, message, fix, file, line in items]
+    heads, folded = text._groups(findings)
+    by_shape: dict = {}
+    for position, finding in enumerate(findings):
+        by_shape.setdefault(text.shape(finding), []).append(position)
+    expected_heads = {positions[0]: positions[1:] for positions in by_shape.values()
+                      if len(positions) >= text.GROUP_MIN}
+    assert {head: [id(f) for f in others] for head, others in heads.items()} == \
+        {head: [id(findings[p]) for p in rest] for head, rest in expected_heads.items()}
+    assert folded == {p for rest in expected_heads.values() for p in rest}
+
+
+def test_grouped_text_names_the_count_and_first_places():
+    findings = [Finding("S509", "info", f"/srv/site{n} accepts every method", f"sites/site{n}.conf", 4, "e")
+                for n in range(1, 8)]
+    findings.append(Finding("P106", "info", "other", "sites/site1.conf", 9, "e"))
+    findings.sort(key=Finding.sort_key)
+    grouped, every = io.StringIO(), io.StringIO()
+    text.render(findings, grouped, colour=False)
+    text.render(findings, every, colour=False, group=False)
+    out = grouped.getvalue()
+    assert out.count("accepts every method") == 1
+    assert "same in 6 more places: sites/site2.conf:4, sites/site3.conf:4, sites/site4.conf:4 and 3 more" in out
+    assert "Found 8 problems (8 info) in 7 files" in out  # every finding counted
+    assert every.getvalue().count("accepts every method") == 7 and "same in" not in every.getvalue()
 
 
 # ---- suppressions: the sweep answers as comparing each finding with each comment ----
@@ -191,3 +302,45 @@ def test_fast_json_writer_writes_what_json_dumps_writes(value):
 def test_fast_json_writer_hands_other_types_to_json():
     value = {"ratio": 0.5, "items": (1, 2), "big": float("inf")}
     assert jsonfmt.dumps_indented(value) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+# ---- the JSON report's per-finding template ----
+
+_FIELD = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["P101", "S509"]), st.sampled_from(["error", "warning", "info"]),
+                          _FIELD, _FIELD, st.integers(0, 10**7), _FIELD, st.none() | _FIELD), max_size=5))
+def test_json_report_template_writes_what_json_dumps_writes(items):
+    findings = [Finding(*item) for item in items]
+    expected = json.dumps([jsonfmt.finding_object(f) for f in findings], indent=2, ensure_ascii=False) + "\n"
+    assert jsonfmt.render(findings) == expected
+
+
+# ---- the SARIF log's per-result template ----
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["P101", "S509", "X999"]), st.sampled_from(["error", "warning", "info"]),
+                          _FIELD, st.sampled_from(["a.conf", "/abs/b c.conf", "sub/ü.conf"]),
+                          st.integers(-1, 10**6), _FIELD, st.none() | _FIELD), max_size=5),
+       st.lists(_FIELD, max_size=2))
+def test_sarif_result_template_writes_what_json_dumps_writes(items, notes):
+    findings = [Finding(*item) for item in items]
+    rules = all_rules()
+    expected = json.dumps(sarif.build(findings, rules, notes), indent=2, ensure_ascii=False) + "\n"
+    assert sarif.render(findings, rules, notes) == expected
+
+
+def test_sarif_results_with_fixes_are_written_whole(tmp_path):
+    """Findings with a mechanical edit take the general writer: same bytes."""
+    main = tmp_path / "httpd.conf"
+    main.write_text("LoadModule mpm_prefork_module modules/mod_mpm_prefork.so\nServerName x\n"
+                    "KeepAlive Off\nHostnameLookups On\nMaxConnectionsPerChild 0\n")
+    config = load_config(str(main), LoadOptions())
+    rules = all_rules()
+    result = lint_config(config, HostFacts(config.apache_version, config.mpm), rules,
+                         known_codes={rule.code for rule in rules})
+    assert any(f.edit is not None and f.edit.applicable for f in result.findings)
+    expected = json.dumps(sarif.build(result.findings, rules, result.notes), indent=2, ensure_ascii=False) + "\n"
+    assert sarif.render(result.findings, rules, result.notes) == expected

@@ -46,16 +46,48 @@ class LintOptions:
     show_evidence: bool = True
     cache: bool = True
     cache_dir: str | None = None
+    group: bool = True
+    """Text output: a finding repeated in many places in the same shape once."""
+    statistics: bool = False
+    """Counts per rule instead of the findings (text and JSON)."""
 
 
-@dataclass
 class LintRun:
-    findings: list
-    notes: list[str]
-    files: list[str]
-    exit_code: int
-    trees: list[tuple[str, str]] = field(default_factory=list)
-    """(main file, server root) of each config linted (`fix` copies them)."""
+    """A lint's result. From the cache, its findings are decoded only when
+    something reads them: a report saved with the entry needs none."""
+
+    def __init__(self, findings: list | None, notes: list[str], files: list[str], exit_code: int,
+                 trees: list[tuple[str, str]] | None = None, *, cached=None, saved=None,
+                 afresh=None) -> None:
+        self._findings = findings
+        self.notes = notes
+        self.files = files
+        self.exit_code = exit_code
+        self.trees = trees or []
+        """(main file, server root) of each config linted (`fix` copies them)."""
+        self._cached = cached
+        self._afresh = afresh
+        """Lints again when the cached findings turn out unreadable."""
+        self.saved = saved
+        """(cache, key, token) of the entry holding this result, when there is one."""
+
+    @property
+    def findings(self) -> list:
+        if self._findings is None:
+            from advisor.lint.edits import Edit
+            from advisor.lint.rule import Finding
+
+            try:
+                self._findings = [Finding(*fields[:7], edit=Edit(*fields[7]) if len(fields) > 7 and fields[7]
+                                          else None)
+                                  for fields in self._cached.finding_fields()]
+            except (OSError, ValueError, TypeError, KeyError, IndexError):
+                # A damaged entry only ever costs time: lint afresh.
+                fresh = self._afresh()
+                self._findings = fresh.findings
+                self.notes, self.files, self.exit_code = fresh.notes, fresh.files, fresh.exit_code
+                self.saved = None
+        return self._findings
 
 
 def _display_path(path: str) -> str:
@@ -66,6 +98,14 @@ def _display_path(path: str) -> str:
     if absolute == cwd or absolute.startswith(cwd.rstrip(os.sep) + os.sep):
         return os.path.relpath(absolute, cwd)
     return absolute
+
+
+def _plain_path(path: str) -> bool:
+    """Whether an absolute path is already normal (no `.`, `..` or empty
+    component): then below the working directory its display form is the
+    rest of it, as relpath would say."""
+    return "//" not in path and "/./" not in path and "/../" not in path \
+        and not path.endswith(("/.", "/..", "/"))
 
 
 def _host_value(cli_value: Any, host: dict[str, Any], key: str) -> tuple[Any, str]:
@@ -140,7 +180,8 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
 
 def _cache_options(options: LintOptions) -> dict[str, Any]:
     """The options a lint result depends on (not how it is shown or where)."""
-    shown_only = {"format", "output", "show_evidence", "config", "cache", "cache_dir"}
+    shown_only = {"format", "output", "show_evidence", "config", "cache", "cache_dir", "group",
+                  "statistics"}
     return {name: value for name, value in vars(options).items() if name not in shown_only}
 
 
@@ -167,6 +208,9 @@ def run_lint(options: LintOptions) -> LintRun:
         raise UsageError("lint needs at least one PATH", hint="the main config file, e.g. /etc/apache2/apache2.conf")
     if options.format not in ("text", "json", "sarif", "github"):
         raise UsageError(f"--format must be text, json, sarif or github, got {options.format!r}")
+    if options.statistics and options.format not in ("text", "json"):
+        raise UsageError(f"--statistics works with --format text or json, not {options.format}",
+                         hint="SARIF and GitHub output always carry every finding")
 
     config_path = None
     if not options.isolated:
@@ -179,21 +223,20 @@ def run_lint(options: LintOptions) -> LintRun:
         cache, key = opened
         hit = cache.lookup(key)
         if hit is not None:
-            from advisor.lint.rule import Finding
-
-            from advisor.lint.edits import Edit
-
-            return LintRun([Finding(*fields[:7], edit=Edit(*fields[7]) if len(fields) > 7 and fields[7] else None)
-                            for fields in hit.findings], hit.notes, hit.files, hit.exit_code)
+            return LintRun(None, hit.notes, hit.files, hit.exit_code, cached=hit,
+                           saved=(cache, key, hit.token),
+                           afresh=lambda: _lint_afresh(options, config_path, record=False)[0])
     started_ns = time.time_ns()
     run, recorder, probed_host = _lint_afresh(options, config_path, record=opened is not None)
     if opened is not None and recorder is not None and not probed_host:
         from advisor.lint.cache import CachedResult
 
-        cache.store(key, recorder, CachedResult(
+        result = CachedResult(
             [[f.code, f.severity, f.message, f.file, f.line, f.evidence, f.fix,
               f.edit.fields() if f.edit else None] for f in run.findings],
-            run.notes, run.files, run.exit_code), started_ns)
+            run.notes, run.files, run.exit_code)
+        if cache.store(key, recorder, result, started_ns):
+            run.saved = (cache, key, result.token)
     return run
 
 
@@ -247,8 +290,21 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     # Files in the order httpd reads them (main file first), then by line.
     read_order = {path: position for position, path in enumerate(dict.fromkeys(files))}
     findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
+    # Once per file, not per finding; and for a plain absolute path below
+    # the working directory, a slice instead of relpath (a mass-hosting tree
+    # has tens of thousands of findings in as many files).
+    shown: dict[str, str] = {}
+    below = os.getcwd().rstrip(os.sep) + os.sep
     for finding in findings:
-        finding.file = _display_path(finding.file)
+        path = finding.file
+        display = shown.get(path)
+        if display is None:
+            if path.startswith(below) and _plain_path(path):
+                display = path[len(below):]
+            else:
+                display = _display_path(path)
+            shown[path] = display
+        finding.file = display
         if finding.edit is not None:
             finding.edit = replace(finding.edit, file=_display_path(finding.edit.file))
 
@@ -277,10 +333,45 @@ def write_atomically(path: str, text: str) -> None:
         raise UsageError(f"cannot write {path}: {exc.strerror}") from None
 
 
+def _report_variant(options: LintOptions) -> str | None:
+    """The name a report of these options is saved under beside the cache
+    entry, or None when it is not saved: text for a terminal (styled, and
+    the terminal may change) is made afresh."""
+    if options.format == "text" and options.output is None and not options.statistics:
+        from advisor.output import text
+
+        if text.styled(sys.stdout):
+            return None
+    return (f"{options.format}-{'evidence' if options.show_evidence else 'brief'}-"
+            f"{'grouped' if options.group else 'every'}{'-statistics' if options.statistics else ''}")
+
+
+def report_text(run: LintRun, options: LintOptions) -> str | None:
+    """The report, from the cache when a report of this result was saved
+    there, else made (and saved); None when it was printed straight to
+    stdout (text for a terminal)."""
+    variant = _report_variant(options)
+    if variant is None:
+        return render(run, options, colour=None)
+    if run.saved is not None:
+        cache, key, token = run.saved
+        saved = cache.report(key, token, variant)
+        if saved is not None:
+            return saved
+    made = render(run, options, colour=False)
+    if run.saved is not None and made is not None:
+        cache, key, token = run.saved
+        cache.store_report(key, token, variant, made)
+    return made
+
+
 def render(run: LintRun, options: LintOptions, *, colour: bool | None) -> str | None:
-    """The report as text, or None when it was printed straight to stdout."""
+    """The report as text, or None when it was printed straight to stdout
+    (text, `colour` not False and no --output)."""
     from advisor import rules as registry
 
+    if options.statistics:
+        return _render_statistics(run, options)
     if options.format == "json":
         from advisor.output import jsonfmt
 
@@ -297,13 +388,31 @@ def render(run: LintRun, options: LintOptions, *, colour: bool | None) -> str | 
 
     from advisor.output import text
 
-    if options.output is None:
+    if options.output is None and colour is not False:
         text.render(run.findings, sys.stdout, notes=run.notes, files_checked=len(run.files),
-                    show_evidence=options.show_evidence, colour=colour)
+                    show_evidence=options.show_evidence, colour=colour, group=options.group)
         return None
     buffer = io.StringIO()
     text.render(run.findings, buffer, notes=run.notes, files_checked=len(run.files),
-                show_evidence=options.show_evidence, colour=False)
+                show_evidence=options.show_evidence, colour=False, group=options.group)
+    return buffer.getvalue()
+
+
+def _render_statistics(run: LintRun, options: LintOptions) -> str:
+    """`--statistics`: the count of findings per rule (as ruff prints them)."""
+    import io
+
+    from advisor import rules as registry
+    from advisor.output import text
+
+    if options.format == "json":
+        import json
+
+        return json.dumps([{"code": code, "severity": severity, "count": count}
+                           for code, severity, count in text.statistics(run.findings)], indent=2) + "\n"
+    summaries = {rule.code: rule.slug for rule in registry.all_rules()}
+    buffer = io.StringIO()
+    text.render_statistics(run.findings, buffer, summaries, files_checked=len(run.files))
     return buffer.getvalue()
 
 
@@ -333,6 +442,8 @@ def register(app: typer.Typer) -> None:
         evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Show each finding's evidence line in text output."),
         cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse the last result when no file, directory or variable it read has changed (also APACHE_ADVISOR_NO_CACHE=1)."),
         cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Where results are kept (default $APACHE_ADVISOR_CACHE_DIR, else ~/.cache/apache-advisor)."),
+        group: bool = typer.Option(True, "--group/--no-group", help="Text output: print a finding repeated in 4 or more places in the same shape once, with its count and first places (--no-group prints every one; JSON and SARIF always do)."),
+        statistics: bool = typer.Option(False, "--statistics", help="Print the number of findings per rule instead of the findings (text or JSON); the exit code is unchanged."),
     ) -> None:
         """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
         from advisor.lint.settings import split_tokens
@@ -345,7 +456,8 @@ def register(app: typer.Typer) -> None:
             defines=list(define or []), modules=list(module or []), modules_from=modules_from,
             server_root=server_root, allow_missing_includes=allow_missing_includes,
             config=config, isolated=isolated, live=live,
-            show_evidence=evidence, cache=cache, cache_dir=cache_dir,
+            show_evidence=evidence, cache=cache, cache_dir=cache_dir, group=group,
+            statistics=statistics,
         )
         # The model (tens of thousands of nodes) lives until the command ends
         # and holds no garbage: the cycle collector would only rescan it
@@ -354,7 +466,7 @@ def register(app: typer.Typer) -> None:
         gc.disable()
         try:
             run = run_lint(options)
-            report = render(run, options, colour=None)
+            report = report_text(run, options)
         finally:
             if collecting:
                 gc.enable()

@@ -17,7 +17,13 @@ run started is not saved at all (git's "racily clean" problem, solved the
 simple way); the next run saves it.
 
 Entries are JSON (nothing in them is executed), written atomically, one file
-per key, in `$APACHE_ADVISOR_CACHE_DIR`, else `$XDG_CACHE_HOME/apache-advisor`,
+per key, in two lines: what proves the entry current (the inputs, the exit
+code), then the findings, which are decoded only when a report has to be
+made from them. Beside an entry, each report already made from it (one per
+format and way of showing, `lint-KEY.VARIANT.out`) is kept with the entry's
+token, so linting an unchanged tree again costs the stats and one copy of the
+report, not a rendering of every finding (a mass-hosting tree has tens of
+thousands). Both are in in `$APACHE_ADVISOR_CACHE_DIR`, else `$XDG_CACHE_HOME/apache-advisor`,
 else `~/.cache/apache-advisor`. A cache that cannot be read or written is
 skipped without a word: it only ever saves time.
 """
@@ -33,7 +39,7 @@ from typing import Any
 
 from advisor.config.inputs import InputRecorder, changed
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 RACY_WINDOW_NS = 2_000_000_000
 MAX_ENTRIES = 64
 """Old entries beyond this many are removed when a new one is written."""
@@ -107,11 +113,24 @@ def entry_key(options: dict[str, Any], settings_path: str | None) -> str:
 
 @dataclass
 class CachedResult:
-    findings: list[list[Any]]
-    """Each finding as [code, severity, message, file, line, evidence, fix]."""
+    findings: list[list[Any]] | None
+    """Each finding as [code, severity, message, file, line, evidence, fix,
+    edit]; None until `finding_fields` decodes them."""
     notes: list[str]
     files: list[str]
     exit_code: int
+    token: str = ""
+    """Names this entry: a report saved beside it is used only with it."""
+    rest: Any = None
+    """The entry file, open after its first line: the findings are read
+    from it only when asked for (the file may be replaced meanwhile; the
+    open handle still reads this entry)."""
+
+    def finding_fields(self) -> list[list[Any]]:
+        if self.findings is None:
+            with self.rest as stream:
+                self.findings = json.loads(stream.read() or b"[]")
+        return self.findings
 
 
 class LintCache:
@@ -121,22 +140,36 @@ class LintCache:
     def _path(self, key: str) -> str:
         return os.path.join(self.directory, f"{_ENTRY_PREFIX}{key}.json")
 
+    def _report_path(self, key: str, variant: str) -> str:
+        return os.path.join(self.directory, f"{_ENTRY_PREFIX}{key}.{variant}.out")
+
     def lookup(self, key: str) -> CachedResult | None:
         """The saved result when every input it depended on is unchanged."""
+        handle = None
         try:
-            with open(self._path(key), "rb") as handle:
-                # An entry someone else wrote could hide findings: only ours count.
-                if os.fstat(handle.fileno()).st_uid != os.geteuid():
-                    return None
-                entry = json.loads(handle.read())
+            handle = open(self._path(key), "rb")
+            # An entry someone else wrote could hide findings: only ours count.
+            if os.fstat(handle.fileno()).st_uid != os.geteuid():
+                handle.close()
+                return None
+            head = handle.readline()
+            if not head.endswith(b"\n"):
+                handle.close()
+                return None
+            entry = json.loads(head)
             if entry.get("key") != key:
+                handle.close()
                 return None
             paths = {path: tuple(found) if found is not None else None
                      for path, found in entry["paths"].items()}
             if changed(paths, entry["variables"]) is not None:
+                handle.close()
                 return None
-            return CachedResult(entry["findings"], entry["notes"], entry["files"], int(entry["exit_code"]))
+            return CachedResult(None, entry["notes"], entry["files"], int(entry["exit_code"]),
+                                str(entry["token"]), handle)
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            if handle is not None:
+                handle.close()
             return None  # missing, unreadable or damaged: lint afresh
 
     def store(self, key: str, recorder: InputRecorder, result: CachedResult, started_ns: int) -> bool:
@@ -144,48 +177,94 @@ class LintCache:
         when saved."""
         if recorder.unreliable or recorder.newest_time_ns() >= started_ns - RACY_WINDOW_NS:
             return False
+        result.token = os.urandom(12).hex()
         entry = {
             "key": key,
+            "token": result.token,
             "paths": recorder.paths,
             "variables": recorder.variables,
-            "findings": result.findings,
             "notes": result.notes,
             "files": result.files,
             "exit_code": result.exit_code,
         }
         # No circular check: the entry is plain data, and checking marks every
         # one of its (20,000 on a large tree) signatures: half the encoding time.
+        # Without an indent json.dumps writes no raw newline: the first one
+        # ends the head.
         data = json.dumps(entry, ensure_ascii=False, check_circular=False).encode("utf-8", "surrogateescape")
-        import tempfile  # only when saving: importing it costs a lookup about 3 ms
-
+        data += b"\n" + json.dumps(result.finding_fields(), ensure_ascii=False,
+                                   check_circular=False).encode("utf-8", "surrogateescape")
         try:
-            os.makedirs(self.directory, mode=0o700, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
-            try:
-                with os.fdopen(handle, "wb") as stream:
-                    stream.write(data)
-                os.replace(temporary, self._path(key))
-            except BaseException:
-                try:
-                    os.unlink(temporary)
-                except OSError:
-                    pass
-                raise
+            self._write(self._path(key), data)
             self._prune()
         except OSError:
             return False
         return True
 
+    def _write(self, path: str, data: bytes) -> None:
+        """All of `data` at `path` or nothing (a temporary file renamed)."""
+        import tempfile  # only when saving: importing it costs a lookup about 3 ms
+
+        os.makedirs(self.directory, mode=0o700, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, path)
+        except BaseException:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
+            raise
+
+    def report(self, key: str, token: str, variant: str) -> str | None:
+        """A report saved from the entry named `token`, or None."""
+        try:
+            with open(self._report_path(key, variant), "rb") as handle:
+                if os.fstat(handle.fileno()).st_uid != os.geteuid():
+                    return None
+                data = handle.read()
+        except OSError:
+            return None
+        head, newline, text = data.partition(b"\n")
+        if not newline or not token or head.decode("ascii", "replace") != token:
+            return None
+        try:
+            return text.decode("utf-8", "surrogateescape")
+        except UnicodeDecodeError:
+            return None
+
+    def store_report(self, key: str, token: str, variant: str, text: str) -> bool:
+        """Keep a report made from the entry named `token`; True when saved."""
+        if not token:
+            return False
+        try:
+            self._write(self._report_path(key, variant),
+                        token.encode("ascii") + b"\n" + text.encode("utf-8", "surrogateescape"))
+        except (OSError, UnicodeEncodeError):
+            return False
+        return True
+
     def _prune(self) -> None:
         entries = []
+        reports: dict[str, list[str]] = {}
         for entry in os.scandir(self.directory):
-            if entry.name.startswith(_ENTRY_PREFIX):
+            if not entry.name.startswith(_ENTRY_PREFIX):
+                continue
+            if entry.name.endswith(".json"):
                 try:
                     entries.append((entry.stat().st_mtime_ns, entry.path))
                 except OSError:
                     continue
+            elif entry.name.endswith(".out"):
+                key = entry.name[len(_ENTRY_PREFIX):].split(".", 1)[0]
+                reports.setdefault(key, []).append(entry.path)
         entries.sort(reverse=True)
-        for _, path in entries[MAX_ENTRIES:]:
+        kept = {os.path.basename(path)[len(_ENTRY_PREFIX):-len(".json")] for _, path in entries[:MAX_ENTRIES]}
+        removed = [path for _, path in entries[MAX_ENTRIES:]]
+        removed += [path for key, paths in reports.items() if key not in kept for path in paths]
+        for path in removed:
             try:
                 os.unlink(path)
             except OSError:

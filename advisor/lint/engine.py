@@ -45,13 +45,6 @@ class LintResult:
     files: list[str]
 
 
-def _location(at: Location) -> tuple[str, int]:
-    if isinstance(at, tuple):
-        return at
-    node: Node = at
-    return node.file, node.line
-
-
 def _read_if_marked(path: str) -> str | None:
     """The file's text when it mentions the suppression marker, else None.
     Plain os calls: a 2,000-file tree is read once more here, so the
@@ -173,17 +166,27 @@ def lint_config(
     seen: set[tuple[str, str, int, str]] = set()
 
     def runner(rule: Rule):
+        # Looked up once per rule, not per finding: a rule may report once
+        # for each of 20,000 hosts.
+        code = rule.code
+        configured = settings.severity.get(code)
+        default_level = rule.severity
+        default_evidence = rule.doc.evidence
+        remember = seen.add
+
         def report(at: Location, message: str, *, fix: str | None = None,
                    severity: str | None = None, evidence: str | None = None,
                    edit=None) -> None:
-            file, line = _location(at)
-            key = (rule.code, file, line, message)
+            if isinstance(at, tuple):
+                file, line = at
+            else:
+                file, line = at.file, at.line
+            key = (code, file, line, message)
             if key in seen:
                 return
-            seen.add(key)
-            level = settings.severity.get(rule.code) or severity or rule.severity
-            sink[0].append(Finding(rule.code, level, message, file, line,
-                                    evidence or rule.doc.evidence, fix, edit))
+            remember(key)
+            sink[0].append(Finding(code, configured or severity or default_level, message, file, line,
+                                   evidence or default_evidence, fix, edit))
         return report
 
     skipped: dict[str, list[str]] = {}

@@ -8,12 +8,13 @@ below it, so code scanning can match it to the repository.
 from __future__ import annotations
 
 import os
+from json.encoder import encode_basestring
 from typing import Iterable
 from urllib.parse import quote
 
 from advisor.lint.docs import rule_markdown, rule_text
 from advisor.lint.rule import Finding, Rule
-from advisor.output.jsonfmt import dumps_indented
+from advisor.output.jsonfmt import dumps_indented, encode_at
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -137,4 +138,54 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
 
 def render(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] = (),
            root: str | None = None) -> str:
-    return dumps_indented(build(findings, rules, notes, root)) + "\n"
+    """What `dumps_indented(build(...))` writes, with each result written from
+    one template (the rest of the log goes through the general writer): tens
+    of thousands of results would otherwise each be walked key by key."""
+    findings = list(findings)
+    rules = list(rules)
+    head = dumps_indented(build([], rules, notes, root))
+    # "results" is the run's last key; its bare quotes cannot occur inside
+    # an encoded string, so the last match is the key itself.
+    empty = '"results": []'
+    cut = head.rfind(empty)
+    if not findings or cut < 0:
+        return head + "\n"
+    index = {rule.code: position for position, rule in enumerate(rules)}
+    artifacts: dict[str, dict] = {}
+    located: dict[str, str] = {}  # the artifactLocation, encoded once per file
+    pieces: dict[tuple, tuple[str, str, str, str]] = {}
+    results = []
+    for finding in findings:
+        if (finding.edit is not None and finding.edit.applicable) or type(finding.line) is not int \
+                or type(finding.message) is not str or type(finding.evidence) is not str \
+                or (finding.fix is not None and type(finding.fix) is not str):
+            results.append(encode_at(build([finding], rules)["runs"][0]["results"][0], 4))
+            continue
+        location = located.get(finding.file)
+        if location is None:
+            artifact = artifacts[finding.file] = _artifact(finding.file)
+            location = located[finding.file] = encode_at(artifact, 8)
+        message = finding.message + (f" Fix: {finding.fix}" if finding.fix else "")
+        # What repeats over thousands of results (rule, level, evidence, fix)
+        # is encoded once.
+        shared = (finding.code, finding.severity, finding.evidence, finding.fix)
+        parts = pieces.get(shared)
+        if parts is None:
+            rule_index = index.get(finding.code)
+            fix = "null" if finding.fix is None else encode_basestring(finding.fix)
+            parts = pieces[shared] = (
+                f'{{\n          "ruleId": {encode_basestring(finding.code)},\n'
+                f'          "level": {encode_basestring(_LEVEL[finding.severity])},\n'
+                f'          "message": {{\n            "text": ',
+                f'\n          }},\n          "locations": [\n            {{\n'
+                f'              "physicalLocation": {{\n                "artifactLocation": ',
+                f',\n                "region": {{\n                  "startLine": ',
+                f'\n                }}\n              }}\n            }}\n          ],\n'
+                f'          "properties": {{\n            "evidence": {encode_basestring(finding.evidence)},\n'
+                f'            "fix": {fix}\n          }}'
+                + (f',\n          "ruleIndex": {rule_index}' if rule_index is not None else "")
+                + "\n        }")
+        results.append(parts[0] + encode_basestring(message) + parts[1] + location + parts[2]
+                       + str(max(1, finding.line)) + parts[3])
+    return (head[:cut] + '"results": [\n        ' + ",\n        ".join(results) + "\n      ]"
+            + head[cut + len(empty):] + "\n")

@@ -14,6 +14,7 @@ the same bytes; a property test holds them to it.
 from __future__ import annotations
 
 import os
+import re
 from typing import IO, Iterable
 
 from advisor.lint.rule import SEVERITIES, Finding
@@ -39,6 +40,11 @@ def _console(stream: IO[str], colour: bool | None):
 _STRIPPED_CONTROLS = {code: None for code in (7, 8, 11, 12, 13)}
 
 
+def styled(stream: IO[str]) -> bool:
+    """Whether rich could print styles on `stream` (colour left to it)."""
+    return _needs_rich(stream, None, ())
+
+
 def _needs_rich(stream: IO[str], colour: bool | None, texts: Iterable[str]) -> bool:
     """False when rich would print the text as it is: then it need not be used."""
     # rich expands tabs by display cells, not characters: leave that to it.
@@ -55,41 +61,176 @@ def _needs_rich(stream: IO[str], colour: bool | None, texts: Iterable[str]) -> b
         return False
 
 
-class _PlainConsole:
-    """The part of rich's Console used below, without styles."""
+GROUP_MIN = 4
+"""A finding seen in this many places or more (same rule, severity, message
+shape, fix and evidence) is printed once, with its count and first places."""
 
-    def __init__(self, stream: IO[str]) -> None:
-        self.stream = stream
+GROUP_PLACES = 3
+"""How many of a group's other places are named."""
 
-    def print(self, text: "_PlainText | None" = None) -> None:
-        self.stream.write((text.plain if text is not None else "") + "\n")
+_DIGIT_RUNS = re.compile(r"[0-9]+")
+# 0xFF never occurs in UTF-8: a marked digit cannot be confused with text.
+_DIGITS_MARKED = bytes.maketrans(b"0123456789", b"\xff" * 10)
+_MARK_RUNS = re.compile(rb"\xff+")
 
 
-class _PlainText:
-    """The part of rich's Text used below, without styles."""
+def shape(finding: Finding) -> tuple:
+    """What makes two findings "the same" for grouping: every field a reader
+    reads, with each run of digits made one mark (site1 and site20000, line
+    numbers in messages), so a mass-hosting tree's per-host findings fall
+    together."""
+    return (finding.code, finding.severity, _DIGIT_RUNS.sub("#", finding.message),
+            None if finding.fix is None else _DIGIT_RUNS.sub("#", finding.fix), finding.evidence)
 
-    def __init__(self, text: str = "", style: str | None = None) -> None:
-        self.plain = text.translate(_STRIPPED_CONTROLS)
 
-    def append(self, text: str, style: str | None = None) -> None:
-        self.plain += text.translate(_STRIPPED_CONTROLS)
+def _coarse(finding: Finding) -> tuple:
+    """`shape` with each digit marked rather than each run: a bytes
+    translation, ten times cheaper than the substitution. Findings with
+    equal coarse keys have equal shapes; the few distinct coarse keys are
+    then merged by `_refined`."""
+    fix = finding.fix
+    return (finding.code, finding.severity,
+            finding.message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED),
+            None if fix is None else fix.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED),
+            finding.evidence)
+
+
+def _refined(key: tuple) -> tuple:
+    code, severity, message, fix, evidence = key
+    return (code, severity, _MARK_RUNS.sub(b"\xff", message),
+            None if fix is None else _MARK_RUNS.sub(b"\xff", fix), evidence)
+
+
+def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], set[int]]:
+    """(position of each group's first finding -> the group's other findings,
+    positions printed as part of a group elsewhere). Groups are findings of
+    equal `shape`."""
+    coarse: dict[tuple, list[int]] = {}
+    for position, finding in enumerate(findings):
+        key = _coarse(finding)
+        found = coarse.get(key)
+        if found is None:
+            coarse[key] = [position]
+        else:
+            found.append(position)
+    members: dict[tuple, list[int]] = {}
+    for key, positions in coarse.items():
+        refined = _refined(key)
+        if refined in members:
+            members[refined] = sorted(members[refined] + positions)
+        else:
+            members[refined] = positions
+    heads: dict[int, list[Finding]] = {}
+    folded: set[int] = set()
+    for positions in members.values():
+        if len(positions) >= GROUP_MIN:
+            heads[positions[0]] = [findings[p] for p in positions[1:]]
+            folded.update(positions[1:])
+    return heads, folded
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 def render(findings: Iterable[Finding], stream: IO[str], *, notes: Iterable[str] = (),
-           files_checked: int = 0, show_evidence: bool = True, colour: bool | None = None) -> None:
+           files_checked: int = 0, show_evidence: bool = True, colour: bool | None = None,
+           group: bool = True) -> None:
+    """Findings under a heading per file, then a summary. With `group`, a
+    finding repeated in GROUP_MIN places or more in the same shape is printed
+    once (where it first occurs) with its count and first few other places."""
     findings = list(findings)
     notes = list(notes)
-    texts = [text for f in findings for text in (f.file, f.message, f.evidence, f.fix or "")] + notes
-    if _needs_rich(stream, colour, texts):
-        from rich.text import Text
+    heads, folded = _groups(findings) if group else ({}, set())
+    if _needs_rich(stream, colour, ()):
+        _render_rich(findings, stream, notes, files_checked, show_evidence, colour, heads, folded)
+        return
+    # Off a terminal: the same lines as plain strings, joined once, and the
+    # control characters rich would drop removed from the whole at once.
+    out: list[str] = []
+    write = out.append
+    width = max((len(str(f.line)) for f in findings), default=1)
+    pad = " " * (width + 4)
+    current_file = None
+    for position, finding in enumerate(findings):
+        if position in folded:
+            continue
+        if finding.file != current_file:
+            if current_file is not None:
+                write("\n")
+            write(finding.file + "\n")
+            current_file = finding.file
+        write(f"  {finding.line:>{width}}  {finding.severity:<7} {finding.code} {finding.message}\n")
+        if finding.fix is not None:
+            write(f"{pad}fix: {finding.fix if finding.fix else '(delete this line)'}\n")
+        if show_evidence:
+            write(f"{pad}why: {finding.evidence}\n")
+        others = heads.get(position)
+        if others:
+            write(pad + _group_line(others) + "\n")
+    if findings:
+        write("\n")
+    write(_summary(findings, files_checked) + "\n")
+    if heads:
+        write(_grouped_note(heads) + "\n")
+    for note in notes:
+        write(f"note: {note}\n")
+    text = "".join(out)
+    if "\t" in text:
+        # rich expands tabs by display cells: leave that to it. (Every text
+        # rich would print is in `text`, and no other.)
+        _render_rich(findings, stream, notes, files_checked, show_evidence, colour, heads, folded)
+        return
+    if _CONTROLS.search(text):
+        text = _CONTROLS.sub("", text)
+    stream.write(text)
 
-        console = _console(stream, colour)
-    else:
-        Text = _PlainText  # type: ignore[assignment,misc]  # noqa: N806
-        console = _PlainConsole(stream)  # type: ignore[assignment]
+
+_CONTROLS = re.compile("[\x07\x08\x0b\x0c\x0d]")
+
+
+def _group_line(others: list[Finding]) -> str:
+    places = ", ".join(f"{f.file}:{f.line}" for f in others[:GROUP_PLACES])
+    more = len(others) - GROUP_PLACES
+    return (f"same in {_plural(len(others), 'more place')}: {places}"
+            + (f" and {more:,} more" if more > 0 else ""))
+
+
+def _grouped_note(heads: dict[int, list[Finding]]) -> str:
+    hidden = sum(len(others) for others in heads.values())
+    return (f"{_plural(hidden, 'finding')} of the same shape as one shown are counted, not "
+            f"printed (--no-group prints every one)")
+
+
+def _summary(findings: list[Finding], files_checked: int) -> str:
+    if not findings:
+        return f"No problems found in {files_checked} file{'s' if files_checked != 1 else ''}."
+    counts = dict.fromkeys(SEVERITIES, 0)
+    files: set[str] = set()
+    for f in findings:
+        counts[f.severity] += 1
+        files.add(f.file)
+    parts = [f"{counts[level]} {label}" for level, label in
+             (("error", "error" if counts["error"] == 1 else "errors"),
+              ("warning", "warning" if counts["warning"] == 1 else "warnings"),
+              ("info", "info"))
+             if counts[level]]
+    return (f"Found {len(findings)} problem{'s' if len(findings) != 1 else ''} "
+            f"({', '.join(parts)}) in {len(files)} file{'s' if len(files) != 1 else ''}")
+
+
+def _render_rich(findings: list[Finding], stream: IO[str], notes: list[str], files_checked: int,
+                 show_evidence: bool, colour: bool | None, heads: dict[int, list[Finding]],
+                 folded: set[int]) -> None:
+    from rich.text import Text
+
+    console = _console(stream, colour)
     current_file = None
     width = max((len(str(f.line)) for f in findings), default=1)
-    for finding in findings:
+    pad = " " * (width + 4)
+    for position, finding in enumerate(findings):
+        if position in folded:
+            continue
         if finding.file != current_file:
             if current_file is not None:
                 console.print()
@@ -104,29 +245,45 @@ def render(findings: Iterable[Finding], stream: IO[str], *, notes: Iterable[str]
         line.append(" ")
         line.append(finding.message)
         console.print(line)
-        pad = " " * (width + 4)
         if finding.fix is not None:
             fix = Text(pad + "fix: ", style="green")
             fix.append(finding.fix if finding.fix else "(delete this line)")
             console.print(fix)
         if show_evidence:
             console.print(Text(pad + "why: " + finding.evidence, style="dim"))
+        others = heads.get(position)
+        if others:
+            console.print(Text(pad + _group_line(others), style="dim"))
     if findings:
         console.print()
-    counts = {level: sum(1 for f in findings if f.severity == level) for level in SEVERITIES}
-    files_with = len({f.file for f in findings})
-    if findings:
-        parts = [f"{counts[level]} {label}" for level, label in
-                 (("error", "error" if counts["error"] == 1 else "errors"),
-                  ("warning", "warning" if counts["warning"] == 1 else "warnings"),
-                  ("info", "info"))
-                 if counts[level]]
-        summary = Text(f"Found {len(findings)} problem{'s' if len(findings) != 1 else ''} "
-                       f"({', '.join(parts)}) in {files_with} file{'s' if files_with != 1 else ''}",
-                       style="bold")
-    else:
-        summary = Text(f"No problems found in {files_checked} file{'s' if files_checked != 1 else ''}.",
-                       style="bold green")
-    console.print(summary)
+    console.print(Text(_summary(findings, files_checked), style="bold" if findings else "bold green"))
+    if heads:
+        console.print(Text(_grouped_note(heads), style="dim"))
     for note in notes:
         console.print(Text(f"note: {note}", style="dim"))
+
+
+def render_statistics(findings: Iterable[Finding], stream: IO[str], summaries: dict[str, str], *,
+                      files_checked: int = 0) -> None:
+    """`--statistics`: one line per rule (count, code, severity, what it
+    checks), most frequent first, then the summary line. No colour: it is
+    a table to read or to pipe."""
+    findings = list(findings)
+    out = []
+    for code, severity, count in statistics(findings):
+        out.append(f"{count:>7,}  {code}  {severity:<7}  {summaries.get(code, '')}".rstrip() + "\n")
+    if out:
+        out.append("\n")
+    out.append(_summary(findings, files_checked) + "\n")
+    stream.write("".join(out).translate(_STRIPPED_CONTROLS))
+
+
+def statistics(findings: Iterable[Finding]) -> list[tuple[str, str, int]]:
+    """(code, severity, count) for each rule and severity found, most frequent
+    first, then by code."""
+    counts: dict[tuple[str, str], int] = {}
+    for f in findings:
+        key = (f.code, f.severity)
+        counts[key] = counts.get(key, 0) + 1
+    return sorted(((code, severity, count) for (code, severity), count in counts.items()),
+                  key=lambda item: (-item[2], item[0], item[1]))
