@@ -236,7 +236,11 @@ def test_the_slo_reads_the_client_perceived_time_with_rtt_and_the_measured_one_w
     kept = _trial(with_rtt(replace_inputs(plain, num_calls=5, rate=10), 50.0, RTT_ADDED), 20, 100, 1.0)
     assert kept.meets_slo and kept.reply_time_for_slo_ms == pytest.approx(61.0)
     # Over TLS 1.2 (the trial's tls counts, as the HTTPS trials record them): 20 full handshakes add 40 round trips.
-    kept.tls = {"full_handshakes": 20, "resumed_handshakes": 0, "version": "TLSv1.2"}
+    from advisor.tuner.measure.tls_probe import TlsTrial
+
+    kept.tls = TlsTrial(version="TLSv1.2", key_type="ECDSA P-256", cipher=None, resume="session", full_handshakes=20,
+                        resumed_handshakes=0, window_s=2.0, counted_by="test", server_cpu_s=None, replies=100,
+                        cost=None)
     assert kept.reply_time_for_slo_ms == pytest.approx(1.0 + 50.0 * (20 + 40 + 100) / 100)
     assert kept.to_dict()["client_time"]["round_trips"]["tls_full"] == 40
 
