@@ -43,6 +43,8 @@ WanRateOption = Annotated[Optional[str], typer.Option(
 ConfigOption = Annotated[Optional[str], typer.Option(
     "--config", help="Existing staging server: the config it reads (must include the managed file).")]
 ReloadCmdOption = Annotated[str, typer.Option("--reload-cmd", help="Existing server: how to reload it.")]
+RestartCmdOption = Annotated[Optional[str], typer.Option(
+    "--restart-cmd", help="Existing server: how to stop and start it in full (an MPM switch, ServerLimit).")]
 TestCmdOption = Annotated[Optional[str], typer.Option(
     "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG).")]
 UrlOption = Annotated[Optional[str], typer.Option(
@@ -63,6 +65,7 @@ class TargetOptions:
     reload_cmd: str
     test_cmd: str | None
     managed: str | None
+    restart_cmd: str | None = None
 
     @property
     def existing(self) -> bool:
@@ -131,7 +134,7 @@ def resolve_target(options: TargetOptions, remote: RemoteOptions | None = None, 
         if allow_hosts is not None:
             check_host(options.url, allow_hosts)
         target = LocalServerTarget(options.config, options.url, options.reload_cmd, options.managed,
-                                   options.test_cmd)
+                                   options.test_cmd, restart_cmd=options.restart_cmd)
         work_dir = None
     else:
         sandbox = Sandbox(options.workdir)
@@ -161,7 +164,8 @@ def remote_target(options: TargetOptions, remote: RemoteOptions, allow_hosts: li
                          hint=f"name it with --allow-host {spec.host} if it is a staging server you own")
     check_host(options.url, allow_hosts)
     conn = SshConnection(spec, options=list(remote.ssh_options or []), identity=remote.identity)
-    target = RemoteTarget(conn, options.config, options.url, options.reload_cmd, options.managed, options.test_cmd)
+    target = RemoteTarget(conn, options.config, options.url, options.reload_cmd, options.managed, options.test_cmd,
+                          restart_cmd=options.restart_cmd)
     atexit.register(conn.close)  # else the master connection lingers for ControlPersist seconds
     return target
 
