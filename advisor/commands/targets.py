@@ -262,6 +262,7 @@ def place_processes(target, server_cpus: str | None, client_cpus: str | None) ->
     wanted_server = parse_cpus(server_cpus)
     if wanted_server and pid:
         pin_tree(pid, wanted_server)
+        target.pin_cpus = wanted_server  # pinned again after a full restart (tune --restart-cmd)
     actual_server = server_affinity(pid) or wanted_server
     client = parse_cpus(client_cpus) or default_client_cpus(actual_server)
     return actual_server, client

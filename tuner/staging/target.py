@@ -402,6 +402,26 @@ class ExistingServerTarget(StagingTarget):
             raise AdvisorError(f"restart command refused: {said or f'exit {result.returncode}'}",
                                file=self._where(self._config_path()), hint=f"check --restart-cmd ({self.restart_cmd})")
         wait_healthy(self.health_url(), timeout=20.0)
+        self._pin_again()
+
+    pin_cpus: list[int] | None = None
+    """Cores --server-cpus pinned the server to: a restarted server is pinned again."""
+
+    def _pin_again(self) -> None:
+        import psutil
+
+        pid = self.server_pid() if self.pin_cpus and self.on_this_machine else None
+        if pid is None:
+            return
+        try:
+            parent = psutil.Process(pid)
+            for process in [parent, *parent.children(recursive=True)]:
+                try:
+                    process.cpu_affinity(self.pin_cpus)
+                except psutil.Error:
+                    continue
+        except psutil.Error as exc:
+            raise AdvisorError(f"cannot pin the restarted server to cores {self.pin_cpus}: {exc}") from None
 
     def check_mpm_switch(self, cfg) -> None:
         import posixpath
