@@ -474,3 +474,36 @@ def test_simplify_keeps_the_thread_settings_a_prefork_start_never_had(tmp_path):
     assert simplified.point["MPM"] == "event" and "KeepAliveTimeout" in reverted  # the model saw only the MPM matter
     assert not {"ThreadsPerChild", "MinSpareThreads"} & reverted
     assert simplified.point["ThreadsPerChild"] == 20
+
+
+@pytest.mark.netns
+@pytest.mark.httpd
+def test_a_server_on_another_host_switches_over_ssh_and_is_restored(netns_topology, tmp_path):
+    """--host: the MPM line is edited, the restart run and the file put back
+    on the host, through ssh only; the server's mod_status says what ran."""
+    require("apache2", "httperf")
+    topo = netns_topology
+    with SandboxRun(mpm="prefork", netns=topo.server.netns, host=topo.server.addr, port=8080,
+                    status_allow=["127.0.0.1", topo.root_addr]) as run:
+        config = run.sandbox.config_path
+        original = config.read_bytes()
+        base = f"{run.state.binary} -f {config} -k"
+        restart = (f"sh -c '{base} stop; for i in $(seq 100); do [ -e {run.sandbox.pid_path} ] || break; "
+                   f"sleep 0.1; done; {base} start'")
+        args = ["--host", f"root@{topo.server.addr}", "--allow-host", topo.server.addr,
+                "--identity", str(topo.user_key)]
+        for option in topo.ssh_options():
+            args += ["--ssh-option", option]
+        args += ["--config", str(config), "--managed", str(run.sandbox.managed_path),
+                 "--reload-cmd", f"{base} graceful", "--restart-cmd", restart,
+                 "--url", f"http://{topo.server.addr}:8080/index.html"]
+        report = tmp_path / "report"
+        with MpmWatch(run.state.status_url) as watch:
+            result = cli("tune", *args, "--report", str(report), "--allow-mpm-switch", "--workload", "1k",
+                         "--budget", "6", "--client-cpus", "1", *SHORT, check=False)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert len(check_trials_ran_their_mpm(report)) >= 2
+        assert len(set(watch.seen)) >= 2 and watch.seen[-1] == "prefork", watch.seen
+        assert config.read_bytes() == original
+        run.assert_stock_restored()
+        assert server_mpm(run.state.status_url) == "prefork"
