@@ -21,7 +21,7 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
-from advisor.errors import AdvisorError, UsageError
+from advisor.errors import UsageError
 
 HostOption = Annotated[Optional[str], typer.Option(
     "--host", help="A staging server on another host, over SSH: HOST, USER@HOST or USER@HOST:PORT ([IPv6]:PORT). --config and --managed are "
@@ -251,6 +251,7 @@ def place_processes(target, server_cpus: str | None, client_cpus: str | None) ->
     """Pin the server to `server_cpus` (when given) and choose httperf's cores:
     (server cores, client cores), each None when not pinned."""
     from advisor.tuner.staging.sandbox import parse_cpus
+    from advisor.tuner.staging.target import pin_tree
     from advisor.tuner.trial.runner import server_affinity
 
     if getattr(target, "kind", "") == "remote":
@@ -276,16 +277,3 @@ def default_client_cpus(server_cpus: list[int] | None) -> list[int] | None:
     return rest or None
 
 
-def pin_tree(pid: int, cpus: list[int]) -> None:
-    """Re-pin an existing server: the parent (future children) and every current child."""
-    import psutil
-
-    try:
-        parent = psutil.Process(pid)
-        for process in [parent, *parent.children(recursive=True)]:
-            try:
-                process.cpu_affinity(cpus)
-            except psutil.Error:
-                continue
-    except psutil.Error as exc:
-        raise AdvisorError(f"cannot pin the server to cores {cpus}: {exc}") from None

@@ -408,20 +408,9 @@ class ExistingServerTarget(StagingTarget):
     """Cores --server-cpus pinned the server to: a restarted server is pinned again."""
 
     def _pin_again(self) -> None:
-        import psutil
-
         pid = self.server_pid() if self.pin_cpus and self.on_this_machine else None
-        if pid is None:
-            return
-        try:
-            parent = psutil.Process(pid)
-            for process in [parent, *parent.children(recursive=True)]:
-                try:
-                    process.cpu_affinity(self.pin_cpus)
-                except psutil.Error:
-                    continue
-        except psutil.Error as exc:
-            raise AdvisorError(f"cannot pin the restarted server to cores {self.pin_cpus}: {exc}") from None
+        if pid is not None and self.pin_cpus:
+            pin_tree(pid, self.pin_cpus)
 
     def check_mpm_switch(self, cfg) -> None:
         import posixpath
@@ -571,6 +560,21 @@ class LocalServerTarget(ExistingServerTarget):
             return
         with open(path, "w") as handle:  # in place, through a symlink
             handle.write(text)
+
+
+def pin_tree(pid: int, cpus: list[int]) -> None:
+    """Pin a server on this machine: the parent (future children) and every current child."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        for process in [parent, *parent.children(recursive=True)]:
+            try:
+                process.cpu_affinity(cpus)
+            except psutil.Error:
+                continue
+    except psutil.Error as exc:
+        raise AdvisorError(f"cannot pin the server to cores {cpus}: {exc}") from None
 
 
 def mpm_switch_needs_restart() -> UsageError:
