@@ -507,3 +507,11 @@ def test_a_server_on_another_host_switches_over_ssh_and_is_restored(netns_topolo
         assert config.read_bytes() == original
         run.assert_stock_restored()
         assert server_mpm(run.state.status_url) == "prefork"
+
+
+def test_a_prefork_start_stands_in_httpds_defaults_for_the_thread_settings(tmp_path):
+    cfg = write_config(tmp_path, f"LoadModule mpm_prefork_module {M}/mod_mpm_prefork.so\nMaxRequestWorkers 100\n")
+    space = derive_space(cfg, MPM_BOUNDS, allow_mpm_switch=True)
+    start = space.start
+    assert (start["ThreadsPerChild"], start["MinSpareThreads"], start["MaxSpareThreads"]) == (25, 75, 250)
+    assert start["AsyncRequestWorkerFactor"] == 2 and start["MaxRequestWorkers"] == 100

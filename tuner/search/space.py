@@ -631,8 +631,11 @@ def _start_point(cfg: "Config", space: Space) -> tuple[dict[str, Value], list[st
                              f"search can start from; starting from httpd's default")
         if value is None:
             value = defaults.get(d.name)
-        if value is None or (d.kind == "int" and space.mpm not in d.mpms):
-            # A directive of another MPM (only with an MPM switch): its middle.
+        if d.kind == "int" and space.mpm not in d.mpms:
+            # A directive of another MPM (only with an MPM switch): what a fresh
+            # install of that MPM runs, httpd's default.
+            value = _defaults_for(d.mpms[0]).get(d.name)
+        if value is None:
             value = d.choices[0] if d.kind == "choice" else _middle(d)
         if d.unlimited_at_top and value == 0:
             value = d.high
