@@ -353,7 +353,7 @@ class ExistingServer:
         restart = self.dir / "restart.sh"
         restart.write_text(f"#!/bin/sh\n{' '.join(base)} stop\nfor i in $(seq 100); do\n"
                            f'  [ -e "{self.dir}/httpd.pid" ] || break\n  sleep 0.1\ndone\n'
-                           f"exec {' '.join(base)} start\n")
+                           f"for i in $(seq 30); do\n  {' '.join(base)} start && exit 0\n  sleep 0.2\ndone\nexit 1\n")
         restart.chmod(0o755)
         self.restart_cmd = str(restart)
         self.url = f"http://127.0.0.1:{self.port}/index.html"
@@ -488,8 +488,9 @@ def test_a_server_on_another_host_switches_over_ssh_and_is_restored(netns_topolo
         config = run.sandbox.config_path
         original = config.read_bytes()
         base = f"{run.state.binary} -f {config} -k"
+        # Stop, wait for the pid file to go, start (again while the old listener lingers): bounded loops.
         restart = (f"sh -c '{base} stop; for i in $(seq 100); do [ -e {run.sandbox.pid_path} ] || break; "
-                   f"sleep 0.1; done; {base} start'")
+                   f"sleep 0.1; done; for i in $(seq 30); do {base} start && exit 0; sleep 0.2; done; exit 1'")
         args = ["--host", f"root@{topo.server.addr}", "--allow-host", topo.server.addr,
                 "--identity", str(topo.user_key)]
         for option in topo.ssh_options():
