@@ -283,8 +283,9 @@ def test_a_sandbox_session_tries_several_mpms_and_ends_on_the_original(prefork_s
 
 
 @pytest.mark.httpd
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "kill-9"])
-def test_a_session_stopped_under_another_mpm_restores_the_original(prefork_sandbox, tmp_path, stop):
+@pytest.mark.parametrize("stop,then", [(signal.SIGINT, None), (signal.SIGKILL, "tune"), (signal.SIGKILL, "down")],
+                         ids=["ctrl-c", "kill-9-then-tune", "kill-9-then-staging-down"])
+def test_a_session_stopped_under_another_mpm_restores_the_original(prefork_sandbox, tmp_path, stop, then):
     run = prefork_sandbox
     report = tmp_path / "report"
     command = [sys.executable, "-m", "advisor", "tune", "--workdir", str(run.dir), "--report", str(report),
@@ -303,6 +304,14 @@ def test_a_session_stopped_under_another_mpm_restores_the_original(prefork_sandb
             process.wait(timeout=10)
     if stop == signal.SIGINT:
         assert "the original configuration was restored" in stderr
+    elif then == "down":
+        # Stopping the sandbox puts its files back too (the next `staging up` starts from its own anyway).
+        assert run.sandbox.configured_mpm() != "prefork"
+        cli("staging", "down", "--workdir", str(run.dir))
+        run.assert_stock_restored()
+        for path, data in run.files.items():
+            assert path.read_bytes() == data, f"{path.name} not restored"
+        return
     else:
         # kill -9 left the switch in place; the next run puts everything back before its first trial.
         assert run.sandbox.configured_mpm() != "prefork"
