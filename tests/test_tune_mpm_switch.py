@@ -6,8 +6,9 @@ keeping it), the recommendation (the LoadModule lines to change, the new
 MPM's pool), and real sessions on apache2: the sandbox and an existing
 server with --restart-cmd run trials under several MPMs, each checked with
 the server's own mod_status (ServerMPM), and end on the original MPM with
-their files as they were, after a normal end, Ctrl-C or kill -9. Bad input
-is one line, exit 2, nothing changed.
+their files as they were, after a normal end, Ctrl-C, or kill -9 followed
+by the next run or `staging down`; a server on another host does the same
+over ssh. Bad input is one line, exit 2, nothing changed.
 
 No test here asserts a rate: the sessions measure at a fixed 30
 connections/s (--objective throughput) only to reach each path.
@@ -525,3 +526,17 @@ def test_a_prefork_start_stands_in_httpds_defaults_for_the_thread_settings(tmp_p
     start = space.start
     assert (start["ThreadsPerChild"], start["MinSpareThreads"], start["MaxSpareThreads"]) == (25, 75, 250)
     assert start["AsyncRequestWorkerFactor"] == 2 and start["MaxRequestWorkers"] == 100
+
+
+def test_the_report_lists_only_the_directives_of_each_trials_mpm(tmp_path):
+    from advisor.tuner.search.optimizer import Observation
+    from advisor.tuner.session.report_data import trial_rows
+
+    cfg = write_config(tmp_path, f"LoadModule mpm_prefork_module {M}/mod_mpm_prefork.so\n")
+    space = derive_space(cfg, MPM_BOUNDS, allow_mpm_switch=True)
+    event = dict(space.start, MPM="event", ThreadsPerChild=16, StartServers=9, MinSpareServers=40)
+    prefork = dict(space.start, ThreadsPerChild=16, MinSpareServers=40)
+    rows = trial_rows(space, [Observation(1, event, 10.0, True, "none"), Observation(2, prefork, 9.0, True, "none")],
+                      event)
+    assert rows[0].changed == {"MPM": "event", "ThreadsPerChild": "16"}
+    assert rows[1].changed == {"MinSpareServers": "40"}
