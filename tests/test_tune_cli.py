@@ -205,15 +205,10 @@ def test_the_command_is_listed_and_documented():
     assert result.returncode == 0
     for option in ("--budget", "--workload", "--report", "--max-time", "--objective", "--space",
                    "--allow-mpm-switch", "--allow-host", "--seed", "--resume", "--dry-run", "--yes", "--format",
-                   "--gain-replicates", "--search", "--workdir", "--config", "--url", "--reload-cmd", "--test-cmd",
+                   "--gain-replicates", "--search", "--workdir", "--config", "--url", "--reload-cmd", "--restart-cmd",
+                   "--test-cmd",
                    "--managed", "--server-cpus", "--client-cpus", "--duration"):
         assert option in result.stdout, option
-
-
-def test_an_mpm_switch_the_target_cannot_make_is_refused_before_anything_runs(run, tmp_path):
-    line = one_error_line(tune(run, tmp_path / "r", "--allow-mpm-switch", "--yes"))
-    assert "--allow-mpm-switch needs a target that can load another MPM" in line and "staging up --mpm" in line
-    untouched(run)
 
 
 def test_the_estimate_left_ignores_the_long_first_trial(tmp_path):

@@ -451,9 +451,18 @@ def test_a_continued_line_becomes_one_and_a_virtual_host_override_is_named(tmp_p
 def test_a_winner_on_another_mpm_says_which_module_to_load(debian):
     space = derive_space(debian, {"prefork": 150, "worker": 900, "event": 900}, allow_mpm_switch=True)
     rec = recommend(debian, space, dict(space.start, MPM="event", ThreadsPerChild=25, MaxRequestWorkers=400))
-    load_line = line_of(SAMPLES / "debian" / "mods-enabled" / "mpm_prefork.load", r"LoadModule mpm_prefork_module")
-    assert any(note.startswith(f"mods-enabled/mpm_prefork.load:{load_line}: the winner runs the event MPM")
-               for note in rec.notes)
+    load_file = SAMPLES / "debian" / "mods-enabled" / "mpm_prefork.load"
+    load_line = line_of(load_file, r"LoadModule mpm_prefork_module")
+    note = next(note for note in rec.notes if note.startswith("the winner runs the event MPM, not prefork"))
+    assert f"mods-enabled/mpm_prefork.load:{load_line}: `LoadModule mpm_prefork_module" in note
+    assert "-> `LoadModule mpm_event_module" in note and "mod_mpm_event.so`" in note and "restart in full" in note
+    # The diff changes the line where it is written; the drop-in never loads a module.
+    module = rec.module_lines[0]
+    assert (module.file, module.line) == (str(load_file), load_line)
+    old, new = edited_files(debian, rec)[str(load_file)]
+    assert old[load_line - 1].split()[:2] == ["LoadModule", "mpm_prefork_module"]
+    assert new[load_line - 1].split()[:2] == ["LoadModule", "mpm_event_module"]
+    assert new[load_line - 1].endswith("mod_mpm_event.so") and len(new) == len(old)
     by = {c.directive: c for c in rec.changes}
     # The prefork block's lines stop applying with the switch: not where the event pool is written.
     assert by["MaxConnectionsPerChild"].written is None and by["MaxConnectionsPerChild"].current == "0"

@@ -105,6 +105,9 @@ def _restore_file_only(sandbox) -> None:
     journal_path = sandbox.managed_path.with_name(journal_path.name)
     if journal_path.exists():
         journal = Journal(**json.loads(journal_path.read_text()))
+        for path, text in journal.files.items():  # an MPM switch's edits (tune --allow-mpm-switch)
+            if path in {str(p) for p in sandbox.mpm_switch_files()} and text is not None:
+                Path(path).write_text(text)
         if journal.original is None:
             sandbox.managed_path.unlink(missing_ok=True)
         else:

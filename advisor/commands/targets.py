@@ -21,7 +21,7 @@ from typing import Annotated, Any, List, Optional
 
 import typer
 
-from advisor.errors import AdvisorError, UsageError
+from advisor.errors import UsageError
 
 HostOption = Annotated[Optional[str], typer.Option(
     "--host", help="A staging server on another host, over SSH: HOST, USER@HOST or USER@HOST:PORT ([IPv6]:PORT). --config and --managed are "
@@ -47,6 +47,8 @@ RttOption = Annotated[Optional[float], typer.Option(
 ConfigOption = Annotated[Optional[str], typer.Option(
     "--config", help="Existing staging server: the config it reads (must include the managed file).")]
 ReloadCmdOption = Annotated[str, typer.Option("--reload-cmd", help="Existing server: how to reload it.")]
+RestartCmdOption = Annotated[Optional[str], typer.Option(
+    "--restart-cmd", help="Existing server: how to stop and start it in full (an MPM switch, ServerLimit).")]
 TestCmdOption = Annotated[Optional[str], typer.Option(
     "--test-cmd", help="Existing server: config test (default: httpd -t -f CONFIG).")]
 UrlOption = Annotated[Optional[str], typer.Option(
@@ -69,6 +71,7 @@ class TargetOptions:
     managed: str | None
     tls: bool = False
     """--tls: load over HTTPS (an existing server's http:// URL becomes https://)."""
+    restart_cmd: str | None = None
 
     @property
     def existing(self) -> bool:
@@ -137,7 +140,7 @@ def resolve_target(options: TargetOptions, remote: RemoteOptions | None = None, 
         if allow_hosts is not None:
             check_host(options.url, allow_hosts)
         target = LocalServerTarget(options.config, options.url, options.reload_cmd, options.managed,
-                                   options.test_cmd)
+                                   options.test_cmd, restart_cmd=options.restart_cmd)
         work_dir = None
     else:
         sandbox = Sandbox(options.workdir)
@@ -181,7 +184,8 @@ def remote_target(options: TargetOptions, remote: RemoteOptions, allow_hosts: li
                          hint=f"name it with --allow-host {spec.host} if it is a staging server you own")
     check_host(options.url, allow_hosts)
     conn = SshConnection(spec, options=list(remote.ssh_options or []), identity=remote.identity)
-    target = RemoteTarget(conn, options.config, options.url, options.reload_cmd, options.managed, options.test_cmd)
+    target = RemoteTarget(conn, options.config, options.url, options.reload_cmd, options.managed, options.test_cmd,
+                          restart_cmd=options.restart_cmd)
     atexit.register(conn.close)  # else the master connection lingers for ControlPersist seconds
     return target
 
@@ -313,6 +317,7 @@ def place_processes(target, server_cpus: str | None, client_cpus: str | None) ->
     """Pin the server to `server_cpus` (when given) and choose httperf's cores:
     (server cores, client cores), each None when not pinned."""
     from advisor.tuner.staging.sandbox import parse_cpus
+    from advisor.tuner.staging.target import pin_tree
     from advisor.tuner.trial.runner import server_affinity
 
     if getattr(target, "kind", "") == "remote":
@@ -324,6 +329,7 @@ def place_processes(target, server_cpus: str | None, client_cpus: str | None) ->
     wanted_server = parse_cpus(server_cpus)
     if wanted_server and pid:
         pin_tree(pid, wanted_server)
+        target.pin_cpus = wanted_server  # pinned again after a full restart (tune --restart-cmd)
     actual_server = server_affinity(pid) or wanted_server
     client = parse_cpus(client_cpus) or default_client_cpus(actual_server)
     return actual_server, client
@@ -337,16 +343,3 @@ def default_client_cpus(server_cpus: list[int] | None) -> list[int] | None:
     return rest or None
 
 
-def pin_tree(pid: int, cpus: list[int]) -> None:
-    """Re-pin an existing server: the parent (future children) and every current child."""
-    import psutil
-
-    try:
-        parent = psutil.Process(pid)
-        for process in [parent, *parent.children(recursive=True)]:
-            try:
-                process.cpu_affinity(cpus)
-            except psutil.Error:
-                continue
-    except psutil.Error as exc:
-        raise AdvisorError(f"cannot pin the server to cores {cpus}: {exc}") from None

@@ -21,7 +21,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
-                                      ReloadCmdOption, RemoteOptions, SshOptionOption, TargetOptions, TestCmdOption,
+                                      ReloadCmdOption, RemoteOptions, RestartCmdOption, SshOptionOption,
+                                      TargetOptions, TestCmdOption,
                                       RttOption, UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
                                       WanRateOption)
 from advisor.errors import AdvisorError, UsageError
@@ -120,6 +121,7 @@ def tune(
     workdir: Optional[str] = typer.Option(None, "--workdir", help=WORKDIR_HELP),
     config: ConfigOption = None,
     reload_cmd: ReloadCmdOption = "apachectl graceful",
+    restart_cmd: RestartCmdOption = None,
     test_cmd: TestCmdOption = None,
     url: UrlOption = None,
     managed: ManagedOption = None,
@@ -154,7 +156,7 @@ def tune(
         num_calls=num_calls, think=think, cgi_n=cgi_n, sleep_ms=sleep_ms, server_cpus=server_cpus,
         client_cpus=client_cpus, httperf_bin=httperf_bin, tls_resume=tls_resume,
         target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
-                             managed=managed, tls=tls),
+                             managed=managed, tls=tls, restart_cmd=restart_cmd),
         remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
         wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
         log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
@@ -242,6 +244,10 @@ def _tune(options: TuneOptions) -> None:
         raise UsageError("stdin is not a terminal, so nobody can confirm the plan",
                          hint="pass --yes to start without asking, or --dry-run to see the plan")
 
+    if options.allow_mpm_switch and options.target.existing and not options.target.restart_cmd:
+        from advisor.tuner.staging.target import mpm_switch_needs_restart
+
+        raise mpm_switch_needs_restart()
     resolved = resolve_target(options.target, options.remote, allow_hosts=options.allow_hosts)
     target = resolved.target
     path = None

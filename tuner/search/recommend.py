@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
-from advisor.tuner.search.space import ALIASES, CORE_DEFAULTS, Space, Value, format_value, parse_timeout_ms
+from advisor.tuner.search.space import (ALIASES, CORE_DEFAULTS, Space, Value, format_value, loaded_mpm_line,
+                                        parse_timeout_ms)
 
 if TYPE_CHECKING:
     from advisor.config.model import Config, Directive, Section
@@ -31,7 +32,7 @@ Point = dict[str, Value]
 # in the drop-in, and added next to the admin's own pool lines when missing.
 MPM_DIRECTIVES = ("ServerLimit", "ThreadLimit", "MaxRequestWorkers", "StartServers", "MinSpareServers",
                   "MaxSpareServers", "ThreadsPerChild", "MinSpareThreads", "MaxSpareThreads",
-                  "MaxConnectionsPerChild")
+                  "MaxConnectionsPerChild", "AsyncRequestWorkerFactor")
 # Directives written together so that httpd never has to correct one of them
 # (ServerLimit must hold the pool, MaxSpare must stay above MinSpare ...).
 PARTNERS: dict[str, tuple[str, ...]] = {
@@ -117,6 +118,24 @@ class Change:
 
 
 @dataclass
+class ModuleLine:
+    """A LoadModule line the winner's MPM needs changed where it is written
+    (never in the drop-in: a second MPM loaded there is refused)."""
+
+    file: str
+    line: int
+    text: str
+    """The line as written."""
+    new_text: str
+    why: str
+    display: str = ""
+
+    @property
+    def location(self) -> str:
+        return f"{self.display or self.file}:{self.line}"
+
+
+@dataclass
 class Recommendation:
     mpm: str
     changes: list[Change]
@@ -124,10 +143,12 @@ class Recommendation:
     start: Point
     winner: Point
     notes: list[str] = field(default_factory=list)
+    module_lines: list[ModuleLine] = field(default_factory=list)
+    """The MPM switch's LoadModule edits (the MPM, and mod_cgi for mod_cgid under threads)."""
 
     @property
     def is_empty(self) -> bool:
-        return not self.changes
+        return not self.changes and not self.module_lines
 
     def directives(self) -> list[str]:
         return [c.line for c in self.changes]
@@ -246,6 +267,9 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
     # ServerLimit and ThreadLimit only follow the pool: written with it, never on their own
     # (the tight value Space.settings gives them is no reason to touch an admin's larger limit).
     chosen = {name for name in recommended if name not in FOLLOWS and differs(name)}
+    if cfg.mpm is not None and mpm != cfg.mpm:
+        # The new MPM's pool as measured, whole: its defaults were never what the trials ran.
+        chosen.update(name for name in recommended if name in MPM_DIRECTIVES and name not in FOLLOWS)
     for name in list(chosen):
         chosen.update(p for p in PARTNERS.get(name, ()) if p in recommended)
     changes = []
@@ -274,8 +298,10 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
             change.add_display = display_path(change.add_after[0], cfg.main_file)
         changes.append(change)
     notes = list(space.start_notes)
+    module_lines: list[ModuleLine] = []
     if cfg.mpm is not None and mpm != cfg.mpm:
-        notes.append(_mpm_switch_note(cfg, mpm))
+        module_lines = mpm_module_lines(cfg, mpm)
+        notes.append(_mpm_switch_note(cfg, mpm, module_lines))
     restart = [c.directive for c in changes if c.directive in RESTART_ONLY]
     if restart:
         verb = "takes" if len(restart) == 1 else "take"
@@ -288,18 +314,46 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
         if change.written is not None and change.written.macro:
             notes.append(f"{change.written.location}: {change.directive} comes from {change.written.macro}; "
                          "edit the macro's use, or include the drop-in")
-    return Recommendation(mpm, changes, cfg.main_file, dict(space.start), dict(winner), notes)
+    return Recommendation(mpm, changes, cfg.main_file, dict(space.start), dict(winner), notes, module_lines)
 
 
-def _mpm_switch_note(cfg: "Config", mpm: str) -> str:
-    # LoadModule acts while httpd reads (it is not in the effective tree): the raw tree's active line.
-    loaded = next((d for d in cfg.raw.directives("LoadModule")
-                   if d.active and d.args[:1] == [f"mpm_{cfg.mpm}_module"]), None)
-    where = f"{display_path(loaded.file, cfg.main_file)}:{loaded.line}: " if loaded is not None else ""
-    path = loaded.args[1].replace(f"mod_mpm_{cfg.mpm}", f"mod_mpm_{mpm}") if loaded is not None and \
-        len(loaded.args) > 1 else f"mod_mpm_{mpm}.so"
-    return (f"{where}the winner runs the {mpm} MPM, not {cfg.mpm}: load mpm_{mpm}_module ({path}) instead of "
-            f"mpm_{cfg.mpm}_module and restart; the drop-in's pool lines apply only then")
+def mpm_module_lines(cfg: "Config", mpm: str) -> list[ModuleLine]:
+    """The LoadModule lines to change for `mpm`: the MPM's own, and mod_cgi's
+    under a threaded MPM (mod_cgid forks CGI programs from a small daemon
+    instead of from a threaded child)."""
+    out: list[ModuleLine] = []
+    loaded = loaded_mpm_line(cfg)
+    if loaded is not None:
+        text = _source_line(cfg, loaded.file, loaded.line)
+        new = re.sub(r"\bmod_mpm_\w+?\.so\b", f"mod_mpm_{mpm}.so",
+                     re.sub(r"\bmpm_\w+_module\b", f"mpm_{mpm}_module", text))
+        out.append(ModuleLine(loaded.file, loaded.line, text, new, f"the winner ran the {mpm} MPM",
+                              display_path(loaded.file, cfg.main_file)))
+    if mpm != "prefork":
+        cgi = next((d for d in cfg.raw.directives("LoadModule")
+                    if getattr(d, "active", True) and d.args[:1] == ["cgi_module"]), None)
+        if cgi is not None:
+            text = _source_line(cfg, cgi.file, cgi.line)
+            new = re.sub(r"\bmod_cgi\.so\b", "mod_cgid.so", re.sub(r"\bcgi_module\b", "cgid_module", text))
+            out.append(ModuleLine(cgi.file, cgi.line, text, new,
+                                  f"mod_cgid serves CGI under {mpm} without forking a threaded child",
+                                  display_path(cgi.file, cfg.main_file)))
+    return out
+
+
+def _source_line(cfg: "Config", file: str, number: int) -> str:
+    lines = cfg.sources.get(file, "").splitlines()
+    return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+def _mpm_switch_note(cfg: "Config", mpm: str, module_lines: list[ModuleLine]) -> str:
+    if not module_lines:
+        return (f"the winner runs the {mpm} MPM, not {cfg.mpm}: load mpm_{mpm}_module (mod_mpm_{mpm}.so) instead "
+                f"of mpm_{cfg.mpm}_module and restart; the drop-in's pool lines apply only then")
+    edits = "; ".join(f"{m.location}: `{m.text.strip()}` -> `{m.new_text.strip()}`" for m in module_lines)
+    return (f"the winner runs the {mpm} MPM, not {cfg.mpm}: change {edits}, then restart in full (apachectl "
+            f"restart; a graceful reload cannot change the MPM); the drop-in's <IfModule mpm_{mpm}_module> pool "
+            "lines apply only then")
 
 
 def _why(name: str, recommended: Mapping[str, Value], started: Mapping[str, Value], current: Value | None) -> str:
@@ -365,6 +419,9 @@ def edited_files(cfg: "Config", recommendation: Recommendation) -> dict[str, tup
         elif change.add_after is not None:
             file, line = change.add_after
             insert.setdefault(file, {}).setdefault(line, []).append(f"{change.add_indent}{change.line}")
+    for module in recommendation.module_lines:
+        if module.file in cfg.sources:
+            replace.setdefault(module.file, {})[module.line] = (module.line, module.new_text)
     out = {}
     for file in sorted(set(replace) | set(insert), key=lambda f: (f != recommendation.main_file, f)):
         old = cfg.sources[file].splitlines()

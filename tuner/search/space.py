@@ -41,6 +41,11 @@ DEFAULT_SOMAXCONN = 4096
 # Lint (P101) calls a MaxConnectionsPerChild of 1,000 or less an error:
 # Arlitt & Williamson (2004, sec. 5.1.3) saw the peak cut in half or worse.
 MCPC_ERROR_LIMIT = 1000
+# The threaded pool's guards. RAM sizing (tune's ram_workers) takes a worker
+# at its costliest point of the space: the fewest threads sharing a child's
+# memory, and under event the most parked connections per worker.
+THREADS_PER_CHILD_GUARD = (8, 64)
+ASYNC_FACTOR_GUARD = (1, 8)
 # At a million connections per child a child is recycled less than once an
 # hour at the rates a staging box sustains: no different from unlimited.
 MCPC_TOP = 1_000_000
@@ -51,6 +56,7 @@ CORE_DEFAULTS: dict[str, Value] = {
     "KeepAlive": "On", "KeepAliveTimeout": 5000, "MaxKeepAliveRequests": 100,
     "EnableSendfile": "Off", "EnableMMAP": "On", "HostnameLookups": "Off",
     "BufferedLogs": "Off", "ListenBacklog": 511, "MaxConnectionsPerChild": 0,
+    "AsyncRequestWorkerFactor": 2,
 }
 # Old spellings httpd 2.4 still reads for the same setting.
 ALIASES = {"MaxRequestWorkers": ("MaxRequestWorkers", "MaxClients"),
@@ -391,6 +397,9 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
             f"the config loads {'no MPM' if mpm is None else 'the ' + str(mpm) + ' MPM'}; "
             "tune knows prefork, worker and event",
             file=cfg.main_file, hint="load one of them with LoadModule")
+    kept = mpm_kept_by(cfg) if allow_mpm_switch else None
+    if kept is not None:
+        allow_mpm_switch = False
     bounds = _ram_bounds(ram_workers, mpm, allow_mpm_switch)
     mpms = MPMS if allow_mpm_switch else (mpm,)
     dims: list[Dimension] = []
@@ -406,6 +415,8 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
                             "of the peak, Almeida et al. at about 23 ms per connection"))
     else:
         notes.append("BufferedLogs left out: the config writes no access log, so there is nothing to buffer")
+    if kept is not None:
+        notes.insert(0, kept)
     space = Space(mpm=mpm, dimensions=dims, start={}, notes=notes, ram_workers=dict(bounds),
                   source=cfg.main_file)
     space.start, space.start_notes = _start_point(cfg, space)
@@ -413,6 +424,27 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
         if d.kind == "int" and d.low == d.high:
             _fix(space, d, d.low)
     return space
+
+
+def loaded_mpm_line(cfg: "Config"):
+    """The active `LoadModule mpm_X_module` line of the config's MPM, or None.
+    LoadModule acts while httpd reads, so it is found in the raw tree."""
+    wanted = f"mpm_{cfg.mpm}_module"
+    return next((d for d in cfg.raw.directives("LoadModule")
+                 if getattr(d, "active", True) and d.args[:1] == [wanted]), None)
+
+
+def mpm_kept_by(cfg: "Config") -> str | None:
+    """Why the MPM may not switch (one line), or None: a loaded module that is
+    not thread-safe (lint P113's list: mod_php, mod_python, mod_ruid2...)
+    pins the server to prefork, the only MPM without threads."""
+    from advisor.rules.p113_prefork_not_needed import NEEDS_PREFORK
+
+    for node in cfg.raw.directives("LoadModule"):
+        if getattr(node, "active", True) and node.args and node.args[0] in NEEDS_PREFORK:
+            return (f"MPM kept at {cfg.mpm}: {node.file}:{node.line} loads {node.args[0]}, which is not "
+                    "thread-safe and needs prefork (lint P113); --allow-mpm-switch leaves the MPM alone")
+    return None
 
 
 def _ram_bounds(ram_workers: int | Mapping[str, int], mpm: str, switch: bool) -> dict[str, int]:
@@ -472,7 +504,7 @@ def _pool_dimensions(mpms: Sequence[str], bounds: Mapping[str, int], ram_why: st
     if threaded:
         cap = max(bounds[m] for m in threaded)
         dims += [
-            _int("ThreadsPerChild", min(8, cap), min(64, cap),
+            _int("ThreadsPerChild", min(THREADS_PER_CHILD_GUARD[0], cap), min(THREADS_PER_CHILD_GUARD[1], cap),
                  "8: fewer threads per child gives up the threaded MPM's memory saving; 64: httpd's default "
                  "ThreadLimit (ThreadLimit follows ThreadsPerChild)", mpms=threaded),
             _int("MinSpareThreads", 1, min(256, cap),
@@ -481,6 +513,12 @@ def _pool_dimensions(mpms: Sequence[str], bounds: Mapping[str, int], ram_why: st
                  "idle threads above this stop their child; raised to MinSpareThreads + ThreadsPerChild "
                  "when lower, as httpd would", mpms=threaded),
         ]
+    if "event" in mpms:
+        dims.append(_int("AsyncRequestWorkerFactor", *ASYNC_FACTOR_GUARD,
+                         "event only: each child takes connections up to ThreadsPerChild + this factor x its "
+                         "idle threads, kept-alive and lingering ones parked without a thread; 1 parks little, "
+                         "past 8 a burst of parked connections wakes more requests than there are threads "
+                         "(httpd's default 2)", mpms=("event",)))
     return dims
 
 
@@ -628,8 +666,11 @@ def _start_point(cfg: "Config", space: Space) -> tuple[dict[str, Value], list[st
                              f"search can start from; starting from httpd's default")
         if value is None:
             value = defaults.get(d.name)
-        if value is None or (d.kind == "int" and space.mpm not in d.mpms):
-            # A directive of another MPM (only with an MPM switch): its middle.
+        if d.kind == "int" and space.mpm not in d.mpms:
+            # A directive of another MPM (only with an MPM switch): what a fresh
+            # install of that MPM runs, httpd's default.
+            value = _defaults_for(d.mpms[0]).get(d.name)
+        if value is None:
             value = d.choices[0] if d.kind == "choice" else _middle(d)
         if d.unlimited_at_top and value == 0:
             value = d.high

@@ -520,15 +520,13 @@ class TuneSession:
         """Read the config in use, derive and narrow the space, check the
         journal: everything before the first trial, and nothing that changes
         the server."""
-        from advisor.tuner.search.space import DEFAULT_SOMAXCONN, derive_space, narrow_from_file
+        from advisor.tuner.search.space import DEFAULT_SOMAXCONN, derive_space, mpm_kept_by, narrow_from_file
         from advisor.tuner.search.space_lint import CandidateLint
         from advisor.tuner.session.journal import read_journal
 
-        if self.settings.allow_mpm_switch and not getattr(self.target, "can_switch_mpm", False):
-            raise UsageError("--allow-mpm-switch needs a target that can load another MPM; this one changes only "
-                             "its managed include, where a second LoadModule for an MPM is refused",
-                             hint="tune each MPM on its own sandbox (staging up --mpm worker), then compare the reports")
         cfg, options = load_config_in_use(self.target)
+        if self.settings.allow_mpm_switch and mpm_kept_by(cfg) is None:
+            self.target.check_mpm_switch(cfg)  # one line, exit 2, before anything changes
         mpms = ("prefork", "worker", "event") if self.settings.allow_mpm_switch else (cfg.mpm,)
         host = self.target.host_kernel()
         docroot = self._docroot() if self.target.on_this_machine else None
@@ -1119,7 +1117,7 @@ class TrialObjective:
         if directives is None:
             directives = self.space.directives(point)
         try:
-            self.managed.apply(directives)
+            self.managed.apply(directives, mpm=self._mpm_for(point))
         except AdvisorError as error:
             self._check_server()  # a dead server explains the refusal better than its symptom
             self.last_elapsed = time.monotonic() - started
@@ -1131,9 +1129,16 @@ class TrialObjective:
             outcome = self._fixed(base)
         self._check_server()
         outcome.details["directives"] = directives
+        if self._mpm_for(point) is not None:  # what the server said it ran, beside what the point asked
+            outcome.details["server_mpm"] = self.target.running_mpm()
         outcome.details = _plain(outcome.details)
         self.last_elapsed = time.monotonic() - started
         return outcome
+
+    def _mpm_for(self, point: Mapping[str, Value]) -> str | None:
+        """The MPM the point runs under, when the MPM is searched (None: the running one stays)."""
+        dim = self.space.dimension("MPM")
+        return None if dim is None else self.space.mpm_of(point)
 
     def _check_server(self) -> None:
         target = self.target
@@ -1305,12 +1310,16 @@ def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None
 
     Child sizes are capacity's assumed ones, not measured: a staging
     server's children are too fresh to show what they grow to, and the
-    bound must come out the same when a session is resumed.
+    bound must come out the same when a session is resumed. A threaded
+    worker is sized at its costliest point of the space (the fewest threads
+    per child, event's most parked connections), so that no point's pool
+    outgrows RAM.
     """
     from advisor.capacity import host_probe as probe
     from advisor.capacity.sizing import (DEFAULT_CHILD_BYTES, DEFAULT_THREAD_BYTES, KEGEL_CONNECTION_BYTES,
-                                         MPM_DEFAULTS, MemoryInputs, Quantity, assumed_child, default_os_reserve,
+                                         MemoryInputs, Quantity, assumed_child, default_os_reserve,
                                          format_size, recommend)
+    from advisor.tuner.search.space import ASYNC_FACTOR_GUARD, THREADS_PER_CHILD_GUARD
 
     ram = Quantity(ram_bytes, "--ram") if ram_bytes else Quantity(host.ram_bytes, f"{host.where} RAM")
     connection = (Quantity(host.socket_buffer_bytes, f"{host.where} kernel tcp_rmem + tcp_wmem defaults")
@@ -1325,15 +1334,19 @@ def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None
     if not mpms:
         return bounds, ""  # no MPM: derive_space says so, with the file
     for mpm in mpms:
-        threads = 1 if mpm == "prefork" else int(MPM_DEFAULTS[mpm]["ThreadsPerChild"])
+        threads = 1 if mpm == "prefork" else THREADS_PER_CHILD_GUARD[0]
         inputs = MemoryInputs(ram, default_os_reserve(ram.bytes), [], Quantity(DEFAULT_CHILD_BYTES, "assumed"),
                               assumed_child(mpm, threads, has_php), Quantity(DEFAULT_THREAD_BYTES, "assumed"),
                               connection, documents)
-        bounds[mpm] = recommend(inputs, mpm, threads).max_request_workers
+        bounds[mpm] = recommend(inputs, mpm, threads, async_factor=float(ASYNC_FACTOR_GUARD[1])).max_request_workers
     child = assumed_child(mpms[0], 1, has_php)
     php = " with mod_php" if has_php and mpms[0] == "prefork" else ""
+    threaded = [m for m in mpms if m != "prefork"]
+    sized = (f"; a {'/'.join(threaded)} worker sized at {THREADS_PER_CHILD_GUARD[0]} threads per child"
+             + (f" and AsyncRequestWorkerFactor {ASYNC_FACTOR_GUARD[1]}" if "event" in threaded else "")
+             if threaded else "")
     why = (f"{ram.source} {format_size(ram.bytes)}, {format_size(child.average)} per child{php} as capacity "
-           "assumes; --ram sizes for another host")
+           f"assumes{sized}; --ram sizes for another host")
     return bounds, why
 
 
@@ -1342,10 +1355,11 @@ def point_text(space: Space, point: Mapping[str, Value]) -> str:
     from advisor.tuner.search.space import format_value
 
     changed = []
+    mpm = space.mpm_of(point)
     for d in space.free:
         value = point.get(d.name)
-        if value is None or value == space.start.get(d.name):
-            continue
+        if value is None or value == space.start.get(d.name) or mpm not in d.mpms:
+            continue  # unchanged, or a directive the point's MPM does not have
         shown = "0" if d.unlimited_at_top and value == d.high else format_value(d.name, value)
         changed.append(f"{d.name} {shown}")
     return ", ".join(changed) if changed else "the starting config"

@@ -252,8 +252,9 @@ def trial_rows(space: Space, observations: Sequence[Observation], winner: Mappin
             values.setdefault(key, []).append(float(o.objective))
         # A replicate can pull a point's mean down: the best is recomputed, not a running maximum.
         best = max((sum(v) / len(v) for v in values.values()), default=None)
-        changed = {name: format_value(name, o.point[name]) for name in space.names
-                   if o.point.get(name) != space.start.get(name)}
+        mpm = space.mpm_of(o.point)  # a directive of another MPM is not part of this point
+        changed = {d.name: format_value(d.name, o.point[d.name]) for d in space.free
+                   if o.point.get(d.name) != space.start.get(d.name) and mpm in d.mpms}
         rows.append(TrialRow(o.trial, o.objective, best, o.verdict, o.replicate, o.valid, key == start_key,
                              key == winner_key, changed, o.elapsed_s))
     return rows

@@ -71,6 +71,8 @@ def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateL
         name = dim.name
         if point.get(name) == start.get(name):
             continue
+        if not {space.mpm_of(point), space.mpm_of(start)} <= set(dim.mpms):
+            continue  # the start's MPM has no such directive (or the point's ignores it): nothing to go back to
         candidate = dict(point)
         candidate[name] = start[name]
         why = _reason(name, point, candidate, lint, surrogate, warnings_now)

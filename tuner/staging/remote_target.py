@@ -79,13 +79,14 @@ class RemoteTarget(ExistingServerTarget):
 
     def __init__(self, conn: SshConnection, config: str, url: str, reload_cmd: str = "apachectl graceful",
                  managed: str | None = None, test_cmd: str | None = None, status_url: str | None = None,
-                 state_root: Path | None = None):
+                 state_root: Path | None = None, restart_cmd: str | None = None):
         if not posixpath.isabs(config):
             raise UsageError(f"--config {config!r} must be an absolute path on {conn.spec}",
                              hint="give the full path of the config the remote server reads")
         self.conn = conn
         self.config = posixpath.normpath(config)
         self.reload_cmd = reload_cmd
+        self.restart_cmd = restart_cmd
         self.test_cmd = test_cmd
         self._managed = posixpath.normpath(managed) if managed else posixpath.join(
             posixpath.dirname(self.config), "apache-advisor-managed.conf")
@@ -177,6 +178,30 @@ class RemoteTarget(ExistingServerTarget):
             said = " ".join((result.stderr or result.stdout).split()[-12:])
             raise AdvisorError(f"reload command refused on {self.conn.spec}: {said or f'exit {result.returncode}'}",
                                file=self.where(self.config), hint=f"check --reload-cmd ({self.reload_cmd})")
+
+    # The MPM switch's file access and restart, on the host (ExistingServerTarget does the rest).
+
+    def _where(self, path: str) -> str:
+        return self.where(path)
+
+    def _file_exists(self, path: str) -> bool:
+        return self.conn.run(f"test -f {shlex.quote(path)}", timeout=30).returncode == 0
+
+    def _run_command(self, command: str):
+        return self.conn.run(command, timeout=60)
+
+    def read_config_file(self, path: str) -> str | None:
+        return self.conn.read_file(path)
+
+    def write_config_file(self, path: str, text: str | None) -> None:
+        if text is None:
+            self.conn.write_file(path, None)
+            return
+        # In place (`cat >`), not a rename: a symlinked .load file stays a symlink.
+        result = self.conn.run(f"cat > {shlex.quote(path)}", input=text, timeout=60)
+        if result.returncode != 0:
+            raise AdvisorError(f"cannot write {self.where(path)}: {(result.stderr or '').strip()[-200:]}",
+                               hint="check that the ssh user may write it")
 
     def server_pid(self) -> int | None:
         """None: the server has no process on this machine (remote_server_pid finds it there)."""
@@ -305,4 +330,6 @@ class RemoteTarget(ExistingServerTarget):
         info = super().describe()
         info.update(host=str(self.conn.spec), managed=self.where(self._managed), config=self.where(self.config),
                     reload_cmd=self.reload_cmd, local_state=str(self._state_dir))
+        if self.restart_cmd:
+            info["restart_cmd"] = self.restart_cmd
         return info

@@ -316,9 +316,7 @@ class Sandbox:
         workload.write_docroot(self.work_dir / "docroot", self.work_dir / "cgi-bin")
         user_group = _user_group_lines(self.work_dir)
         allow = " ".join(status_allow or ["127.0.0.1", "::1"])
-        cgi = ("LoadModule cgi_module \"{0}/mod_cgi.so\"" if mpm == "prefork"
-               else "LoadModule cgid_module \"{0}/mod_cgid.so\"\nScriptSock \"{1}/cgid.sock\"").format(
-            modules_dir, self.work_dir / "run")
+        cgi = cgi_module_lines(mpm, modules_dir, self.work_dir / "run")
         # The mixed workload's in-process endpoint; without mod_lua it answers 404.
         lua = (f'LoadModule lua_module "{modules_dir}/mod_lua.so"\n'
                f'<Files "{workload.MIXED_SCRIPT}">\n    SetHandler lua-script\n</Files>'
@@ -446,8 +444,48 @@ class Sandbox:
             command = quota.wrap(command)
         state.pid = self._launch(command, timeout)
         state.started_at = time.time()
+        state.mpm = self.configured_mpm() or state.mpm  # an MPM switch takes effect here
         self._save_state(state)
         wait_healthy(state.base_url + "/index.html", timeout=timeout)
+
+    # -- the MPM switch (tune --allow-mpm-switch) -------------------------------
+    # httpd.conf's MPM and CGI lines are rewritten for another MPM, and the
+    # site's MPM-only directives put under <IfModule>, so that the config
+    # reads under all three; the session journals both files' text first
+    # and puts it back at the end (ManagedConfig).
+
+    def mpm_switch_files(self) -> list[Path]:
+        return [self.config_path, self.conf_dir / "site.conf"]
+
+    def configured_mpm(self) -> str | None:
+        found = _MPM_LINE.search(_read_or_empty(self.config_path))
+        return found.group(1) if found else None
+
+    def check_mpm_modules(self) -> None:
+        """Every MPM's module, and the CGI module each needs, is installed."""
+        binary = find_httpd(self._binary)
+        modules_dir = find_modules_dir(binary)
+        for name in [f"mod_mpm_{mpm}.so" for mpm in MPMS] + ["mod_cgi.so", "mod_cgid.so"]:
+            if not os.path.isfile(os.path.join(modules_dir, name)):
+                raise UsageError(f"{name} is not in {modules_dir}: the sandbox cannot switch to every MPM",
+                                 file=str(self.config_path),
+                                 hint="install it (Debian's apache2-bin ships all three MPMs), or leave out "
+                                      "--allow-mpm-switch")
+
+    def switch_mpm(self, mpm: str) -> None:
+        if mpm not in MPMS:
+            raise UsageError(f"unknown MPM {mpm!r}", hint="choose prefork, worker or event")
+        modules_dir = find_modules_dir(find_httpd(self._binary))
+        text = self.config_path.read_text()
+        if not _MPM_LINE.search(text) or not _CGI_LINES.search(text):
+            raise AdvisorError("the sandbox's config has no MPM or CGI line to switch", file=str(self.config_path),
+                               hint="run `apache-advisor staging down` and `up` again")
+        text = _MPM_LINE.sub(f'LoadModule mpm_{mpm}_module "{modules_dir}/mod_mpm_{mpm}.so"', text, count=1)
+        text = _CGI_LINES.sub(cgi_module_lines(mpm, modules_dir, self.work_dir / "run") + "\n", text, count=1)
+        _write_atomically(self.config_path, text)
+        site = self.conf_dir / "site.conf"
+        if site.exists():
+            _write_atomically(site, guard_mpm_directives(site.read_text()))
 
     def _wait_for_pid(self, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -619,6 +657,43 @@ class Sandbox:
             raise AdvisorError(f"no staging sandbox is running in {self.work_dir}",
                                hint="start one with `apache-advisor staging up`")
         return state
+
+
+_MPM_LINE = re.compile(r'^LoadModule mpm_(\w+)_module "[^"\n]*"$', re.M)
+_CGI_LINES = re.compile(r'^LoadModule cgid?_module "[^"\n]*"\n(?:ScriptSock "[^"\n]*"\n)?', re.M)
+# Server-scope directives that exist under some MPMs only: httpd refuses the
+# others' (prefork has no threads; only event parks connections).
+MPM_ONLY_DIRECTIVES: dict[str, str] = {
+    "minspareservers": "mpm_prefork_module", "maxspareservers": "mpm_prefork_module",
+    "threadsperchild": "!mpm_prefork_module", "threadlimit": "!mpm_prefork_module",
+    "minsparethreads": "!mpm_prefork_module", "maxsparethreads": "!mpm_prefork_module",
+    "threadstacksize": "!mpm_prefork_module", "asyncrequestworkerfactor": "mpm_event_module",
+}
+
+
+def cgi_module_lines(mpm: str, modules_dir: str, run_dir: Path) -> str:
+    """mod_cgi under prefork; mod_cgid (one CGI daemon, no fork of a threaded child) otherwise."""
+    if mpm == "prefork":
+        return f'LoadModule cgi_module "{modules_dir}/mod_cgi.so"'
+    return f'LoadModule cgid_module "{modules_dir}/mod_cgid.so"\nScriptSock "{run_dir}/cgid.sock"'
+
+
+def guard_mpm_directives(text: str) -> str:
+    """Each MPM-only line of a flat directive file inside the <IfModule> of the
+    MPMs that have it; a file already guarded is left as it is."""
+    if "<IfModule" in text:
+        return text
+    out = []
+    for line in text.splitlines():
+        guard = MPM_ONLY_DIRECTIVES.get(line.split(None, 1)[0].lower()) if line.strip() else None
+        out.append(f"<IfModule {guard}>\n    {line}\n</IfModule>" if guard else line)
+    return "".join(f"{line}\n" for line in out)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def read_tuning_directives(path: str) -> tuple[str | None, list[str]]:

@@ -171,6 +171,49 @@ class StagingTarget(ABC):
         """Re-derive the measuring instruments' share of the config after a change (see pool.compensation)."""
         return []
 
+    # -- the MPM switch (tune --allow-mpm-switch) ------------------------------
+    # A switch edits config files besides the managed include (the line that
+    # loads the MPM); ManagedConfig keeps their original text in its journal,
+    # writes it back at the end and restarts the server in full, since a
+    # graceful restart cannot change the MPM.
+
+    @property
+    def can_switch_mpm(self) -> bool:
+        return False
+
+    def check_mpm_switch(self, cfg) -> None:
+        """Before anything changes: raise UsageError when this server cannot run
+        the other MPMs (`cfg`: the config model of what it reads)."""
+        raise UsageError("--allow-mpm-switch needs a target that can load another MPM and restart in full",
+                         hint="tune the sandbox, or an existing server with --restart-cmd")
+
+    def configured_mpm(self) -> str | None:
+        """The MPM the config files load now (what a restart would run)."""
+        return None
+
+    def running_mpm(self) -> str | None:
+        """The MPM the server says it runs (mod_status's ServerMPM), None when it does not say."""
+        if not self.status_url:
+            return None
+        snap = fetch_status(self.status_url, timeout=2.0)
+        mpm = snap.fields.get("ServerMPM") if snap is not None else None
+        return mpm.lower() if mpm else None
+
+    def mpm_files(self) -> dict[str, str | None]:
+        """The files a switch edits, with their text now (kept in the journal)."""
+        return {}
+
+    def switch_mpm(self, mpm: str) -> None:
+        """Make the config load `mpm` (the next full restart runs it)."""
+        raise AdvisorError(f"the staging server at {self.base_url} cannot switch its MPM")
+
+    def write_config_file(self, path: str, text: str | None) -> None:
+        """Put a file the switch edited back as it was (in place: a symlink stays one)."""
+        raise AdvisorError(f"cannot write {path} on the staging server at {self.base_url}")
+
+    def read_config_file(self, path: str) -> str | None:
+        return _read_or_none(Path(path))
+
     def pool_config(self, claimed: bool = True):
         """The worker pool (advisor.tuner.staging.poolconfig.PoolConfig): what the config claims,
         or (claimed=False) what the server runs, instruments' share included."""
@@ -277,7 +320,8 @@ class SandboxTarget(StagingTarget):
 
     @property
     def mpm(self) -> str | None:
-        return self.state.mpm
+        # The config's, not staging.json's: an MPM switch edits the config first.
+        return self.sandbox.configured_mpm() or self.state.mpm
 
     def can_restart(self) -> bool:
         return True
@@ -287,13 +331,36 @@ class SandboxTarget(StagingTarget):
         self.state = self.sandbox.load_state() or self.state
 
     def instrument(self) -> list[str]:
-        return self.sandbox.write_instrument(self.state.mpm)
+        return self.sandbox.write_instrument(self.mpm)
 
     def pool_config(self, claimed: bool = True):
         from advisor.tuner.staging.poolconfig import read_pool
 
         skip = self.sandbox.instrument_path if claimed else None
-        return read_pool(self.config_file, self.state.mpm, skip=skip)
+        return read_pool(self.config_file, self.mpm, skip=skip)
+
+    # The MPM switch: the sandbox's own httpd.conf and site.conf (sandbox.py).
+
+    @property
+    def can_switch_mpm(self) -> bool:
+        return True
+
+    def check_mpm_switch(self, cfg) -> None:
+        self.sandbox.check_mpm_modules()
+
+    def configured_mpm(self) -> str | None:
+        return self.sandbox.configured_mpm()
+
+    def mpm_files(self) -> dict[str, str | None]:
+        return {str(path): _read_or_none(path) for path in self.sandbox.mpm_switch_files()}
+
+    def switch_mpm(self, mpm: str) -> None:
+        self.sandbox.switch_mpm(mpm)
+
+    def write_config_file(self, path: str, text: str | None) -> None:
+        if path not in {str(p) for p in self.sandbox.mpm_switch_files()}:
+            raise AdvisorError(f"{path} is not a file of the sandbox's MPM switch", file=path)
+        _atomic_write(Path(path), text)
 
     def compensated(self) -> bool:
         try:
@@ -305,7 +372,7 @@ class SandboxTarget(StagingTarget):
 
     def describe(self) -> dict[str, object]:
         info = super().describe()
-        info.update(work_dir=str(self.sandbox.work_dir), mpm=self.state.mpm,
+        info.update(work_dir=str(self.sandbox.work_dir), mpm=self.mpm,
                     server_cpus=self.state.server_cpus, netns=self.state.netns,
                     cpu_quota_pct=self.state.cpu_quota_pct)
         return info
@@ -336,6 +403,105 @@ class ExistingServerTarget(StagingTarget):
             status = "https:" + status[5:]
         self._set_url("https:" + (self._base + self._path)[5:], status)
 
+    # -- restart and the MPM switch ----------------------------------------------
+    # The switch edits the one line that loads the MPM, where the admin wrote
+    # it (on Debian, mods-enabled/mpm_prefork.load), in place: a symlink stays
+    # a symlink, and the restore writes the file's original text back.
+
+    restart_cmd: str | None = None
+    _mpm_line: tuple[str, int] | None = None
+    """(file, line) of the LoadModule that loads the MPM, once check_mpm_switch found it."""
+
+    def can_restart(self) -> bool:
+        return bool(self.restart_cmd)
+
+    @property
+    def can_switch_mpm(self) -> bool:
+        return bool(self.restart_cmd)
+
+    def restart(self) -> None:
+        if not self.restart_cmd:
+            super().restart()
+        result = self._run_command(self.restart_cmd)
+        if result.returncode != 0:
+            said = " ".join((result.stderr or result.stdout).split()[-12:])
+            raise AdvisorError(f"restart command refused: {said or f'exit {result.returncode}'}",
+                               file=self._where(self._config_path()), hint=f"check --restart-cmd ({self.restart_cmd})")
+        wait_healthy(self.health_url(), timeout=20.0)
+        self._pin_again()
+
+    pin_cpus: list[int] | None = None
+    """Cores --server-cpus pinned the server to: a restarted server is pinned again."""
+
+    def _pin_again(self) -> None:
+        pid = self.server_pid() if self.pin_cpus and self.on_this_machine else None
+        if pid is not None and self.pin_cpus:
+            pin_tree(pid, self.pin_cpus)
+
+    def check_mpm_switch(self, cfg) -> None:
+        import posixpath
+
+        from advisor.tuner.search.space import MPMS, loaded_mpm_line
+
+        if not self.restart_cmd:
+            raise mpm_switch_needs_restart()
+        node = loaded_mpm_line(cfg)
+        if node is None or len(node.args) < 2:
+            raise UsageError(f"no LoadModule line of the config loads the {cfg.mpm} MPM", file=cfg.main_file,
+                             hint="load the MPM with LoadModule (an MPM built into httpd cannot be switched)")
+        module = node.args[1] if posixpath.isabs(node.args[1]) else posixpath.join(cfg.server_root, node.args[1])
+        directory = posixpath.dirname(module)
+        for mpm in MPMS:
+            name = f"mod_mpm_{mpm}.so"
+            if not self._file_exists(posixpath.join(directory, name)):
+                raise UsageError(f"{name} is not in {directory}: the {mpm} MPM cannot be loaded",
+                                 file=self._where(node.file), line=node.line,
+                                 hint="install it (Debian's apache2-bin ships all three MPMs), or leave out "
+                                      "--allow-mpm-switch")
+        self._mpm_line = (node.file, node.line)
+
+    def configured_mpm(self) -> str | None:
+        if self._mpm_line is None:
+            return None
+        import re
+
+        file, number = self._mpm_line
+        lines = (self.read_config_file(file) or "").splitlines()
+        found = re.search(r"\bmpm_(\w+)_module\b", lines[number - 1]) if 0 < number <= len(lines) else None
+        return found.group(1).lower() if found else None
+
+    def mpm_files(self) -> dict[str, str | None]:
+        if self._mpm_line is None:
+            return {}
+        return {self._mpm_line[0]: self.read_config_file(self._mpm_line[0])}
+
+    def switch_mpm(self, mpm: str) -> None:
+        import re
+
+        if self._mpm_line is None:
+            raise AdvisorError("the MPM switch was not checked (check_mpm_switch) before the first switch")
+        file, number = self._mpm_line
+        text = self.read_config_file(file) or ""
+        lines = text.splitlines(keepends=True)
+        if not 0 < number <= len(lines) or not re.search(r"\bmpm_\w+_module\b", lines[number - 1]):
+            raise AdvisorError(f"line {number} no longer loads an MPM", file=self._where(file),
+                               hint="the file changed during the session; restore it and run tune again")
+        line = re.sub(r"\bmpm_\w+_module\b", f"mpm_{mpm}_module", lines[number - 1])
+        lines[number - 1] = re.sub(r"\bmod_mpm_\w+?\.so\b", f"mod_mpm_{mpm}.so", line)
+        self.write_config_file(file, "".join(lines))
+
+    def _config_path(self) -> str:
+        return str(getattr(self, "config", ""))
+
+    def _where(self, path: str) -> str:
+        return path
+
+    def _file_exists(self, path: str) -> bool:
+        return os.path.isfile(path)
+
+    def _run_command(self, command: str) -> subprocess.CompletedProcess:
+        return _run(shlex.split(command))
+
 
 class LocalServerTarget(ExistingServerTarget):
     """An existing staging httpd on this host, driven by its own config and reload command."""
@@ -343,12 +509,14 @@ class LocalServerTarget(ExistingServerTarget):
     kind = "local"
 
     def __init__(self, config: str, url: str, reload_cmd: str = "apachectl graceful",
-                 managed: str | None = None, test_cmd: str | None = None, status_url: str | None = None):
+                 managed: str | None = None, test_cmd: str | None = None, status_url: str | None = None,
+                 restart_cmd: str | None = None):
         if not os.path.isfile(config):
             raise ConfigError("config file not found", file=config, hint="pass the config the staging server reads")
         self.config = os.path.abspath(config)
         self.url = url.rstrip("/")
         self.reload_cmd = reload_cmd
+        self.restart_cmd = restart_cmd
         self.test_cmd = test_cmd
         self._managed = Path(managed) if managed else Path(self.config).parent / "apache-advisor-managed.conf"
         self._set_url(url, status_url)
@@ -408,7 +576,38 @@ class LocalServerTarget(ExistingServerTarget):
     def describe(self) -> dict[str, object]:
         info = super().describe()
         info.update(config=self.config, reload_cmd=self.reload_cmd)
+        if self.restart_cmd:
+            info["restart_cmd"] = self.restart_cmd
         return info
+
+    def write_config_file(self, path: str, text: str | None) -> None:
+        if text is None:
+            Path(path).unlink(missing_ok=True)
+            return
+        with open(path, "w") as handle:  # in place, through a symlink
+            handle.write(text)
+
+
+def pin_tree(pid: int, cpus: list[int]) -> None:
+    """Pin a server on this machine: the parent (future children) and every current child."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        for process in [parent, *parent.children(recursive=True)]:
+            try:
+                process.cpu_affinity(cpus)
+            except psutil.Error:
+                continue
+    except psutil.Error as exc:
+        raise AdvisorError(f"cannot pin the server to cores {cpus}: {exc}") from None
+
+
+def mpm_switch_needs_restart() -> UsageError:
+    return UsageError("--allow-mpm-switch on an existing server needs --restart-cmd: a graceful reload "
+                      "cannot change the MPM",
+                      hint="give the command that stops and starts the server (--restart-cmd "
+                           "'systemctl restart apache2'), or leave out --allow-mpm-switch")
 
 
 def offered_load_text(url: object, client_cpus: list[int] | None, peak_rate: float, unit: str,
@@ -471,6 +670,9 @@ class Journal:
     pid: int
     started: float
     applied: list[str] = field(default_factory=list)
+    files: dict[str, str | None] = field(default_factory=dict)
+    """Other config files a trial edited (the line that loads the MPM), with
+    their original text: written back before the managed include."""
 
 
 def render_managed(directives: list[str]) -> str:
@@ -495,6 +697,8 @@ class ManagedConfig:
         # ServerLimit/ThreadLimit the server was started with, as far as we know.
         self._running_limits: dict[str, int] = {}
         self.stray_load: list[int] = []  # load generators of a dead run, ended on entry
+        self._running_mpm: str | None = None  # the MPM the server was started with, once a switch is possible
+        self._mpm_unknown = False  # a dead run's switch is being undone: restart whatever the files say
 
     def __enter__(self) -> "ManagedConfig":
         self.acquire()
@@ -503,6 +707,7 @@ class ManagedConfig:
             # stranger's load would measure that load.
             self.stray_load = httperf.end_recorded(self.target.load_record)
             self._running_limits = self._config_limits()  # what the server was started with, we assume
+            self._running_mpm = self.target.configured_mpm()
             self.recovered = self.recover()
         except BaseException:
             self.release()
@@ -552,21 +757,44 @@ class ManagedConfig:
         journal = self.read_journal()
         if journal is None:
             return None
+        self._mpm_unknown = bool(journal.files)
         self._restore_from(journal)
         return journal
 
-    def apply(self, directives: list[str]) -> None:
-        """Write a candidate; on any failure roll back to the previous managed file."""
+    def apply(self, directives: list[str], mpm: str | None = None) -> None:
+        """Write a candidate; on any failure roll back to the previous managed file.
+
+        `mpm`: the MPM the candidate needs (tune --allow-mpm-switch). When it
+        is not the one running, the target's config is switched to it (the
+        files it edits are journalled first) and the server restarted in full.
+        """
         previous = self.target.read_managed()
         journal = self.read_journal()
         if journal is None:
             journal = Journal(managed=str(self.target.managed_path), original=previous,
                               target=self.target.describe(), pid=os.getpid(), started=time.time())
         journal.applied = list(directives)
+        current = self.target.configured_mpm()
+        if self._running_mpm is None:
+            self._running_mpm = current  # the switch became possible after entry (an existing server's check)
+        switching = mpm is not None and mpm != current
+        before: dict[str, str | None] = {}
+        if switching:
+            before = self.target.mpm_files()
+            for path, text in before.items():
+                journal.files.setdefault(path, text)
         self._write_journal(journal)
         try:
+            if switching:
+                self.target.switch_mpm(mpm)
             self._change(render_managed(directives), validate=True)
+            running = self.target.running_mpm() if switching else None
+            if running is not None and running != mpm:
+                raise AdvisorError(f"the server at {self.target.base_url} runs the {running} MPM after a "
+                                   f"restart into {mpm}", hint="check that the restart stops and starts it in full")
         except BaseException:
+            for path, text in before.items():
+                self.target.write_config_file(path, text)
             self._change(previous, validate=False)
             raise
 
@@ -576,12 +804,15 @@ class ManagedConfig:
             self._restore_from(journal)
 
     def _restore_from(self, journal: Journal) -> None:
-        # The file first, so nothing is lost; the journal goes only after the
+        # The files first, so nothing is lost; the journal goes only after the
         # reload was tried, so a run killed in between restores again next time.
         try:
+            for path, text in journal.files.items():
+                self.target.write_config_file(path, text)
             self._change(journal.original, validate=False)
         finally:
-            if self.target.read_managed() == journal.original:
+            if self.target.read_managed() == journal.original and all(
+                    self.target.read_config_file(path) == text for path, text in journal.files.items()):
                 self.journal_path.unlink(missing_ok=True)
 
     def _config_limits(self) -> dict[str, int]:
@@ -610,9 +841,17 @@ class ManagedConfig:
         wanted = self._config_limits()
         changed = [f"{name} {self._running_limits[name]} -> {wanted[name]}" for name in RESTART_ONLY
                    if name in wanted and name in self._running_limits and wanted[name] != self._running_limits[name]]
-        if changed and self.target.can_restart():
+        # Another MPM loads only on a full restart. Unknown (a dead run's
+        # switch, restored on entry): restart all the same.
+        configured = self.target.configured_mpm()
+        new_mpm = self._mpm_unknown or (configured is not None and self._running_mpm is not None
+                                        and configured != self._running_mpm)
+        if (changed or new_mpm) and self.target.can_restart():
+            self._mpm_unknown = True  # a restart that fails leaves the server in no known state
             self.target.restart()
             self._running_limits = dict(wanted)
+            self._running_mpm = configured
+            self._mpm_unknown = False
             self.target.pending_restart = []
             self._settle(set())
             return
