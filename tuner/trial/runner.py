@@ -260,38 +260,77 @@ class TrialResult:
         return 100.0 * self.errors / self.attempted
 
     @property
+    def own_tail_s(self) -> float:
+        """The seconds at the end of httperf's test time in which no request
+        could start however fast the server was: the probe's own tail.
+
+        httperf's test time runs from its first connection to its last
+        reply. Plain connections are opened over num_conns / rate seconds;
+        after the last one opens, the run lasts one more reply at least. The
+        shortest connection httperf saw is that least reply (a 200 ms
+        endpoint: 200 ms; a 1 KB file: a fraction of a millisecond), less the
+        last connection's own slot of 1 / rate. A session workload ends with
+        the last session's think times, (calls - 1) x think seconds, and its
+        calls' own replies. What a server that falls behind adds (a queue,
+        replies that come later than the shortest one) is not in it: that
+        still stretches the test and lowers the rate.
+        """
+        h = self.httperf
+        shortest_s = (h.connection_time_ms.get("min", 0.0) or 0.0) / 1000.0
+        slot_s = 1.0 / self.inputs.rate if self.inputs.rate > 0 else 0.0
+        if not self.inputs.wsess:
+            return max(0.0, shortest_s - slot_s)
+        sessions, calls, think = self.inputs.wsess
+        shape = self.inputs.replayed()
+        if shape is not None:
+            return shape.tail_s(sessions, self.inputs.rate)
+        think_tail = max(0, calls - 1) * think
+        if getattr(self, "session_connections", "").startswith("per request"):
+            call_s = shortest_s  # each call a connection of its own
+        else:
+            # One connection carries the session: its shortest lifetime is
+            # the calls' replies plus the think times between them.
+            call_s = max(0.0, shortest_s - think_tail) / max(1, calls)
+        return think_tail + max(0.0, calls * call_s - slot_s)
+
+    @property
     def served_rate(self) -> float:
         """Replies per second over the window the workload spread its requests on.
 
-        httperf divides by the whole test time. For plain connections that
-        is the window in which it opened them. A session workload ends with
-        the last sessions' think times, (calls - 1) x think seconds in which
-        no new session starts: dividing by the whole time would hold every
-        short trial below its target (5 sessions/s of 5 calls for 10 s,
-        every reply in 0.3 ms, read 24/s of 25/s). That tail is the
-        workload's, not the server's, so it is taken off; a server that
-        falls behind still stretches the test, and its rate drops.
+        httperf's own rate divides the replies by its whole test time, which
+        ends with the probe's own tail (own_tail_s): a 3 s probe of a 200 ms
+        endpoint reads about 7 % short of its offered rate at any load, and
+        5 sessions/s of 5 calls for 10 s with every reply in 0.3 ms read
+        24/s of 25/s. That tail is the workload's, not the server's, so it
+        is taken off; a server that falls behind still stretches the test,
+        and its rate drops.
         """
         h = self.httperf
-        if not self.inputs.wsess:
-            return h.reply_rate
-        sessions, calls, think = self.inputs.wsess
-        shape = self.inputs.replayed()
-        tail = shape.tail_s(sessions, self.inputs.rate) if shape is not None else max(0, calls - 1) * think
-        window = h.test_duration_s - tail
+        window = h.test_duration_s - self.own_tail_s
         return h.replies / window if window > 0 else 0.0
 
     def slo_failures(self) -> list[str]:
+        """What kept the probe from meeting the SLO; empty when it met it.
+
+        Judged on counts: the requests the probe was to send against the
+        replies that came back (the error share, a request without a reply
+        counted as an error), their mean reply time against the SLO's, and
+        whether the replies kept pace with the requests once the probe's own
+        tail is left out. The service time alone never fails a probe.
+        """
         failures = []
         if self.error_pct >= self.inputs.slo_errors_pct:
-            failures.append(f"errors {self.error_pct:.2f} % >= {self.inputs.slo_errors_pct:g} %")
+            failures.append(f"errors {self.error_pct:.2f} % >= {self.inputs.slo_errors_pct:g} % "
+                            f"({self.httperf.replies} replies to {self.attempted} requests)")
         if self.httperf.reply_time_ms >= self.inputs.slo_reply_ms:
             failures.append(f"reply time {self.httperf.reply_time_ms:.1f} ms >= {self.inputs.slo_reply_ms:g} ms")
         wanted = self.inputs.target_request_rate
         served = self.served_rate
         if wanted > 0 and served < 0.95 * wanted:
-            over = " (less the sessions' think-time tail)" if self.inputs.wsess else ""
-            failures.append(f"reply rate {served:.0f}/s{over} < 95 % of {wanted:.0f}/s")
+            tail = self.own_tail_s
+            over = " less the sessions' think-time tail" if self.inputs.wsess else ""
+            failures.append(f"reply rate {served:.0f}/s (over the test time{over} less the probe's own "
+                            f"{tail * 1000:.0f} ms tail) < 95 % of {wanted:.0f}/s")
         return failures
 
     @property
