@@ -398,9 +398,12 @@ class _Display:
         self._print(f"session: {report.facts.stop_reason}, {len(report.trials)} trials in "
                     f"{report.facts.elapsed_s:.0f} s", markup=False)
         changes = report.recommendation.changes
-        self._print(f"recommended: {len(changes)} change(s): "
-                    + (", ".join(c.line for c in changes) or "keep the config in use"),
-                    markup=False)
+        if report.no_response is not None:
+            self._print(f"recommended: nothing: {report.no_response.sentence}", markup=False)
+        else:
+            self._print(f"recommended: {len(changes)} change(s): "
+                        + (", ".join(c.line for c in changes) or "keep the config in use"),
+                        markup=False)
         self._print(f"gain over the start: {gain_sentence(report.gain)}", markup=False)
         self._print(f"bottleneck: {report.verdict_line}", markup=False)
         for note in report.notes:

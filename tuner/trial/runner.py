@@ -22,8 +22,8 @@ from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.status import fetch_status
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.poolcheck import PoolCheck, check_pool
-from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConnectionCap, Verdict, closed_by_server, decide,
-                                         foreign_cpu)
+from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConfigFacts, ConnectionCap, Verdict,
+                                         closed_by_server, decide, explain_miss, foreign_cpu)
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
 # target: we allow 2 % slack for timer granularity.
@@ -618,11 +618,20 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                    replies=result.replies, resets=resets, cap=connection_cap(target))
     inputs.server_cpus = server_cpus
     pool = check_pool(samples, target.pool_config(claimed=True), target.compensated(), verdict.label)
-    return TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
-                       listen_overflows=overflows, listen_drops=drops, started=started,
-                       wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
-                       pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
-                       metrics_lost=lost, client_cpu_pct=client_cpu)
+    trial = TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
+                        listen_overflows=overflows, listen_drops=drops, started=started,
+                        wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
+                        pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
+                        metrics_lost=lost, client_cpu_pct=client_cpu)
+    if verdict.label == "none" and not trial._measurement_reasons():
+        failures = trial.slo_failures()
+        if failures:
+            # Missed with nothing saturated: name what held it back, or say what was not read.
+            trial.verdict = explain_miss(verdict, samples, interval=interval, failures=failures,
+                                         connections_per_s=result.connection_rate or inputs.rate,
+                                         facts=config_facts(target), children_watched=bool(pid),
+                                         cpu_quota_pct=inputs.server_cpu_quota_pct, server_cpus=server_cpus)
+    return trial
 
 
 def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
@@ -753,6 +762,40 @@ def _drain(target: StagingTarget, collector: MetricsCollector, port: int | None,
     return time.monotonic() - t0
 
 
+def _config_in_effect(target: StagingTarget):
+    """The target's config read with the config model, or None when it cannot be read."""
+    from advisor.config.loader import load_config
+    from advisor.errors import AdvisorError
+
+    try:
+        source = target.config_source()
+        return load_config(*source) if source is not None else None
+    except (AdvisorError, OSError):
+        return None
+
+
+def config_facts(target: StagingTarget) -> ConfigFacts:
+    """The per-connection costs the config in effect sets at server scope
+    (MaxConnectionsPerChild N > 0, HostnameLookups On or Double), with the
+    file:line of each; `read` False when the config cannot be read."""
+    cfg = _config_in_effect(target)
+    if cfg is None:
+        return ConfigFacts(read=False)
+    facts = ConfigFacts()
+    retire = cfg.server_value("MaxConnectionsPerChild") or cfg.server_value("MaxRequestsPerChild")
+    try:
+        count = int(retire.raw_args.strip()) if retire is not None else 0
+    except ValueError:
+        count = 0
+    if count > 0:
+        facts.max_connections_per_child = (count, f"{retire.file}:{retire.line}")
+    lookups = cfg.server_value("HostnameLookups")
+    value = lookups.raw_args.strip().strip('"') if lookups is not None else ""
+    if value.lower() in ("on", "double"):
+        facts.hostname_lookups = (value, f"{lookups.file}:{lookups.line}")
+    return facts
+
+
 def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     """What the server's configuration lets one connection carry, if it caps it.
 
@@ -760,15 +803,8 @@ def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     (N > 0), at server scope, with the file and line that set it. None when
     the config cannot be read: the verdict then says nothing about it.
     """
-    from advisor.config.loader import load_config
-    from advisor.errors import AdvisorError
-
-    try:
-        source = target.config_source()
-        if source is None:
-            return None
-        cfg = load_config(*source)
-    except (AdvisorError, OSError):
+    cfg = _config_in_effect(target)
+    if cfg is None:
         return None
     keepalive = cfg.server_value("KeepAlive")
     if keepalive is not None and keepalive.raw_args.strip().lower() == "off":
