@@ -192,3 +192,63 @@ def test_a_probe_that_met_its_slo_keeps_its_verdict():
     facts = ConfigFacts(max_connections_per_child=(100, "/srv/x.conf:1"))
     assert explain_miss(NONE, _quiet_samples(), interval=1.0, failures=[], connections_per_s=874.0,
                         facts=facts) is NONE
+
+
+def test_a_flat_session_under_capacity_says_the_load_does_not_reach_the_space(debian):
+    cfg, space = debian
+    points = _points(space, 3)
+    observations = [Observation(i + 1, p, 10.0, True, "none", {"objective_kind": "throughput", "verdict":
+                                                               {"label": "none", "evidence": {}}})
+                    for i, p in enumerate(points)]
+    report = _report(cfg, space, observations, points[1])
+    assert report.no_response is not None and report.no_response.cause == NOT_STRESSED
+    assert "no trial saturated any resource" in report.no_response.detail
+
+
+# ---- overload judged on counts, not on a rate that includes the probe's tail -------------
+
+
+def _result(inputs, **httperf_fields):
+    from advisor.tuner.load import httperf
+    from advisor.tuner.trial.runner import TrialResult
+
+    result = object.__new__(TrialResult)
+    result.inputs = inputs
+    result.httperf = httperf.HttperfResult(**httperf_fields)
+    result.listen_overflows = result.listen_drops = 0
+    return result
+
+
+def test_a_200_ms_endpoint_at_38_per_second_is_not_read_as_overload():
+    """The issue's probe: 38/s for 3 s to 2,392 workers, every reply in about
+    207 ms, no error: httperf's rate read 35.8/s, 94 % of the offer."""
+    from advisor.tuner.trial.runner import TrialInputs
+
+    inputs = TrialInputs(workload="slow", uri="/cgi-bin/sleep.cgi?ms=200", rate=38, duration_s=3.0,
+                         slo_reply_ms=400)
+    fields = dict(connections=114, requests=114, replies=114, reply_response_ms=207.0,
+                  connection_time_ms={"min": 201.0, "avg": 207.5, "max": 231.0})
+    last_reply_s = 113 / 38 + 0.231
+    result = _result(inputs, test_duration_s=last_reply_s, **fields)
+    assert result.httperf.reply_rate < 0.95 * 38  # what the old check compared: 35.6/s
+    assert result.served_rate == pytest.approx(38.0, rel=0.01)
+    assert result.slo_failures() == []
+    # A server that fell a second behind stretches the run past the tail: the rate fails.
+    behind = _result(inputs, test_duration_s=last_reply_s + 1.0, **fields)
+    assert any(f.startswith("reply rate") for f in behind.slo_failures())
+    # A 1 KB file's tail is a fraction of a millisecond: nothing changes there.
+    fast = _result(TrialInputs(workload="1k", uri="/1k.html", rate=1000, duration_s=3.0), connections=3000,
+                   requests=3000, replies=3000, test_duration_s=3.0, connection_time_ms={"min": 0.2})
+    assert fast.own_tail_s == 0.0 and fast.served_rate == fast.httperf.reply_rate
+
+
+def test_no_more_requests_fail_than_were_sent():
+    """Listen-queue overflows count each dropped SYN, retries included: added
+    to the unanswered requests they read 878 % errors."""
+    from advisor.tuner.trial.runner import TrialInputs
+
+    result = _result(TrialInputs(workload="slow", uri="/", rate=250, duration_s=3.0), connections=750,
+                     requests=700, replies=50, test_duration_s=5.0, errors={"total": 700, "client-timo": 700})
+    result.listen_overflows = 5900
+    assert result.errors == result.attempted == 750
+    assert result.error_pct == 100.0

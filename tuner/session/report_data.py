@@ -345,6 +345,9 @@ def _likely_cause(valid: Sequence[Observation], winner_runs: Sequence[tuple[str,
         return "unexplained", "the runs record no cause for the missed SLO"
     labels = Counter(o.verdict for o in valid)
     label, count = labels.most_common(1)[0] if labels else ("none", 0)
+    if label == "none" and count == len(valid):
+        return NOT_STRESSED, ("no trial saturated any resource: every point served the load it was offered, "
+                              "so the load does not reach what the space changes")
     if label != "none" and count == len(valid):
         runs = [d for lab, d in winner_runs if lab == label]
         phrase = evidence_phrase(label, verdict_evidence(runs[-1])) if runs else label

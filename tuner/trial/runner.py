@@ -253,7 +253,10 @@ class TrialResult:
         counted = self.httperf.error_total
         if self.inputs.wsess:
             counted -= int(self.httperf.errors.get("connreset", 0))
-        return max(unanswered, counted) + self.httperf.bad_status + listen
+        # The kernel counts an overflow per SYN it dropped, and a client
+        # retries its SYN: a request lost that way is already unanswered.
+        # No more requests can fail than were sent.
+        return min(self.attempted, max(unanswered, counted) + self.httperf.bad_status + listen)
 
     @property
     def error_pct(self) -> float:
