@@ -350,13 +350,17 @@ class _Display:
     def probe(self, result) -> None:
         h = result.httperf
         met = "met" if result.meets_slo else "missed"
-        line = (f"    probe at {result.inputs.rate:g}/s: {h.reply_rate:.1f} replies/s, {h.reply_time_ms:.1f} ms, "
+        # The served rate: httperf's own includes the probe's tail (the last replies' service time).
+        line = (f"    probe at {result.inputs.rate:g}/s: {result.served_rate:.1f} replies/s, {h.reply_time_ms:.1f} ms, "
                 f"errors {result.error_pct:.2f} %, SLO {met}, {result.verdict.label}")
+        cause = result.verdict.evidence.get("miss_cause")
+        if isinstance(cause, dict) and cause.get("summary"):
+            line += f" ({cause['summary']})"
         if result.invalid_reasons:
             line += f" (invalid: {result.invalid_reasons[0]})"
         if self.progress is not None:
             self.progress.update(self.task, description=f"{self.trial_text} | probe at {result.inputs.rate:g}/s: "
-                                                        f"{h.reply_rate:.0f} replies/s, SLO {met}")
+                                                        f"{result.served_rate:.0f} replies/s, SLO {met}")
         else:
             self._print(line, markup=False)
 
