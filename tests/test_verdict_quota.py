@@ -39,3 +39,20 @@ def test_near_miss_a_cgroup_throttled_in_half_its_periods_leaves_the_pool_named(
 def test_without_a_quota_throttling_is_not_read():
     verdict = decide(_samples(100.0, WANDERING), server_cpus=[0], interval=0.5, client_limits=[], cpu_quota_pct=None)
     assert verdict.label == "worker pool exhausted", verdict
+
+
+def test_httpd_cpu_is_dated_by_its_own_walk_and_held_to_its_quota():
+    """The "177 % of its CPU quota" case: a walk of a large tree that ended
+    0.8 s after the kernel counters were read, against one that ended at
+    once, charged 1.8 s of the server's CPU to a 1 s interval."""
+    from advisor.tuner.measure.cgroup import CpuQuota
+    from advisor.tuner.measure.metrics import httpd_share
+
+    a = {"time": 10.0, "httpd_time": 10.0, "httpd": (5.0, 40)}
+    b = {"time": 11.0, "httpd_time": 11.8, "httpd": (5.0 + 0.9, 40)}  # half a core for 1.8 s
+    assert httpd_share(a, b) == 50.0
+    undated = ({k: v for k, v in a.items() if k != "httpd_time"}, {k: v for k, v in b.items() if k != "httpd_time"})
+    assert httpd_share(*undated) == 90.0  # what the kernel counters' dates made of it
+    quota = CpuQuota("/sys/fs/cgroup/cpu/x", 1, 50.0)
+    assert httpd_share(*undated, quota) == 50.5  # the quota plus the one period that straddles the start
+    assert httpd_share(a, b, quota) == 50.0

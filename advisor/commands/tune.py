@@ -395,13 +395,17 @@ class _Display:
         h = result.httperf
         met = "met" if result.meets_slo else "missed"
         client = f" (client {result.client_time.mean_ms:.1f} ms)" if result.inputs.rtt_ms else ""
-        line = (f"    probe at {result.inputs.rate:g}/s: {h.reply_rate:.1f} replies/s, {h.reply_time_ms:.1f} ms{client}, "
+        # The served rate: httperf's own includes the probe's tail (the last replies' service time).
+        line = (f"    probe at {result.inputs.rate:g}/s: {result.served_rate:.1f} replies/s, {h.reply_time_ms:.1f} ms{client}, "
                 f"errors {result.error_pct:.2f} %, SLO {met}, {result.verdict.label}")
+        cause = result.verdict.evidence.get("miss_cause")
+        if isinstance(cause, dict) and cause.get("summary"):
+            line += f" ({cause['summary']})"
         if result.invalid_reasons:
             line += f" (invalid: {result.invalid_reasons[0]})"
         if self.progress is not None:
             self.progress.update(self.task, description=f"{self.trial_text} | probe at {result.inputs.rate:g}/s: "
-                                                        f"{h.reply_rate:.0f} replies/s, SLO {met}")
+                                                        f"{result.served_rate:.0f} replies/s, SLO {met}")
         else:
             self._print(line, markup=False)
 
@@ -443,9 +447,12 @@ class _Display:
         self._print(f"session: {report.facts.stop_reason}, {len(report.trials)} trials in "
                     f"{report.facts.elapsed_s:.0f} s", markup=False)
         changes = report.recommendation.changes
-        self._print(f"recommended: {len(changes)} change(s): "
-                    + (", ".join(c.line for c in changes) or "keep the config in use"),
-                    markup=False)
+        if report.no_response is not None:
+            self._print(f"recommended: nothing: {report.no_response.sentence}", markup=False)
+        else:
+            self._print(f"recommended: {len(changes)} change(s): "
+                        + (", ".join(c.line for c in changes) or "keep the config in use"),
+                        markup=False)
         self._print(f"gain over the start: {gain_sentence(report.gain)}", markup=False)
         self._print(f"bottleneck: {report.verdict_line}", markup=False)
         for note in report.notes:

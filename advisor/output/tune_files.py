@@ -71,6 +71,9 @@ def render_include(report: "TuneReport", include_path: str | None = None) -> str
         f'#   Include "{where}"',
     ]
     lines += [f"# {note}" for note in rec.notes]
+    if rec.is_empty and report.no_response is not None:
+        lines.append("# Nothing to change: the session could not tell its points apart (see above).")
+        return "\n".join(lines) + "\n"
     if rec.is_empty:
         lines.append("# Nothing to change: no point measured beat the starting config.")
         return "\n".join(lines) + "\n"
@@ -132,7 +135,8 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
            f"Produced by {facts.producer} on {facts.produced_at}"
            + (f" against {facts.target}" if facts.target else "") + ".", ""]
     out += ["## Summary", "",
-            f"- Recommendation: {len(rec.changes)} directive(s), in [{include_name}]({include_name}).",
+            (f"- Recommendation: none: {report.no_response.sentence}." if report.no_response is not None else
+             f"- Recommendation: {len(rec.changes)} directive(s), in [{include_name}]({include_name})."),
             f"- Gain over the starting config: {gain_sentence(report.gain)}.",
             f"- Bottleneck: {report.verdict_line}.",
             f"- Search: {len(report.trials)} trials, stopped by {facts.stop_reason or 'the budget'}.", ""]
@@ -167,7 +171,10 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     out.append("")
 
     out += ["## Recommendation", ""]
-    if rec.is_empty:
+    if report.no_response is not None:
+        out += [f"None: {report.no_response.sentence}. Keep the config in use; look at the cause before "
+                "tuning again.", ""]
+    elif rec.is_empty:
         out += ["No point measured beat the starting config: keep it.", ""]
     else:
         out += [f"Include [{include_name}]({include_name}) at the end of `{rec.main_file}`, or edit the lines "

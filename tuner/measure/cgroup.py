@@ -38,9 +38,35 @@ class CpuQuota:
     def procs_file(self) -> Path:
         return Path(self.path) / "cgroup.procs"
 
+    @property
+    def accounting_dir(self) -> Path | None:
+        """Where the kernel counts the group's CPU time: the group itself
+        (v2's cpu.stat, v1 with cpu and cpuacct mounted together), or the
+        group of the same name in v1's separate cpuacct hierarchy."""
+        own = Path(self.path)
+        if self.version == 2 or (own / "cpuacct.usage").exists():
+            return own
+        sibling = _v1_cpuacct_root()
+        if sibling is not None and sibling != own.parent and (sibling / own.name / "cpuacct.usage").exists():
+            return sibling / own.name
+        return None
+
     def wrap(self, command: list[str]) -> list[str]:
-        """Run `command` inside the cgroup: the shell moves itself in, then execs it."""
-        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(self.procs_file), *command]
+        """Run `command` inside the cgroup (and its cpuacct twin, where v1
+        mounts cpuacct apart): the shell moves itself in, then execs it."""
+        acct = self.accounting_dir
+        twin = str(acct / "cgroup.procs") if acct is not None and acct != Path(self.path) else ""
+        return ["sh", "-c", 'echo $$ > "$0" && if [ -n "$1" ]; then echo $$ > "$1"; fi && shift && exec "$@"',
+                str(self.procs_file), twin, *command]
+
+    def usage_s(self) -> float | None:
+        """CPU seconds every process of the group has used so far, exited ones
+        included (a CGI that mod_cgid's daemon never waits for is counted
+        nowhere else); None where the kernel does not count it."""
+        acct = self.accounting_dir
+        if acct is None:
+            return None
+        return read_usage(str(acct), self.version)
 
     def throttling(self) -> tuple[int, int] | None:
         """(periods, throttled periods) so far, from cpu.stat."""
@@ -48,7 +74,13 @@ class CpuQuota:
         return (counts[0], counts[1]) if counts else None
 
     def remove(self, timeout: float = 5.0) -> None:
-        """Delete the cgroup once its processes are gone."""
+        """Delete the cgroup (and its cpuacct twin) once its processes are gone."""
+        acct = self.accounting_dir
+        if acct is not None and acct != Path(self.path):
+            try:
+                os.rmdir(acct)
+            except OSError:
+                pass  # a process lingers; the empty group is harmless
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -123,6 +155,27 @@ def read_throttling(path):
         return None
 
 
+def read_usage(path, version):
+    """CPU seconds used so far by the cgroup at `path` (v2 cpu.stat's usage_usec,
+    v1 cpuacct.usage), or None."""
+    try:
+        if version == 2:
+            with open(path + "/cpu.stat") as handle:
+                values = dict(line.split()[:2] for line in handle.read().splitlines() if len(line.split()) >= 2)
+            return int(values["usage_usec"]) / 1e6
+        with open(path + "/cpuacct.usage") as handle:
+            return int(handle.read().strip()) / 1e9
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _v1_cpuacct_root() -> Path | None:
+    for candidate in (CGROUP_ROOT / "cpuacct", CGROUP_ROOT / "cpu,cpuacct", CGROUP_ROOT / "cpuacct,cpu"):
+        if (candidate / "cpuacct.usage").exists():
+            return candidate
+    return None
+
+
 def _v2_root() -> Path | None:
     controllers = CGROUP_ROOT / "cgroup.controllers"
     if controllers.exists() and "cpu" in controllers.read_text().split():
@@ -158,6 +211,12 @@ def create(name: str, pct: float) -> CpuQuota:
             path.mkdir(exist_ok=True)
             (path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
             (path / "cpu.cfs_quota_us").write_text(str(quota_us))
+            acct = _v1_cpuacct_root()
+            if acct is not None and acct != root:
+                try:  # where the group's CPU time is counted (CpuQuota.usage_s)
+                    (acct / name).mkdir(exist_ok=True)
+                except OSError:
+                    pass
             return CpuQuota(str(path), 1, pct)
     except PermissionError:
         raise AdvisorError("cannot create a cgroup for --cpu-quota: permission denied",

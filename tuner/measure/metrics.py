@@ -225,6 +225,32 @@ def read_loadavg() -> float | None:
         return None
 
 
+def httpd_share(a: dict, b: dict, quota=None) -> float:
+    """httpd's CPU between two snapshots, in % of one core, as a figure it can have used.
+
+    From the kernel's count for the quota's cgroup where it has one
+    (`group_cpu`), else from the tree walks, dated by the walks (`httpd_time`).
+    Under a CPU quota (a cgroup holding the httpd tree) the kernel lets the
+    tree use at most the quota over any span, plus the one period that can
+    straddle its start: a reading above that is the walk's error (children
+    reaped between the two walks, a walk's own length), never the server's
+    use, and is held to the bound.
+    """
+    dt = max(1e-3, b.get("httpd_time", b["time"]) - a.get("httpd_time", a["time"]))
+    pct = 100.0 * max(0.0, b["httpd"][0] - a["httpd"][0]) / dt
+    group_a, group_b = a.get("group_cpu"), b.get("group_cpu")
+    if group_a and group_b and group_a[1] is not None and group_b[1] is not None:
+        # The kernel's own count for the cgroup that holds the tree: exact,
+        # and it keeps the CPU of children nobody waited for (mod_cgid's
+        # CGIs), which a walk of the live tree loses when they exit.
+        dt = max(1e-3, group_b[0] - group_a[0])
+        pct = 100.0 * max(0.0, group_b[1] - group_a[1]) / dt
+    if quota is not None and getattr(quota, "pct", None):
+        period_s = getattr(quota, "period_us", 10_000) / 1e6
+        pct = min(pct, quota.pct * (1.0 + period_s / dt))
+    return round(pct, 1)
+
+
 def proc_snapshot(net_dir: str, port: int | None) -> dict[str, object]:
     """The kernel's counters at one instant, as `_sample` turns pairs of them into rates.
 
@@ -400,7 +426,12 @@ class MetricsCollector(threading.Thread):
         return parse_status(response.text) if response.status_code == 200 else None
 
     def httpd_cpu_seconds(self) -> float | None:
-        """CPU seconds the httpd tree has used so far (reaped children included)."""
+        """CPU seconds the httpd tree has used so far (reaped children included;
+        every child, from the kernel's count for its cgroup, under a quota)."""
+        usage = getattr(self.cpu_quota, "usage_s", None)
+        counted = usage() if usage is not None else None
+        if counted is not None:
+            return counted
         found = self._httpd_cpu()
         return found[0] if found else None
 
@@ -458,7 +489,17 @@ class MetricsCollector(threading.Thread):
 
     def _snapshot(self) -> dict[str, object]:
         snap = proc_snapshot(self._net_dir, self.port)
-        snap.update(httpd=self._httpd_cpu(), children=self._watcher.counts() if self._watcher else None,
+        # Walking a large httpd tree (thousands of worker threads) takes a
+        # good part of a second: its CPU total is dated by when it was read,
+        # not by the kernel counters above, or a slow walk after a quick one
+        # charges one interval's CPU to a shorter one.
+        before = time.monotonic()
+        httpd = self._httpd_cpu()
+        snap["httpd_time"] = (before + time.monotonic()) / 2.0
+        usage = getattr(self.cpu_quota, "usage_s", None)
+        if usage is not None:
+            snap["group_cpu"] = (time.monotonic(), usage())
+        snap.update(httpd=httpd, children=self._watcher.counts() if self._watcher else None,
                     throttling=self.cpu_quota.throttling() if self.cpu_quota else None,
                     qdisc={i: qdisc_stats(self.server_pid, i) for i in self._shaped})
         return snap
@@ -521,7 +562,7 @@ class MetricsCollector(threading.Thread):
         sample.listen_drops = b["tcpext"].get("ListenDrops", 0) - a["tcpext"].get("ListenDrops", 0)
         sample.accept_queue, sample.time_wait = b["queue"], b["tw"]
         if a["httpd"] and b["httpd"]:
-            sample.httpd_cpu_pct = round(100.0 * max(0.0, b["httpd"][0] - a["httpd"][0]) / dt, 1)
+            sample.httpd_cpu_pct = httpd_share(a, b, self.cpu_quota)
             sample.httpd_processes = b["httpd"][1]
         if a["throttling"] and b["throttling"]:
             periods = b["throttling"][0] - a["throttling"][0]

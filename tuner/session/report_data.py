@@ -11,7 +11,7 @@ render a `TuneReport`.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from advisor.tuner.search.optimizer import Observation
@@ -186,6 +186,16 @@ def evidence_phrase(label: str, evidence: Mapping[str, Any]) -> str:
         picks = _per_device(evidence, "disk_util_pct_max", "{} {:.0f} % busy")
     elif label == "connections closed by server":
         picks = [str(evidence["config"]) if evidence.get("config") else None]
+    elif label == "name lookups":
+        picks = [str(evidence["config"]) if evidence.get("config") else None,
+                 _figure(evidence, "lookups_per_s", "{:.0f} lookups/s"),
+                 _figure(evidence, "lookup_workers_mean", "{:g} workers in a lookup")]
+    cause = evidence.get("miss_cause")
+    if label == "process churn" and isinstance(cause, Mapping):
+        picks.append(str(evidence["config"]) if evidence.get("config") else None)
+    elif label == "none" and isinstance(cause, Mapping) and cause.get("summary"):
+        # Missed the SLO with nothing saturated: the nearest limit, or what the trial lacked.
+        picks = [str(cause["summary"])]
     parts = evidence.get("cpu_us_per_request")
     if not [p for p in picks if p] and isinstance(parts, Mapping) and parts:
         # The simulated model: where each request's CPU goes.
@@ -220,6 +230,132 @@ def _runs_of(space: Space, observations: Iterable[Observation], point: Mapping[s
              ) -> list[tuple[str, dict[str, Any]]]:
     key = _key(space, point)
     return [(o.verdict, o.details) for o in observations if o.valid and _key(space, o.point) == key]
+
+
+# --------------------------------------------------------------------------
+# A session that cannot tell its points apart
+
+# Trials whose objectives all lie within this share of their median measured
+# the same point as far as the session can tell: a 3 s probe repeated on one
+# config moves by a few per cent (the replicates show how much, and widen it).
+FLAT_SPREAD = 0.05
+MEASUREMENT_ARTEFACT = "a measurement artefact"
+CLIENT_LIMIT = "a client limit"
+NOT_STRESSED = "a workload that does not stress what the space changes"
+
+
+@dataclass
+class NoResponse:
+    """Why the session does not recommend: the objective did not respond to the space."""
+
+    finding: str
+    """What the trials showed: every trial the same within noise, or the
+    winner's peak set by probes that missed the SLO with no resource named."""
+    cause: str
+    """The likely cause: MEASUREMENT_ARTEFACT, CLIENT_LIMIT, NOT_STRESSED, or a
+    missed SLO's own cause ("unexplained ..." when the trials lacked the readings)."""
+    detail: str
+    spread: float | None = None
+    """(max - min) / median of the valid trials' objectives."""
+
+    @property
+    def sentence(self) -> str:
+        return f"the objective did not respond to the space: {self.finding}; likely cause: {self.cause} ({self.detail})"
+
+
+def _limiting(details: Mapping[str, Any]) -> tuple[str | None, dict[str, Any], list[str]]:
+    """The label, evidence and SLO failures of the probe that missed the SLO in
+    one run (a knee search's first failure above its peak, or a fixed-rate
+    run that missed); (None, {}, []) when the run missed nothing."""
+    knee = details.get("knee")
+    if isinstance(knee, Mapping):
+        verdict = knee.get("limiting_verdict")
+        limiting = details.get("limiting") if isinstance(details.get("limiting"), Mapping) else {}
+        if isinstance(verdict, Mapping):
+            return (str(verdict.get("label")), dict(verdict.get("evidence") or {}),
+                    list(limiting.get("slo_failures") or []))
+        return None, {}, []
+    failures = list(details.get("slo_failures") or [])
+    verdict = details.get("verdict") if isinstance(details.get("verdict"), Mapping) else {}
+    if failures:
+        return str(verdict.get("label")), dict(verdict.get("evidence") or {}), failures
+    return None, {}, []
+
+
+def _noise_band(replicates: Replicates | None) -> float:
+    """FLAT_SPREAD, or twice the replicates' own spread when that is wider."""
+    band = FLAT_SPREAD
+    if replicates is None:
+        return band
+    for runs in (replicates.start, replicates.winner):
+        if len(runs) >= 2 and sum(runs) > 0:
+            band = max(band, 2.0 * (max(runs) - min(runs)) / (sum(runs) / len(runs)))
+    return band
+
+
+def no_response(space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
+                replicates: Replicates | None, gain: Gain | None) -> NoResponse | None:
+    """Whether the session could tell its points apart; None when it could.
+
+    It could not when every valid trial measured the same within noise
+    (FLAT_SPREAD, or the replicates' spread), unless the interleaved gain
+    runs tell start and winner apart; or when the winner's peak was set by
+    probes that missed the SLO with verdict "none": what held them back is
+    not what the space changes, as far as the trials can say. The likely
+    cause is named from the trials themselves.
+    """
+    valid = [o for o in observations if o.valid and o.objective is not None and not o.replicate]
+    winner_runs = _runs_of(space, observations, winner) + list(replicates.winner_verdicts if replicates else [])
+    missed = [(_limiting(d), d) for _, d in winner_runs]
+    unnamed = [(label, ev, failures) for (label, ev, failures), _ in missed if label == "none" and failures]
+    values = sorted(float(o.objective) for o in valid)  # type: ignore[arg-type]
+    spread = None
+    if len(values) >= 3:
+        middle = values[len(values) // 2]
+        spread = (values[-1] - values[0]) / middle if middle > 0 else 0.0
+    points = {_key(space, o.point) for o in valid}
+    responded = gain is not None and gain.excludes_one
+    flat = (spread is not None and len(points) >= 2 and spread <= _noise_band(replicates)) and not responded
+    if not flat and not (winner_runs and len(unnamed) * 2 > len(winner_runs)):
+        return None
+    if flat:
+        finding = (f"{len(valid)} trials of {len(points)} points measured {values[0]:,.1f} to {values[-1]:,.1f}, "
+                   f"{100 * spread:.1f} % apart, within the noise of a trial")  # type: ignore[operator]
+    else:
+        finding = (f"the winner's peak was set by probes that missed the SLO with no resource saturated "
+                   f"(verdict \"none\") in {len(unnamed)} of {len(winner_runs)} runs")
+    cause, detail = _likely_cause(valid, winner_runs, unnamed)
+    return NoResponse(finding, cause, detail, round(spread, 4) if spread is not None else None)
+
+
+def _likely_cause(valid: Sequence[Observation], winner_runs: Sequence[tuple[str, Mapping[str, Any]]],
+                  unnamed: Sequence[tuple[str, dict[str, Any], list[str]]]) -> tuple[str, str]:
+    client = [o for o in valid if o.verdict == "client-bound"] + \
+        [o for o in valid if isinstance(o.details.get("knee"), Mapping) and o.details["knee"].get("lower_bound_only")]
+    if client:
+        return CLIENT_LIMIT, f"the load generator set the pace in {len(client)} of {len(valid)} trials"
+    limits = [_limiting(o.details) for o in valid]
+    failures = [f for _, _, fs in limits for f in fs]
+    if failures and all(f.startswith("reply rate") for f in failures):
+        return MEASUREMENT_ARTEFACT, ("the probes that set the peaks failed on the reply rate alone, every request "
+                                      "answered within the SLO's reply time and error share")
+    if unnamed:
+        summaries = [str(ev.get("miss_cause", {}).get("summary")) for _, ev, _ in unnamed
+                     if isinstance(ev.get("miss_cause"), Mapping) and ev["miss_cause"].get("summary")]
+        if summaries:
+            top = Counter(summaries).most_common(1)[0][0]
+            return top, "the missed SLO's own cause, from the winner's runs"
+        return "unexplained", "the runs record no cause for the missed SLO"
+    labels = Counter(o.verdict for o in valid)
+    label, count = labels.most_common(1)[0] if labels else ("none", 0)
+    if label == "none" and count == len(valid):
+        return NOT_STRESSED, ("no trial saturated any resource: every point served the load it was offered, "
+                              "so the load does not reach what the space changes")
+    if label != "none" and count == len(valid):
+        runs = [d for lab, d in winner_runs if lab == label]
+        phrase = evidence_phrase(label, verdict_evidence(runs[-1])) if runs else label
+        return NOT_STRESSED, f"every trial was held by {phrase}, which no dimension of the space relieves"
+    return NOT_STRESSED, "the trials' bottlenecks differ, yet no point moved the objective beyond the noise"
 
 
 # --------------------------------------------------------------------------
@@ -287,6 +423,8 @@ class TuneReport:
     """dimension -> the suppression comment the include writes before its line."""
     lint_comparison: dict[str, Any] | None = None
     """`lint` of the start's tree and of the tuned tree, at the admin's --fail-on."""
+    no_response: NoResponse | None = None
+    """Set when the session could not tell its points apart: it then recommends nothing."""
 
     @property
     def verdict_line(self) -> str:
@@ -304,6 +442,8 @@ class TuneReport:
             raw["line"] = change.line
         data["evidence"] = {name: [dict(asdict(c), reference=c.reference) for c in cites]
                             for name, cites in self.evidence.items()}
+        if self.no_response is not None:
+            data["no_response"]["sentence"] = self.no_response.sentence
         return data
 
 
@@ -328,7 +468,6 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
         runs = [(space.start, v) for v in replicates.start] + [(winner, v) for v in replicates.winner] \
             if replicates is not None else []
         surrogate = Surrogate.fit(space, observations, extra=runs, seed=seed)
-    recommendation = recommend(cfg, space, winner)
     gain = None
     notes = list(notes)
     if replicates is not None and min(len(replicates.start), len(replicates.winner)) >= 2:
@@ -338,6 +477,12 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
             notes.append(f"the gain could not be measured: {exc}")
     elif replicates is not None:
         notes.append("too few valid replicates to measure the gain (two of each at the least)")
+    unresponsive = no_response(space, observations, winner, replicates, gain)
+    # A session that cannot tell its points apart recommends nothing: the start is kept.
+    recommendation = recommend(cfg, space, winner)
+    if unresponsive is not None:
+        recommendation = replace(recommendation, changes=[], winner=dict(space.start),
+                                 notes=[f"No recommendation: {unresponsive.sentence}."])
     start_runs = _runs_of(space, observations, space.start) + list(replicates.start_verdicts if replicates else [])
     winner_runs = _runs_of(space, observations, winner) + list(replicates.winner_verdicts if replicates else [])
     if replicates is not None and replicates.start:
@@ -368,6 +513,7 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
         ablations=ablations.to_dict() if ablations is not None else None,
         suppressions=dict(suppressions or {}),
         lint_comparison=lint_comparison(lint, winner, suppressions or {}) if lint is not None else None,
+        no_response=unresponsive,
     )
 
 

@@ -25,8 +25,9 @@ from advisor.tuner.measure.status import fetch_status
 from advisor.tuner.measure.tls_probe import TlsTrial, cache_counters, calibrate, count_handshakes, probe
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.poolcheck import PoolCheck, check_pool
-from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConnectionCap, Verdict, closed_by_server, decide,
-                                         foreign_cpu, handshake_verdict)
+from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConfigFacts, ConnectionCap, Verdict,
+                                         closed_by_server, decide, explain_miss, foreign_cpu,
+                                         handshake_verdict)
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
 # target: we allow 2 % slack for timer granularity.
@@ -276,24 +277,60 @@ class TrialResult:
         counted = self.httperf.error_total
         if self.inputs.wsess:
             counted -= int(self.httperf.errors.get("connreset", 0))
-        return max(unanswered, counted) + self.httperf.bad_status + listen
+        # The kernel counts an overflow per SYN it dropped, and a client
+        # retries its SYN: a request lost that way is already unanswered.
+        # No more requests can fail than were sent.
+        return min(self.attempted, max(unanswered, counted) + self.httperf.bad_status + listen)
 
     @property
     def error_pct(self) -> float:
         return 100.0 * self.errors / self.attempted
 
     @property
+    def own_tail_s(self) -> float:
+        """The seconds at the end of httperf's test time in which no request
+        could start however fast the server was: the probe's own tail.
+
+        httperf's test time runs from its first connection to its last
+        reply. Plain connections are opened over num_conns / rate seconds;
+        after the last one opens, the run lasts one more reply at least. The
+        shortest connection httperf saw is that least reply (a 200 ms
+        endpoint: 200 ms; a 1 KB file: a fraction of a millisecond), less the
+        last connection's own slot of 1 / rate. A session workload ends with
+        the last session's think times, (calls - 1) x think seconds, and its
+        calls' own replies. What a server that falls behind adds (a queue,
+        replies that come later than the shortest one) is not in it: that
+        still stretches the test and lowers the rate.
+        """
+        h = self.httperf
+        shortest_s = (h.connection_time_ms.get("min", 0.0) or 0.0) / 1000.0
+        slot_s = 1.0 / self.inputs.rate if self.inputs.rate > 0 else 0.0
+        if not self.inputs.wsess:
+            return max(0.0, shortest_s - slot_s)
+        sessions, calls, think = self.inputs.wsess
+        shape = self.inputs.replayed()
+        if shape is not None:
+            return shape.tail_s(sessions, self.inputs.rate)
+        think_tail = max(0, calls - 1) * think
+        if getattr(self, "session_connections", "").startswith("per request"):
+            call_s = shortest_s  # each call a connection of its own
+        else:
+            # One connection carries the session: its shortest lifetime is
+            # the calls' replies plus the think times between them.
+            call_s = max(0.0, shortest_s - think_tail) / max(1, calls)
+        return think_tail + max(0.0, calls * call_s - slot_s)
+
+    @property
     def served_rate(self) -> float:
         """Replies per second over the window the workload spread its requests on.
 
-        httperf divides by the whole test time. For plain connections that
-        is the window in which it opened them. A session workload ends with
-        the last sessions' think times, (calls - 1) x think seconds in which
-        no new session starts: dividing by the whole time would hold every
-        short trial below its target (5 sessions/s of 5 calls for 10 s,
-        every reply in 0.3 ms, read 24/s of 25/s). That tail is the
-        workload's, not the server's, so it is taken off; a server that
-        falls behind still stretches the test, and its rate drops.
+        httperf's own rate divides the replies by its whole test time, which
+        ends with the probe's own tail (own_tail_s): a 3 s probe of a 200 ms
+        endpoint reads about 7 % short of its offered rate at any load, and
+        5 sessions/s of 5 calls for 10 s with every reply in 0.3 ms read
+        24/s of 25/s. That tail is the workload's, not the server's, so it
+        is taken off; a server that falls behind still stretches the test,
+        and its rate drops.
         """
         window = self.load_window_s
         return self.httperf.replies / window if window > 0 else 0.0
@@ -302,12 +339,7 @@ class TrialResult:
     def load_window_s(self) -> float:
         """httperf's test time, less a session workload's think-time tail (see served_rate)."""
         h = self.httperf
-        if not self.inputs.wsess:
-            return h.test_duration_s
-        sessions, calls, think = self.inputs.wsess
-        shape = self.inputs.replayed()
-        tail = shape.tail_s(sessions, self.inputs.rate) if shape is not None else max(0, calls - 1) * think
-        return h.test_duration_s - tail
+        return h.test_duration_s - self.own_tail_s
 
     @property
     def client_time(self) -> ClientTime:
@@ -327,9 +359,18 @@ class TrialResult:
         return self.client_time.mean_ms if self.inputs.rtt_ms > 0 else self.httperf.reply_time_ms
 
     def slo_failures(self) -> list[str]:
+        """What kept the probe from meeting the SLO; empty when it met it.
+
+        Judged on counts: the requests the probe was to send against the
+        replies that came back (the error share, a request without a reply
+        counted as an error), their mean reply time against the SLO's, and
+        whether the replies kept pace with the requests once the probe's own
+        tail is left out. The service time alone never fails a probe.
+        """
         failures = []
         if self.error_pct >= self.inputs.slo_errors_pct:
-            failures.append(f"errors {self.error_pct:.2f} % >= {self.inputs.slo_errors_pct:g} %")
+            failures.append(f"errors {self.error_pct:.2f} % >= {self.inputs.slo_errors_pct:g} % "
+                            f"({self.httperf.replies} replies to {self.attempted} requests)")
         if self.inputs.rtt_ms > 0:
             perceived = self.client_time
             if perceived.mean_ms >= self.inputs.slo_reply_ms:
@@ -340,8 +381,10 @@ class TrialResult:
         wanted = self.inputs.target_request_rate
         served = self.served_rate
         if wanted > 0 and served < 0.95 * wanted:
-            over = " (less the sessions' think-time tail)" if self.inputs.wsess else ""
-            failures.append(f"reply rate {served:.0f}/s{over} < 95 % of {wanted:.0f}/s")
+            tail = self.own_tail_s
+            over = " less the sessions' think-time tail" if self.inputs.wsess else ""
+            failures.append(f"reply rate {served:.0f}/s (over the test time{over} less the probe's own "
+                            f"{tail * 1000:.0f} ms tail) < 95 % of {wanted:.0f}/s")
         return failures
 
     @property
@@ -665,6 +708,14 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                cache_counters(_status_fields(getattr(collector, "final_status", None))),
                                cpu_before, cpu_after, result.replies, trial.load_window_s, own)
         trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
+    if trial.verdict.label == "none" and not trial._measurement_reasons():
+        failures = trial.slo_failures()
+        if failures:
+            # Missed with nothing saturated: name what held it back, or say what was not read.
+            trial.verdict = explain_miss(trial.verdict, samples, interval=interval, failures=failures,
+                                         connections_per_s=result.connection_rate or inputs.rate,
+                                         facts=config_facts(target), children_watched=bool(pid),
+                                         cpu_quota_pct=inputs.server_cpu_quota_pct, server_cpus=server_cpus)
     return trial
 
 
@@ -820,6 +871,40 @@ def _drain(target: StagingTarget, collector: MetricsCollector, port: int | None,
     return time.monotonic() - t0
 
 
+def _config_in_effect(target: StagingTarget):
+    """The target's config read with the config model, or None when it cannot be read."""
+    from advisor.config.loader import load_config
+    from advisor.errors import AdvisorError
+
+    try:
+        source = target.config_source()
+        return load_config(*source) if source is not None else None
+    except (AdvisorError, OSError):
+        return None
+
+
+def config_facts(target: StagingTarget) -> ConfigFacts:
+    """The per-connection costs the config in effect sets at server scope
+    (MaxConnectionsPerChild N > 0, HostnameLookups On or Double), with the
+    file:line of each; `read` False when the config cannot be read."""
+    cfg = _config_in_effect(target)
+    if cfg is None:
+        return ConfigFacts(read=False)
+    facts = ConfigFacts()
+    retire = cfg.server_value("MaxConnectionsPerChild") or cfg.server_value("MaxRequestsPerChild")
+    try:
+        count = int(retire.raw_args.strip()) if retire is not None else 0
+    except ValueError:
+        count = 0
+    if count > 0:
+        facts.max_connections_per_child = (count, f"{retire.file}:{retire.line}")
+    lookups = cfg.server_value("HostnameLookups")
+    value = lookups.raw_args.strip().strip('"') if lookups is not None else ""
+    if value.lower() in ("on", "double"):
+        facts.hostname_lookups = (value, f"{lookups.file}:{lookups.line}")
+    return facts
+
+
 def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     """What the server's configuration lets one connection carry, if it caps it.
 
@@ -827,15 +912,8 @@ def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     (N > 0), at server scope, with the file and line that set it. None when
     the config cannot be read: the verdict then says nothing about it.
     """
-    from advisor.config.loader import load_config
-    from advisor.errors import AdvisorError
-
-    try:
-        source = target.config_source()
-        if source is None:
-            return None
-        cfg = load_config(*source)
-    except (AdvisorError, OSError):
+    cfg = _config_in_effect(target)
+    if cfg is None:
         return None
     keepalive = cfg.server_value("KeepAlive")
     if keepalive is not None and keepalive.raw_args.strip().lower() == "off":

@@ -17,7 +17,8 @@ from advisor.tuner.measure.metrics import Sample
 
 LABELS = (
     "server CPU", "network", "disk", "worker pool exhausted", "keep-alive holding workers",
-    "logging", "process churn", "memory/swap", "client-bound", "connections closed by server", "none",
+    "logging", "process churn", "name lookups", "memory/swap", "client-bound", "connections closed by server",
+    "none",
 )
 CLOSED_BY_SERVER = "connections closed by server"
 
@@ -44,6 +45,10 @@ CHURN_EXITS_PER_S = 5.0
 CHURN_MIN_EXITS = 10
 # A resource is a candidate only if it was saturated in this share of samples.
 MIN_SATURATED_SHARE = 0.3
+# A probe that missed its SLO with nothing saturated: children retired at
+# this rate or more (one fork, and with prefork one worker short until the
+# parent's next once-a-second check, each) are named as what held it back.
+CHURN_CAUSE_PER_S = 1.0
 
 # When two resources saturate in the same second, the one that causes the
 # other wins: forking costs CPU, a full link makes CPU spin, with the CPU at
@@ -83,6 +88,17 @@ class ConnectionCap:
     @property
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.file and self.line else (self.file or "the configuration")
+
+
+@dataclass
+class ConfigFacts:
+    """Lines of the config in effect that put a cost on every connection, a
+    cost the per-second samples need not show saturating: each with the
+    file:line that sets it. `read` is False when the config could not be read."""
+
+    max_connections_per_child: tuple[int, str] | None = None  # (N > 0, "file:line")
+    hostname_lookups: tuple[str, str] | None = None  # ("On" or "Double", "file:line")
+    read: bool = True
 
 
 @dataclass
@@ -426,3 +442,102 @@ def handshake_verdict(verdict: Verdict, tls, causes: list[str]) -> Verdict:
             said += "; caused by " + "; ".join(causes)
         note = f"{said}; {note}" if note else said
     return Verdict(verdict.label, {**verdict.evidence, "tls": evidence}, verdict.onset_s, verdict.consequences, note)
+
+
+def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, failures: list[str],
+                 connections_per_s: float, facts: ConfigFacts | None, children_watched: bool = True,
+                 cpu_quota_pct: float | None = None, server_cpus: list[int] | None = None) -> Verdict:
+    """A probe that missed its SLO while no resource saturated ("none"): what held it back.
+
+    Two costs the USE method misses, because they hold each request back
+    without filling a resource for 30 % of the samples: children retired
+    every MaxConnectionsPerChild connections (a fork each, and a prefork
+    pool one worker short until the parent's next once-a-second check), and
+    HostnameLookups, which makes each connection wait on a reverse lookup
+    of the client's address. Either, when the config sets it and the trial
+    shows it, relabels the verdict ("process churn", "name lookups") with
+    its figure and line. Otherwise the nearest limit is named with its
+    figure, or the miss is "unexplained" with the readings the trial lacked.
+    The result's evidence["miss_cause"] holds the sentence and figures.
+    """
+    if verdict.label != "none" or not failures:
+        return verdict
+    status = [s for s in samples if s.status_ok]
+    churn = churn_summary(samples, interval) if samples and children_watched else None
+    lookups_busy = _mean([s.scoreboard.get("D", 0) for s in status]) if status else None
+    causes: list[tuple[str, str, dict[str, object]]] = []
+    if facts is not None and facts.max_connections_per_child is not None:
+        count, where = facts.max_connections_per_child
+        expected = connections_per_s / count
+        retired = float(churn["retired_per_s"]) if churn else None  # type: ignore[arg-type]
+        if (retired if retired is not None else expected) >= CHURN_CAUSE_PER_S:
+            seen = f"children retired at {retired:g}/s" if retired is not None else \
+                f"children retire at about {expected:.1f}/s (not watched)"
+            causes.append(("process churn",
+                           f"{seen} ({where}: MaxConnectionsPerChild {count} retires a child every {count} "
+                           f"connections, {connections_per_s:.0f} connections/s here)",
+                           {"config": f"{where}: MaxConnectionsPerChild {count}",
+                            "retired_per_s": retired, "expected_retired_per_s": round(expected, 1),
+                            **({k: churn[k] for k in ("children_retired", "children_spawned", "spawned_per_s")}
+                               if churn else {})}))
+    if facts is not None and facts.hostname_lookups is not None:
+        value, where = facts.hostname_lookups
+        seen = (f", {lookups_busy:g} workers in a lookup on average" if lookups_busy else
+                ", none caught in the lookup state by the scoreboard" if lookups_busy is not None else "")
+        causes.append(("name lookups",
+                       f"{where}: HostnameLookups {value} makes each connection wait on a reverse lookup of the "
+                       f"client's address, {connections_per_s:.0f} lookups/s{seen}",
+                       {"config": f"{where}: HostnameLookups {value}", "lookups_per_s": round(connections_per_s, 1),
+                        "lookup_workers_mean": lookups_busy}))
+    if causes:
+        label = causes[0][0]
+        cause = {"cause": label, "summary": "; ".join(text for _, text, _ in causes),
+                 "causes": [{"label": lab, "text": text, **figures} for lab, text, figures in causes],
+                 "slo_failures": list(failures)}
+        return Verdict(label, {**verdict.evidence, **causes[0][2], "miss_cause": cause}, verdict.onset_s,
+                       verdict.consequences,
+                       f"missed the SLO ({'; '.join(failures)}) with no resource saturated: "
+                       + "; ".join(text for _, text, _ in causes))
+    nearest, lacked = _nearest_limit(samples, status, churn, cpu_quota_pct, server_cpus)
+    if facts is None or not facts.read:
+        lacked.append("the config in effect (MaxConnectionsPerChild, HostnameLookups)")
+    if nearest is not None:
+        summary = f"nearest limit: {nearest}"
+    else:
+        summary = "unexplained" + (f": the trial lacked {', '.join(lacked)}" if lacked else
+                                   ": CPU, pool, accept queue, child churn and name lookups all read far from a limit")
+    cause = {"cause": "nearest limit" if nearest else "unexplained", "summary": summary, "lacked": lacked,
+             "slo_failures": list(failures)}
+    note = f"missed the SLO ({'; '.join(failures)}) with no resource saturated: {summary}"
+    return Verdict("none", {**verdict.evidence, "miss_cause": cause}, verdict.onset_s, verdict.consequences, note)
+
+
+def _nearest_limit(samples: list[Sample], status: list[Sample], churn: dict[str, object] | None,
+                   cpu_quota_pct: float | None, server_cpus: list[int] | None) -> tuple[str | None, list[str]]:
+    """The resource closest to its limit in a trial where none saturated, as
+    words with its figure (None when none came near), and the readings the
+    trial did not have."""
+    lacked = []
+    cpu = [s.httpd_cpu_pct for s in samples if s.httpd_cpu_pct is not None]
+    if not cpu:
+        lacked.append("httpd's CPU")
+    if not status:
+        lacked.append("mod_status (busy and idle workers)")
+    if churn is None:
+        lacked.append("the children's births and exits")
+    if not samples:
+        return None, ["per-second samples"]
+    if cpu:
+        limit = cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0]))
+        share = statistics.fmean(cpu) / limit
+        if share >= 0.7:
+            return f"server CPU at {100 * share:.0f} % of its {limit:g} % of a core on average", lacked
+    if status:
+        full = sum(1 for s in status if (s.idle_workers or 0) == 0)
+        if full:
+            return (f"worker pool: no idle worker in {full} of {len(status)} samples "
+                    f"(up to {max(_busy_excluding_self(s) for s in status)} busy)"), lacked
+    queued = max((s.accept_queue or 0) for s in samples)
+    if queued:
+        return f"accept queue up to {queued} connections waiting for a worker", lacked
+    return None, lacked
