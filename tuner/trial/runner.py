@@ -626,10 +626,11 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                         wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
                         pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
                         metrics_lost=lost, client_cpu_pct=client_cpu)
-    if verdict.label == "none" and not trial._measurement_reasons():
+    if verdict.label in ("none", "process churn") and not trial._measurement_reasons():
         failures = trial.slo_failures()
         if failures:
-            # Missed with nothing saturated: name what held it back, or say what was not read.
+            # Missed with nothing saturated: name what held it back, or say what was
+            # not read; churn gets the lines that retire the children.
             trial.verdict = explain_miss(verdict, samples, interval=interval, failures=failures,
                                          connections_per_s=result.connection_rate or inputs.rate,
                                          facts=config_facts(target), children_watched=bool(pid),
