@@ -252,3 +252,17 @@ def test_no_more_requests_fail_than_were_sent():
     result.listen_overflows = 5900
     assert result.errors == result.attempted == 750
     assert result.error_pct == 100.0
+
+
+def test_saturated_churn_of_a_missed_probe_gets_its_lines():
+    facts = ConfigFacts(max_connections_per_child=(100, "/srv/managed.conf:2"),
+                        hostname_lookups=("On", "/srv/managed.conf:3"))
+    churn = Verdict("process churn", {"retired_per_s": 8.4})
+    verdict = explain_miss(churn, _quiet_samples(), interval=1.0, failures=MISSED, connections_per_s=1200.0,
+                           facts=facts)
+    assert verdict.label == "process churn"
+    assert verdict.evidence["config"] == "/srv/managed.conf:2: MaxConnectionsPerChild 100"
+    assert "HostnameLookups On" in verdict.evidence["miss_cause"]["summary"]
+    # Without those lines it stays as the samples said.
+    assert explain_miss(churn, _quiet_samples(), interval=1.0, failures=MISSED, connections_per_s=1200.0,
+                        facts=ConfigFacts()) is churn

@@ -56,7 +56,11 @@ def test_a_200_ms_endpoint_peaks_at_the_pool_over_the_service_time():
     assert small.peak_reply_rate is not None, _probes(small)
     assert 0.8 * 80 <= small.peak_reply_rate <= 1.1 * 80, _probes(small)
     assert large.peak_reply_rate is not None and large.peak_reply_rate >= 1.5 * small.peak_reply_rate, _probes(large)
-    at_the_cpu = large.limiting is not None and large.limiting.label == "server CPU"
+    # At the CPU: a probe above the peak saw the server's CPU saturate, first
+    # or as the consequence of a pool whose replies the full CPU stretched.
+    above = [p for p in large.probes if not p.meets_slo and p.inputs.rate > large.peak_rate]
+    at_the_cpu = any(p.verdict.label == "server CPU"
+                     or any(c["label"] == "server CPU" for c in p.verdict.consequences) for p in above)
     assert large.peak_reply_rate >= 0.75 * 320 or at_the_cpu, _probes(large)
     # Every passing probe's requests were answered, and in time.
     for probe in small.probes + large.probes:
@@ -108,44 +112,11 @@ def test_a_missed_slo_names_child_retirement_and_name_lookups_with_their_lines()
           f"{result.httperf.reply_time_ms:.1f} ms, {result.slo_failures()}; {verdict.label}: {verdict.note}; "
           f"{verdict.evidence}")
     assert not result.meets_slo
-    assert verdict.label != "none" or "miss_cause" in verdict.evidence
-    if verdict.label in ("process churn", "name lookups") and "miss_cause" in verdict.evidence:
-        summary = verdict.evidence["miss_cause"]["summary"]
-        assert f"{managed_file}:" in summary
-        assert "MaxConnectionsPerChild 100 retires a child every 100 connections" in summary
-        assert "HostnameLookups On makes each connection wait on a reverse lookup" in summary
-    else:
-        # Saturated outright: the USE verdict names it with its figures.
-        assert verdict.label in ("process churn", "server CPU", "worker pool exhausted"), verdict
-
-
-@pytest.mark.httpd
-def test_the_quota_counts_the_cpu_of_cgis_nobody_waits_for():
-    """The event MPM runs CGIs from mod_cgid's daemon, which never waits for
-    them: their CPU reaches no parent's children times, and a walk of the
-    live tree loses it when they exit (it read 0.01 s of 0.14 s for ten
-    CGIs). Counted as other programs' CPU, it made the sandbox's own CGIs a
-    disturbance. The quota's cgroup counts them."""
-    import urllib.request
-
-    from advisor.tuner.measure.metrics import MetricsCollector
-
-    require("apache2")
-    require_cgroup_cpu()
-    with SandboxRun(mpm="event", cpu_quota_pct=50) as run:
-        quota = run.sandbox.cpu_quota()
-        assert quota is not None and quota.accounting_dir is not None
-        walker = MetricsCollector(interval=1.0, server_pid=run.state.pid, port=None, status_url=None)
-        tree_before, group_before = walker._httpd_cpu()[0], quota.usage_s()
-        collector = MetricsCollector(interval=1.0, server_pid=run.state.pid, port=None, status_url=None,
-                                     cpu_quota=quota)
-        counted_before = collector.httpd_cpu_seconds()
-        for _ in range(10):
-            urllib.request.urlopen(run.state.base_url + "/cgi-bin/sleep.cgi?ms=0&n=300000", timeout=30).read()
-        tree = walker._httpd_cpu()[0] - tree_before
-        group = quota.usage_s() - group_before
-        counted = collector.httpd_cpu_seconds() - counted_before
-    print(f"\ntree walk {tree:.3f} s, cgroup {group:.3f} s, collector {counted:.3f} s")
-    assert group >= 0.05  # ten perl starts and 3,000,000 random numbers
-    assert tree < 0.5 * group
-    assert counted >= 0.9 * group
+    # Saturated churn (as on this host: 8.4 children retired a second, the
+    # accept queue up to 297) or a miss with nothing saturated: either way the
+    # lines are named.
+    assert verdict.label in ("process churn", "name lookups"), verdict
+    summary = verdict.evidence["miss_cause"]["summary"]
+    assert f"{managed_file}:" in summary
+    assert "MaxConnectionsPerChild 100 retires a child every 100 connections" in summary
+    assert "HostnameLookups On makes each connection wait on a reverse lookup" in summary

@@ -708,10 +708,11 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                cache_counters(_status_fields(getattr(collector, "final_status", None))),
                                cpu_before, cpu_after, result.replies, trial.load_window_s, own)
         trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
-    if trial.verdict.label == "none" and not trial._measurement_reasons():
+    if trial.verdict.label in ("none", "process churn") and not trial._measurement_reasons():
         failures = trial.slo_failures()
         if failures:
-            # Missed with nothing saturated: name what held it back, or say what was not read.
+            # Missed with nothing saturated: name what held it back, or say what was
+            # not read; churn gets the lines that retire the children.
             trial.verdict = explain_miss(trial.verdict, samples, interval=interval, failures=failures,
                                          connections_per_s=result.connection_rate or inputs.rate,
                                          facts=config_facts(target), children_watched=bool(pid),

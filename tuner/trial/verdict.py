@@ -448,6 +448,7 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
                  connections_per_s: float, facts: ConfigFacts | None, children_watched: bool = True,
                  cpu_quota_pct: float | None = None, server_cpus: list[int] | None = None) -> Verdict:
     """A probe that missed its SLO while no resource saturated ("none"): what held it back.
+    (A "process churn" verdict of a missed probe gets the config lines that cause it.)
 
     Two costs the USE method misses, because they hold each request back
     without filling a resource for 30 % of the samples: children retired
@@ -460,35 +461,23 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
     figure, or the miss is "unexplained" with the readings the trial lacked.
     The result's evidence["miss_cause"] holds the sentence and figures.
     """
-    if verdict.label != "none" or not failures:
+    if verdict.label not in ("none", "process churn") or not failures:
         return verdict
     status = [s for s in samples if s.status_ok]
     churn = churn_summary(samples, interval) if samples and children_watched else None
     lookups_busy = _mean([s.scoreboard.get("D", 0) for s in status]) if status else None
-    causes: list[tuple[str, str, dict[str, object]]] = []
-    if facts is not None and facts.max_connections_per_child is not None:
-        count, where = facts.max_connections_per_child
-        expected = connections_per_s / count
-        retired = float(churn["retired_per_s"]) if churn else None  # type: ignore[arg-type]
-        if (retired if retired is not None else expected) >= CHURN_CAUSE_PER_S:
-            seen = f"children retired at {retired:g}/s" if retired is not None else \
-                f"children retire at about {expected:.1f}/s (not watched)"
-            causes.append(("process churn",
-                           f"{seen} ({where}: MaxConnectionsPerChild {count} retires a child every {count} "
-                           f"connections, {connections_per_s:.0f} connections/s here)",
-                           {"config": f"{where}: MaxConnectionsPerChild {count}",
-                            "retired_per_s": retired, "expected_retired_per_s": round(expected, 1),
-                            **({k: churn[k] for k in ("children_retired", "children_spawned", "spawned_per_s")}
-                               if churn else {})}))
-    if facts is not None and facts.hostname_lookups is not None:
-        value, where = facts.hostname_lookups
-        seen = (f", {lookups_busy:g} workers in a lookup on average" if lookups_busy else
-                ", none caught in the lookup state by the scoreboard" if lookups_busy is not None else "")
-        causes.append(("name lookups",
-                       f"{where}: HostnameLookups {value} makes each connection wait on a reverse lookup of the "
-                       f"client's address, {connections_per_s:.0f} lookups/s{seen}",
-                       {"config": f"{where}: HostnameLookups {value}", "lookups_per_s": round(connections_per_s, 1),
-                        "lookup_workers_mean": lookups_busy}))
+    if verdict.label == "process churn":
+        # Saturated churn names itself; the lines that cause it are added.
+        causes = _config_causes(facts, connections_per_s, churn, lookups_busy, always_churn=True)
+        if not causes:
+            return verdict
+        cause = {"cause": "process churn", "summary": "; ".join(text for _, text, _ in causes),
+                 "causes": [{"label": lab, "text": text, **figures} for lab, text, figures in causes],
+                 "slo_failures": list(failures)}
+        joined = "; ".join(text for _, text, _ in causes)
+        return Verdict(verdict.label, {**verdict.evidence, "config": causes[0][2]["config"], "miss_cause": cause},
+                       verdict.onset_s, verdict.consequences, f"{verdict.note}; {joined}" if verdict.note else joined)
+    causes = _config_causes(facts, connections_per_s, churn, lookups_busy)
     if causes:
         label = causes[0][0]
         cause = {"cause": label, "summary": "; ".join(text for _, text, _ in causes),
@@ -541,3 +530,34 @@ def _nearest_limit(samples: list[Sample], status: list[Sample], churn: dict[str,
     if queued:
         return f"accept queue up to {queued} connections waiting for a worker", lacked
     return None, lacked
+
+
+def _config_causes(facts: ConfigFacts | None, connections_per_s: float, churn: dict[str, object] | None,
+                   lookups_busy: float | None, always_churn: bool = False) -> list[tuple[str, str, dict[str, object]]]:
+    """(label, sentence, figures) for each per-connection cost the config sets
+    that the trial shows: child retirement, name lookups."""
+    causes: list[tuple[str, str, dict[str, object]]] = []
+    if facts is not None and facts.max_connections_per_child is not None:
+        count, where = facts.max_connections_per_child
+        expected = connections_per_s / count
+        retired = float(churn["retired_per_s"]) if churn else None  # type: ignore[arg-type]
+        if always_churn or (retired if retired is not None else expected) >= CHURN_CAUSE_PER_S:
+            seen = f"children retired at {retired:g}/s" if retired is not None else \
+                f"children retire at about {expected:.1f}/s (not watched)"
+            causes.append(("process churn",
+                           f"{seen} ({where}: MaxConnectionsPerChild {count} retires a child every {count} "
+                           f"connections, {connections_per_s:.0f} connections/s here)",
+                           {"config": f"{where}: MaxConnectionsPerChild {count}",
+                            "retired_per_s": retired, "expected_retired_per_s": round(expected, 1),
+                            **({k: churn[k] for k in ("children_retired", "children_spawned", "spawned_per_s")}
+                               if churn else {})}))
+    if facts is not None and facts.hostname_lookups is not None:
+        value, where = facts.hostname_lookups
+        seen = (f", {lookups_busy:g} workers in a lookup on average" if lookups_busy else
+                ", none caught in the lookup state by the scoreboard" if lookups_busy is not None else "")
+        causes.append(("name lookups",
+                       f"{where}: HostnameLookups {value} makes each connection wait on a reverse lookup of the "
+                       f"client's address, {connections_per_s:.0f} lookups/s{seen}",
+                       {"config": f"{where}: HostnameLookups {value}", "lookups_per_s": round(connections_per_s, 1),
+                        "lookup_workers_mean": lookups_busy}))
+    return causes
