@@ -70,15 +70,19 @@ def test_a_winner_that_brings_p102_keeps_its_measured_reason_and_lint_and_fix_ag
     space.write_text(SPACE)
     with SandboxRun(mpm="prefork") as run:
         result = cli("tune", "--workdir", str(run.dir), "--report", str(report), "--space", str(space),
-                     "--objective", "throughput", "--rate", "100", "--duration", "2", "--budget", "2",
+                     "--objective", "throughput", "--rate", "100", "--duration", "2", "--budget", "3",
                      "--gain-replicates", "3", "--retries", "2", "--yes", check=False,
                      cwd=tmp_path)
         assert result.returncode == 0, result.stderr[-3000:]
         run.assert_stock_restored()
         config = run.sandbox.config_path
+        _check_report(report, config, result.stdout, tmp_path)
+
+
+def _check_report(report: Path, config: Path, stdout: str, tmp_path: Path) -> None:
     data = json.loads((report / "report.json").read_text())
     changes = {c["directive"]: c["value"] for c in data["recommendation"]["changes"]}
-    print(result.stdout[-3000:])
+    print(stdout[-3000:])
     assert changes.get("KeepAlive") == "Off", (changes, data["notes"])
     gain = data["gain"]
     assert gain["low"] > 1.0, gain  # KeepAlive Off measured a gain beyond noise

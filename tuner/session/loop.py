@@ -736,7 +736,10 @@ class TuneSession:
         from advisor.tuner.session.simplify import simplify
 
         surrogate = Surrogate.fit(self.space, observations, seed=self.settings.seed)
-        return simplify(self.space, best, lint=self.lint, surrogate=surrogate)
+        # With measurements to follow, a change that brings a lint finding is
+        # judged on them (the lint gate after the gain), not on the model.
+        measured_later = bool(self.settings.gain_replicates or self.settings.ablation_rounds)
+        return simplify(self.space, best, lint=self.lint, surrogate=surrogate, judge_lint=not measured_later)
 
     def _search(self, searcher, runner: "TrialObjective", journal, done: list[Observation],
                 began: float) -> SearchResult:

@@ -60,13 +60,16 @@ class Simplified:
 
 
 def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateLint | None" = None,
-             surrogate: "Surrogate | None" = None) -> Simplified:
+             surrogate: "Surrogate | None" = None, judge_lint: bool = True) -> Simplified:
+    """`judge_lint` False: a change that brings a lint finding is left for
+    the measurements that follow (the ablations and the gain, then the
+    session's lint gate) instead of being judged on the model here."""
     from advisor.tuner.search.space import format_value
 
     start = space.start
     point = dict(winner)
     reverted: list[Reverted] = []
-    warnings_now = lint.warnings(point) if lint is not None else []
+    warnings_now = lint.warnings(point) if lint is not None and judge_lint else []
     for dim in space.free:
         name = dim.name
         if point.get(name) == start.get(name):
@@ -75,14 +78,14 @@ def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateL
             continue  # the start's MPM has no such directive (or the point's ignores it): nothing to go back to
         candidate = dict(point)
         candidate[name] = start[name]
-        why = _reason(name, point, candidate, lint, surrogate, warnings_now)
+        why = _reason(name, point, candidate, lint if judge_lint else None, surrogate, warnings_now)
         if why is None:
             continue
         if lint is not None and lint.check(candidate).errors:
             continue
         reverted.append(Reverted(name, format_value(name, point[name]), format_value(name, start[name]), why))
         point = candidate
-        if lint is not None:
+        if lint is not None and judge_lint:
             warnings_now = lint.warnings(point)
     return Simplified(point, reverted)
 
