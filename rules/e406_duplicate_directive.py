@@ -57,7 +57,11 @@ DOC = Doc(
     ),
     bad="KeepAliveTimeout 5\n# ... 200 lines later, or in an included file:\nKeepAliveTimeout 15",
     good="KeepAliveTimeout 5",
-    fix="Delete the dead line (the fix is an empty replacement) or merge the two into the one that should win.",
+    fix=(
+        "Delete the dead line (the fix is an empty replacement) or merge the two into the one that should win. "
+        "A drop-in that overrides on purpose (a tuned include read last) says so before its own line: "
+        "`# apache-advisor: disable=E406 -- reason` there silences the finding on the line it overrides."
+    ),
     references=(
         "https://httpd.apache.org/docs/2.4/configuring.html",
         "Arlitt & Williamson 2004, sec. 5.1.3",
@@ -116,7 +120,8 @@ def _report(report: Report, previous, node) -> None:
                          "same value; this line is redundant.", fix="", severity="info")
     else:
         report(previous, f"{previous.name} {previous.raw_args} is dead: {node.name} "
-                         f"{node.raw_args} at {later} overrides it in the same context.", fix="")
+                         f"{node.raw_args} at {later} overrides it in the same context.", fix="",
+               related=(node.file, node.line))
 
 
 RULE = Rule(code="E406", slug="duplicate-directive", severity="warning", category="correctness",

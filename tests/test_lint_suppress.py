@@ -102,3 +102,22 @@ def test_parse_file_scopes():
     assert [(p.line, "applies to nothing" in p.message) for p in parsed.problems] == [(8, True)]
     reasons = {s.codes: s.reason for s in parsed.suppressions}
     assert reasons == {("P101",): "file", ("P102",): None}
+
+
+def test_a_dead_line_is_silenced_by_a_comment_before_the_line_that_overrides_it(tmp_path):
+    """E406 stands on the dead line, in the admin's file; a drop-in read last
+    that overrides on purpose says so before its own line."""
+    dropin = tmp_path / "tuned.conf"
+    dropin.write_text("# apache-advisor: disable=E406 -- overrides the pool on purpose, tune session\n"
+                      "KeepAliveTimeout 3\n"
+                      "MaxKeepAliveRequests 200\n")
+    body = HEAD + ("KeepAliveTimeout 15\nMaxKeepAliveRequests 50\n"
+                   f'Include "{dropin}"\n')
+    found = lint_text(tmp_path, body)
+    # KeepAliveTimeout's dead line (7) is silenced by the comment before the
+    # drop-in's line 2; MaxKeepAliveRequests (8) has no such comment.
+    assert ("E406", 7) not in found and ("E406", 8) in found
+    assert not any(code == "A001" for code, _ in found)  # the comment was used
+    # Without the comment the finding is back: the comment did it.
+    dropin.write_text("KeepAliveTimeout 3\nMaxKeepAliveRequests 200\n")
+    assert ("E406", 7) in lint_text(tmp_path, body)

@@ -145,7 +145,30 @@ def _silenced(findings: list[Finding], suppressions: list[Suppression]) -> set[i
                 entry.used.add(code)
             if covering:
                 silenced.add(position)
+    silenced |= _silenced_where_related(findings, silenced, whole_file, ranged)
     return silenced
+
+
+def _silenced_where_related(findings: list[Finding], silenced: set[int],
+                            whole_file: dict[str, dict[str, list[Suppression]]],
+                            ranged: dict[str, list[Suppression]]) -> set[int]:
+    """Findings whose related line (the line that causes them) a suppression
+    covers. Few findings have one (E406's), so a plain scan does."""
+    out: set[int] = set()
+    for position, finding in enumerate(findings):
+        if finding.related is None or position in silenced:
+            continue
+        file, line = finding.related
+        code = finding.code
+        covering = [entry for entry in ranged.get(file, ())
+                    if entry.start <= line <= entry.end and (code in entry.codes or "ALL" in entry.codes)]
+        by_code = whole_file.get(file, {})
+        covering += by_code.get(code, ())
+        for entry in covering:
+            entry.used.add(code)
+        if covering:
+            out.add(position)
+    return out
 
 
 def lint_config(
@@ -176,7 +199,7 @@ def lint_config(
 
         def report(at: Location, message: str, *, fix: str | None = None,
                    severity: str | None = None, evidence: str | None = None,
-                   edit=None) -> None:
+                   edit=None, related: tuple[str, int] | None = None) -> None:
             if isinstance(at, tuple):
                 file, line = at
             else:
@@ -186,7 +209,7 @@ def lint_config(
                 return
             remember(key)
             sink[0].append(Finding(code, configured or severity or default_level, message, file, line,
-                                   evidence or default_evidence, fix, edit))
+                                   evidence or default_evidence, fix, edit, related))
         return report
 
     skipped: dict[str, list[str]] = {}

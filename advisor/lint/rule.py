@@ -44,6 +44,7 @@ class Report(Protocol):
         severity: str | None = None,
         evidence: str | None = None,
         edit: Edit | None = None,
+        related: tuple[str, int] | None = None,
     ) -> None: ...
 
 
@@ -127,6 +128,11 @@ class Finding:
     edit: Edit | None = field(default=None, compare=False)
     """The mechanical edit behind `fix`, when there is one (not part of the
     JSON contract: `apache-advisor fix` and SARIF `fixes` use it)."""
+    related: tuple[str, int] | None = field(default=None, compare=False)
+    """(file, line) of the line that causes the finding elsewhere (E406: the
+    later line that overrides this one). A suppression before that line
+    silences the finding too: a drop-in that overrides on purpose says so
+    where it overrides, not in the file it overrides."""
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.file, self.line, self.code)

@@ -54,7 +54,7 @@ def _was(change: "Change") -> str:
 def _suppression(report: "TuneReport", change: "Change") -> list[str]:
     """The measured reason lint accepts for a finding this line brings: a
     comment right before the directive silences that directive only."""
-    comment = report.suppressions.get(change.dimension) if report.suppressions else None
+    comment = report.suppressions.get(change.directive) if report.suppressions else None
     return [comment] if comment else []
 
 

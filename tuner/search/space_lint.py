@@ -101,6 +101,8 @@ class CandidateLint:
         self.policy = policy or LintPolicy()
         self.settings, self.profile, self.fail_on, self.rules = self.policy.resolved()
         self._base: dict[str, set[Key]] = {}
+        self._related: dict[Key, tuple[str, int]] = {}
+        """A finding's related line (E406: the line that overrides), by its key."""
 
     def check(self, point: Mapping[str, "Value"], *, reload_safe: bool = False) -> LintVerdict:
         lines = self.space.directives(point, reload_safe=reload_safe)
@@ -132,22 +134,26 @@ class CandidateLint:
         out = []
         for code, file, line, message, severity in sorted(found, key=lambda k: (k[1], k[2], k[0])):
             on_include = Path(file).name in (CANDIDATE, WRAPPER)
-            directive = (self.directive_of(point, (code, file, line, message))
-                         if on_include and point is not None else None)
+            directive = self.directive_of(point, (code, file, line, message)) if point is not None else None
             out.append({"code": code, "severity": severity, "message": message,
                         "where": f"tuned include: {lines[line - 1]}" if on_include and 1 <= line <= len(lines)
                         else f"{file}:{line}", "directive": directive, "suppressed": False})
         return out
 
     def directive_of(self, point: Mapping[str, "Value"], key: Key) -> str | None:
-        """The directive name of the candidate line a finding stands on, or
-        None when it stands on the admin's own files."""
-        if Path(key[1]).name != CANDIDATE:
-            return None
+        """The directive name of the candidate line a finding stands on (or,
+        for a finding on the admin's files that a candidate line causes, as
+        E406's dead line, of that line), or None."""
+        file, line = key[1], key[2]
+        if Path(file).name != CANDIDATE:
+            related = self._related.get(tuple(key[:4]))
+            if related is None or Path(related[0]).name != CANDIDATE:
+                return None
+            line = related[1]
         lines = self.space.directives(point)
-        if not 1 <= key[2] <= len(lines):
+        if not 1 <= line <= len(lines):
             return None
-        words = lines[key[2] - 1].split()
+        words = lines[line - 1].split()
         return words[0] if words and not words[0].startswith("<") else None
 
     def _new(self, lines: list[str], mpm: str, severities: tuple[str, ...], admins: bool = False) -> list[Key]:
@@ -191,6 +197,9 @@ class CandidateLint:
                 facts = replace(facts, mpm=config.mpm)
             result = lint_config(config, facts, rules, known_codes=_known_codes(),
                                  settings=self.settings if admins else None)
+        for f in result.findings:
+            if f.related is not None:
+                self._related[(f.code, f.file, f.line, f.message)] = f.related
         if detail:
             return {(f.code, f.file, f.line, f.message, f.severity) for f in result.findings
                     if f.severity in severities}

@@ -972,29 +972,44 @@ class TuneSession:
         notes: list[str] = []
         changed = [d.name for d in space.free if point.get(d.name) != space.start.get(d.name)]
         brought = lint.brought(point)
-        by_dimension: dict[str, set[str]] = {}
+        by_directive: dict[str, set[str]] = {}
+        overridden: dict[str, list[str]] = {}
         for key in brought:
             directive = lint.directive_of(point, key)
+            if directive is None:
+                continue
+            if key[0] == OVERRIDE_CODE and Path(key[1]).name != CANDIDATE_FILE:
+                # The drop-in overriding the admin's own line is how it works, not a risk.
+                overridden.setdefault(directive, []).append(f"{key[1]}:{key[2]}")
+                continue
+            by_directive.setdefault(directive, set()).add(key[0])
+        stamp = f"tune session {_today()}, {self.settings.session_dir}"
+        for directive in sorted(set(by_directive) | set(overridden)):
+            codes = by_directive.get(directive, set())
             dimension = _dimension_for(space, directive, changed)
-            if dimension is None:
-                continue
-            by_dimension.setdefault(dimension, set()).add(key[0])
-        for dimension, codes in sorted(by_dimension.items()):
-            figure = self._measured_figure(dimension, changed, ablations, replicates)
-            shown = ", ".join(sorted(codes))
+            figure = None
+            if codes and dimension is not None:
+                figure = self._measured_figure(dimension, changed, ablations, replicates)
+            if codes and figure is None and dimension is not None:
+                candidate = dict(point)
+                candidate[dimension] = space.start[dimension]
+                if not lint.check(candidate).errors:
+                    notes.append(f"{dimension} stays {format_value(dimension, space.start[dimension])} (the "
+                                 f"search's best point had {format_value(dimension, point[dimension])}): it brings "
+                                 f"lint {', '.join(sorted(codes))} at --fail-on {lint.fail_on}, and no measurement "
+                                 "shows a gain from it beyond noise")
+                    point = candidate
+                    continue
+            reasons = []
             if figure is not None:
-                suppressions[dimension] = (f"# apache-advisor: disable={','.join(sorted(codes))} -- measured "
-                                           f"{figure} on {self.workload.name}{self._where_measured()}, "
-                                           f"tune session {_today()}, {self.settings.session_dir}")
-                continue
-            candidate = dict(point)
-            candidate[dimension] = space.start[dimension]
-            if lint.check(candidate).errors:
-                continue
-            notes.append(f"{dimension} stays {format_value(dimension, space.start[dimension])} (the search's best "
-                         f"point had {format_value(dimension, point[dimension])}): it brings lint {shown} at "
-                         f"--fail-on {lint.fail_on}, and no measurement shows a gain from it beyond noise")
-            point = candidate
+                reasons.append(f"measured {figure} on {self.workload.name}{self._where_measured()}")
+            elif codes:
+                reasons.append("set with the measured point (not measured on its own)")
+            if directive in overridden:
+                codes = codes | {OVERRIDE_CODE}
+                reasons.append(f"overrides {', '.join(overridden[directive])} on purpose")
+            suppressions[directive] = (f"# apache-advisor: disable={','.join(sorted(codes))} -- "
+                                       f"{'; '.join(reasons)}; {stamp}")
         return point, suppressions, notes
 
     def _measured_figure(self, dimension: str, changed: list[str], ablations, replicates) -> str | None:
@@ -1262,6 +1277,12 @@ class TrialObjective:
 
 # --------------------------------------------------------------------------
 # Helpers
+
+
+# E406: a single-valued directive set twice; the tuned drop-in, read last,
+# overrides the admin's line by design.
+OVERRIDE_CODE = "E406"
+CANDIDATE_FILE = "candidate.conf"
 
 
 def _today() -> str:

@@ -420,7 +420,7 @@ class TuneReport:
     ablations: dict[str, Any] | None = None
     """session/ablation.py Ablations.to_dict(): each kept change's measured effect."""
     suppressions: dict[str, str] = field(default_factory=dict)
-    """dimension -> the suppression comment the include writes before its line."""
+    """directive -> the suppression comment the include writes before its line."""
     lint_comparison: dict[str, Any] | None = None
     """`lint` of the start's tree and of the tuned tree, at the admin's --fail-on."""
     no_response: NoResponse | None = None
@@ -525,7 +525,7 @@ def lint_comparison(lint, winner: Mapping[str, Value], suppressions: Mapping[str
     start_findings = lint.tree_findings(None)
     tuned_findings = lint.tree_findings(winner)
     for finding in tuned_findings:
-        comment = suppressions.get(finding["directive"] or "")
+        comment = suppressions.get(finding["directive"] or "")  # keyed by the include's directive
         if comment and finding["code"] in comment.split("--", 1)[0]:
             finding["suppressed"] = True
             finding["reason"] = comment.split("--", 1)[1].strip()
