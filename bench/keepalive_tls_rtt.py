@@ -55,8 +55,12 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def knee(workdir: Path, row: Row, args: argparse.Namespace) -> dict:
+    # Each search starts near where this host's knees were (KeepAlive Off
+    # serves several times the sessions On does), so the probes bracket the
+    # knee instead of doubling up to it.
+    start = args.start_rate if row.keepalive == "On" else args.start_rate_off
     command = ["bench", "--workdir", str(workdir), "--mode", "knee", "--workload", "almeida", "--num-calls", "5",
-               "--think", "0.2", "--start-rate", str(args.start_rate), "--max-probes", str(args.max_probes),
+               "--think", "0.2", "--start-rate", str(start), "--max-probes", str(args.max_probes),
                "--duration", str(args.duration), "--slo-ms", str(args.slo_ms), "--retries", "1",
                "--set", f"KeepAlive {row.keepalive}", "--format", "json"]
     if row.rtt_ms:
@@ -74,7 +78,7 @@ def knee(workdir: Path, row: Row, args: argparse.Namespace) -> dict:
     limiting = found.get("limiting_verdict") or {}
     return {
         "row": row.name, "peak_sessions": peak, "peak_replies": found.get("peak_reply_rate"),
-        "lower_bound": found.get("lower_bound_only"),
+        "lower_bound": found.get("lower_bound_only"), "stop": found.get("stop_reason"),
         "full_per_s": tls.get("full_handshakes_per_s"), "resumed_per_s": tls.get("resumed_handshakes_per_s"),
         "tls_version": tls.get("version"), "cpu_per_reply_ms": (at_peak or {}).get("server_cpu_per_reply_ms"),
         "client_ms": client.get("mean_ms", (at_peak or {}).get("reply_time_ms")),
@@ -99,7 +103,8 @@ def main() -> None:
     parser.add_argument("--rtt", type=float, default=50.0)
     parser.add_argument("--tls-key", default="ecdsa-p256")
     parser.add_argument("--duration", type=float, default=3.0)
-    parser.add_argument("--start-rate", type=float, default=40.0)
+    parser.add_argument("--start-rate", type=float, default=40.0, help="KeepAlive On's first probe (sessions/s)")
+    parser.add_argument("--start-rate-off", type=float, default=400.0, help="KeepAlive Off's first probe")
     parser.add_argument("--max-probes", type=int, default=8)
     parser.add_argument("--slo-ms", type=float, default=200.0,
                         help="mean reply time bound (client-perceived with --rtt)")
@@ -108,6 +113,7 @@ def main() -> None:
     rows = [Row(scheme, rtt, keepalive) for scheme, rtt in (("http", 0.0), ("https", 0.0), ("https", args.rtt))
             for keepalive in ("On", "Off")]
     base = Path(tempfile.mkdtemp(prefix="advisor-ka-tls-"))
+    base.chmod(0o755)  # the workers (www-data) enter the sandboxes
     dirs = {"http": base / "plain", "https": base / "tls"}
     results: dict[str, list[dict]] = {row.name: [] for row in rows}
     with open(LOCK, "w") as lock:
@@ -143,7 +149,7 @@ def main() -> None:
         if errors and len(errors) == len(found):
             print(f"| {row.scheme.upper()} {row.rtt_ms:g} ms | {row.keepalive} | failed: {errors[0]} | | | | |")
             continue
-        verdicts = sorted({r.get("verdict") or "-" for r in found if "error" not in r})
+        verdicts = sorted({r.get("verdict") or f"none ({r.get('stop')})" for r in found if "error" not in r})
         handshakes = ("-" if row.scheme == "http" else
                       f"{number(median_of(found, 'full_per_s'))} / {number(median_of(found, 'resumed_per_s'))}")
         added = median_of(found, "client_added_ms")
