@@ -439,6 +439,14 @@ class _Display:
         else:
             self._print(line, markup=False)
 
+    def ablation_done(self, index: int, total: int, role: str, outcome) -> None:
+        value = f"{outcome.objective:,.1f} {self._unit()}" if outcome.valid else f"invalid ({outcome.verdict})"
+        line = f"ablation run {index} of {total} ({role}): {value}"
+        if self.progress is not None:
+            self.progress.console.print(line, highlight=False)
+        else:
+            self._print(line, markup=False)
+
     # ---- the end -----------------------------------------------------------------
 
     def summary(self, report, written, plots) -> None:
