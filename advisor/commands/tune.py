@@ -432,16 +432,14 @@ class _Display:
             self._print(line, markup=False)
 
     def replicate_done(self, index: int, total: int, role: str, outcome) -> None:
-        value = f"{outcome.objective:,.1f} {self._unit()}" if outcome.valid else f"invalid ({outcome.verdict})"
-        line = f"gain replicate {index} of {total} ({role}): {value}"
-        if self.progress is not None:
-            self.progress.console.print(line, highlight=False)
-        else:
-            self._print(line, markup=False)
+        self._run_line("gain replicate", index, total, role, outcome)
 
     def ablation_done(self, index: int, total: int, role: str, outcome) -> None:
+        self._run_line("ablation run", index, total, role, outcome)
+
+    def _run_line(self, kind: str, index: int, total: int, role: str, outcome) -> None:
         value = f"{outcome.objective:,.1f} {self._unit()}" if outcome.valid else f"invalid ({outcome.verdict})"
-        line = f"ablation run {index} of {total} ({role}): {value}"
+        line = f"{kind} {index} of {total} ({role}): {value}"
         if self.progress is not None:
             self.progress.console.print(line, highlight=False)
         else:
