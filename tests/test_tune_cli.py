@@ -211,22 +211,41 @@ def test_the_command_is_listed_and_documented():
         assert option in result.stdout, option
 
 
-def test_the_estimate_left_ignores_the_long_first_trial(tmp_path):
+def test_the_estimate_left_ignores_the_long_first_trial(tmp_path, monkeypatch):
     """The first trial searches from the start rate (230 s in a measured stock
     session, where a later trial took 49 s): the time left after it comes from
-    the plan, and after later trials from their own mean."""
+    the plan, and after later trials from their own measured cost; the next
+    session's plan on this host starts from those figures."""
     from advisor.tuner.search.optimizer import Observation
     from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
                                             make_session_workload)
+    from advisor.tuner.session.pace import FIRST, SEARCH, Pace, load_earlier, save
 
+    monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     workload = make_session_workload("almeida-sessions", tmp_path)
-    session = TuneSession(None, tmp_path, workload, ObjectiveSpec(), ProbeSettings(), SessionSettings(tmp_path / "r"))
+
+    def session_with(pace: Pace) -> TuneSession:
+        session = TuneSession(None, tmp_path, workload, ObjectiveSpec(), ProbeSettings(),
+                              SessionSettings(tmp_path / "r"))
+        session.pace = pace
+        return session
+
+    session = session_with(Pace())
     plan = session.estimate_s(0)
     first = [Observation(trial=1, point={}, objective=1.0, valid=True, verdict="none", origin="start", elapsed_s=230.0)]
+    session.pace.record(FIRST, 8, 230.0)
     after_first = session._eta(first)
     assert after_first is not None and after_first < plan
-    slow = first + [Observation(trial=2, point={}, objective=1.0, valid=True, verdict="none", origin="model",
-                                elapsed_s=200.0)]
-    fast = first + [Observation(trial=2, point={}, objective=1.0, valid=True, verdict="none", origin="model",
-                                elapsed_s=20.0)]
-    assert session._eta(fast) < after_first < session._eta(slow)
+    etas = {}
+    for name, seconds in (("fast", 20.0), ("slow", 200.0)):
+        pace = Pace()
+        pace.record(FIRST, 8, 230.0)
+        pace.record(SEARCH, 3, seconds)
+        etas[name] = session_with(pace)._eta(first + [Observation(trial=2, point={}, objective=1.0, valid=True,
+                                                                   verdict="none", origin="model",
+                                                                   elapsed_s=seconds)])
+        save("this host", pace)
+        # The next session's plan starts from this one's cost per probe and probes per run.
+        assert load_earlier("this host")["probe_s"]["all"] == round(seconds / 3, 2)
+        assert session_with(Pace(earlier=load_earlier("this host"))).estimate_s(0) != plan
+    assert etas["fast"] < after_first < etas["slow"]

@@ -160,9 +160,11 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     rows = []
     for row in report.trials:
         marks = [m for m, on in (("start", row.is_start), ("winner", row.is_winner), ("replicate", row.replicate),
-                                 ("invalid", not row.valid)) if on]
+                                 ("invalid", not row.valid),
+                                 ("stopped early below the incumbent", row.upper_bound)) if on]
         changed = ", ".join(f"{k} {v}" for k, v in row.changed.items()) or "(the starting point)"
-        rows.append([row.trial, _number(row.objective), _number(row.best_so_far), row.verdict,
+        figure = ("≤ " if row.upper_bound else "") + _number(row.objective)
+        rows.append([row.trial, figure, _number(row.best_so_far), row.verdict,
                      ", ".join(marks), changed])
     header = ["trial", f"objective ({unit})", f"best mean so far ({unit})", "bottleneck", "", "changed from start"]
     out += _table(header, rows)

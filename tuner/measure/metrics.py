@@ -340,7 +340,9 @@ class ChildWatcher(threading.Thread):
         self._stop_event = threading.Event()
         self._lock = threading.Lock()
         self.live = self._read() or set()
-        self.last_change = time.monotonic()  # when a child was last born or gone
+        # When a child was last born: the pool at rest between trials is one
+        # that stopped growing (the parent stopping idle children is no work).
+        self.last_birth = time.monotonic()
 
     def _read(self) -> set[int] | None:
         try:
@@ -355,8 +357,8 @@ class ChildWatcher(threading.Thread):
             if current is None:
                 return  # the parent is gone
             with self._lock:
-                if current != self.live:
-                    self.last_change = time.monotonic()
+                if current - self.live:
+                    self.last_birth = time.monotonic()
                 self.births += len(current - self.live)
                 self.exits += len(self.live - current)
                 self.live = current
@@ -452,11 +454,11 @@ class MetricsCollector(threading.Thread):
         return self._status(timeout)
 
     def pool_state(self) -> tuple[int, float] | None:
-        """(live children, monotonic time of the last birth or exit), if watched."""
+        """(live children, monotonic time of the last birth), if watched."""
         if self._watcher is None:
             return None
         with self._watcher._lock:
-            return len(self._watcher.live), self._watcher.last_change
+            return len(self._watcher.live), self._watcher.last_birth
 
     def stop(self) -> list[Sample]:
         self._stop_event.set()

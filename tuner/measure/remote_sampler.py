@@ -99,7 +99,7 @@ def main():
         if watcher is not None:
             with watcher._lock:
                 children = [watcher.births, watcher.exits, len(watcher.live),
-                            time.monotonic() - watcher.last_change]
+                            time.monotonic() - watcher.last_birth]
         quota = opts.get("quota_path")
         snap.update(httpd=httpd_cpu(pid) if pid else None, children=children,
                     throttling=read_throttling(quota) if quota else None,

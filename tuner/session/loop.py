@@ -64,6 +64,8 @@ REFUSED = "config refused"
 APPLY_S = 3.0
 PROBE_OVERHEAD_S = 11.0
 REPORT_S = 15.0
+# The first step of a knee search that starts from the point's own peak.
+OWN_PEAK_STEP = 1.2
 # Changes the ablations are expected to revert one at a time (the plan's
 # estimate; the stock sessions kept two after simplify).
 EXPECTED_ABLATED = 2
@@ -436,6 +438,10 @@ class TuneSession:
         self.registry: list = []  # httperf processes running now (ended on interrupt)
         self.restore_error: AdvisorError | None = None
         """Set when the original config could not be reloaded on the way out."""
+        from advisor.tuner.session.pace import Pace
+
+        self.pace = Pace()
+        self.pace_key: str | None = None
 
     # ---- paths -----------------------------------------------------------
 
@@ -537,6 +543,7 @@ class TuneSession:
             space = narrow_from_file(space, self.settings.space_file)
         self._leave_out_overridden(cfg, space)
         self.cfg, self.space = cfg, space
+        self._load_pace(space)
         self.lint = CandidateLint(cfg, space, options if options.root else None, policy=self.settings.lint_policy)
         path = self.journal_path
         if self.settings.resume:
@@ -626,6 +633,16 @@ class TuneSession:
             text += f"; HTTPS: {tls.get('version')}, {tls.get('key_type') or 'unknown'} key, {resume}"
         return text
 
+    def _load_pace(self, space: Space) -> None:
+        """The last session's measured costs on this host, workload and transport, for the plan."""
+        from advisor.tuner.session.pace import Pace, load_earlier, pace_key
+
+        described = self.target.describe()
+        mpm = "any" if space.dimension("MPM") is not None else space.mpm
+        self.pace_key = pace_key(described, self.workload.name, isinstance(described.get("tls"), dict),
+                                 self.objective.rtt_ms, mpm)
+        self.pace = Pace(earlier=load_earlier(self.pace_key))
+
     def _probe_s(self) -> float:
         p = self.probes
         if p.warmup_s is not None:
@@ -636,15 +653,20 @@ class TuneSession:
         return warm + p.duration_s + PROBE_OVERHEAD_S
 
     def _trial_s(self, first: bool, uncapped: bool = False) -> float:
+        """One run's expected seconds: this session's measured probes and their
+        cost when it has them, else the last session's on this host, else
+        the defaults below."""
+        from advisor.tuner.session.pace import FIRST, OWN, SEARCH
+
         if self.objective.kind != "peak":
-            return APPLY_S + self._probe_s()
-        if first:  # doubling from the start rate, then bisecting: 9 probes in the stock session
-            probes = min(self.probes.first_max_probes, 8)
-        elif uncapped:  # a gain replicate: doubling from its own peak, then bisecting (5 or 6)
-            probes = min(self.probes.first_max_probes, 6)
-        else:
-            probes = min(self.probes.max_probes, 3)
-        return APPLY_S + probes * self._probe_s()
+            kind, probes = (OWN if uncapped else SEARCH), 1.0
+        elif first:  # doubling from the start rate, then bisecting: 8 or 9 probes
+            kind, probes = FIRST, min(self.probes.first_max_probes, 8)
+        elif uncapped:  # a replicate or ablation run: small steps from its own peak (2 to 4)
+            kind, probes = OWN, min(self.probes.first_max_probes, 3)
+        else:  # from the incumbent's peak; one probe when it fails that clearly
+            kind, probes = SEARCH, min(self.probes.max_probes, 3)
+        return self.pace.run_s(kind, probes, self._probe_s(), APPLY_S)
 
     def estimate_s(self, done: int) -> float:
         """Seconds the rest of the session should take (a rough figure for the plan)."""
@@ -695,7 +717,7 @@ class TuneSession:
         runner = TrialObjective(self.target, self.managed, space, self.workload, self.objective, self.probes,
                                 server_cpus=s.server_cpus, client_cpus=s.client_cpus, events=self.events,
                                 registry=self.registry, incumbent=lambda: (searcher.incumbent() or (None,))[0],
-                                clients=s.clients)
+                                clients=s.clients, pace=self.pace)
         for obs in done:
             runner.learn(obs)
         began = time.monotonic()
@@ -728,6 +750,10 @@ class TuneSession:
         notes += lint_notes
         report = self._report(observations, winner, replicates, result, time.monotonic() - began,
                               notes, ablations=ablations, suppressions=suppressions)
+        if self.pace_key is not None:
+            from advisor.tuner.session.pace import save
+
+            save(self.pace_key, self.pace)
         return SessionOutcome(report, result, observations, winner, replicates, normal)
 
     def _simplify(self, observations: list[Observation], best: dict[str, Value]):
@@ -801,17 +827,16 @@ class TuneSession:
                                         best[2] if best else 0, "budget", None, [], time.monotonic() - began)
 
     def _eta(self, observations: list[Observation]) -> float | None:
+        """The rest of the session from this session's measured runs: the
+        search trials left, then the ablation rounds and the gain replicates.
+        The first trial searches from the start rate and foretells little of
+        the later ones (a mean that included it said 92 min left where 30
+        were): each kind of run is timed on its own (session/pace.py)."""
         left = max(0, self.settings.budget - len(observations))
-        later = self._trial_s(first=False)
-        replicate_share = self._trial_s(first=False, uncapped=True) / later
-        # The first trial searches from the start rate, and a pool that grows
-        # on demand can stretch it further: it foretells nothing of the later
-        # ones, which start from the incumbent's peak. A mean that included it
-        # said 92 min left where 30 were; until a later trial is measured, the
-        # plan's figure stands.
-        measured = [o.elapsed_s for o in observations if o.elapsed_s > 0 and o.origin != "start"]
-        per_trial = sum(measured) / len(measured) if measured else later
-        return per_trial * (left + 2 * self.settings.gain_replicates * replicate_share)
+        s = self.settings
+        own = self._trial_s(first=False, uncapped=True)
+        after = 2 * s.gain_replicates * own + s.ablation_rounds * (1 + EXPECTED_ABLATED) * own
+        return left * self._trial_s(first=False) + after
 
     # ---- the gain ----------------------------------------------------------
 
@@ -1083,8 +1108,14 @@ class TrialObjective:
                  probes: ProbeSettings, *, server_cpus: list[int] | None = None,
                  client_cpus: list[int] | None = None, events: SessionEvents | None = None,
                  registry: list | None = None,
-                 incumbent: Callable[[], Mapping[str, Value] | None] | None = None, clients=None) -> None:
+                 incumbent: Callable[[], Mapping[str, Value] | None] | None = None, clients=None,
+                 pace=None) -> None:
+        from advisor.tuner.session.pace import Pace
         from advisor.tuner.trial.runner import TrialInputs
+
+        self.pace = pace if pace is not None else Pace()
+        self.last_kind: str | None = None
+        self.last_probes = 0
 
         self.target = target
         self.managed = managed
@@ -1129,6 +1160,7 @@ class TrialObjective:
         and is measured as written (its peaks are kept under `point`)."""
         started = time.monotonic()
         self.last_elapsed = 0.0
+        self.last_kind, self.last_probes = None, 0
         if self.on_start is not None:
             self.on_start(point)
         self._check_server()
@@ -1151,6 +1183,8 @@ class TrialObjective:
             outcome.details["server_mpm"] = self.target.running_mpm()
         outcome.details = _plain(outcome.details)
         self.last_elapsed = time.monotonic() - started
+        if self.last_kind is not None:
+            self.pace.record(self.last_kind, self.last_probes, self.last_elapsed)
         return outcome
 
     def _mpm_for(self, point: Mapping[str, Value]) -> str | None:
@@ -1191,6 +1225,11 @@ class TrialObjective:
 
         p = self.probes
         start = self._start_rate(point)
+        own = bool(self.peaks.get(_key(self.space, point)))
+        # A point's own peak, measured before, is a close guess: small first
+        # steps bracket it in two or three probes (knee_search's `step`).
+        step = OWN_PEAK_STEP if own else 2.0
+        stop_below = False
         if start is None:
             start_rate, max_rate, probes = p.start_rate, p.max_rate, p.first_max_probes
         elif self.uncapped:
@@ -1199,9 +1238,20 @@ class TrialObjective:
         else:
             start_rate = max(1.0, min(start, p.max_rate))
             max_rate, probes = max(start_rate, min(p.max_rate, 2.0 * start_rate)), p.max_probes
+            # A search trial starts at the incumbent's peak: failing it clearly
+            # is all the search needs to know.
+            stop_below = not own
         knee = knee_search(self.target, base, start_rate=start_rate, max_rate=max_rate,
                            tolerance=p.tolerance, max_probes=probes, retries=p.retries,
-                           retry_short_pool=True, on_trial=self.events.probe, **self._kwargs())
+                           retry_short_pool=True, step=step, stop_clearly_below=stop_below,
+                           on_trial=self.events.probe, **self._kwargs())
+        from advisor.tuner.session.pace import FIRST, OWN, SEARCH
+
+        self.last_kind = OWN if self.uncapped else FIRST if start is None else SEARCH
+        self.last_probes = len(knee.probes)
+        if self.uncapped and knee.peak_rate and knee.lower_bound_only is False:
+            # Replicates and ablation rounds: the next run of this point starts from its own peak.
+            self.peaks.setdefault(_key(self.space, point), []).append(float(knee.peak_rate))
         peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
         failing = [r for r in knee.probes if not r.meets_slo
                    and (knee.peak_rate is None or r.inputs.rate > knee.peak_rate)]
@@ -1231,6 +1281,12 @@ class TrialObjective:
             # probe did not meet the SLO with the pool the server had.
             details["limiting"]["invalid_reasons"] = list(decisive.invalid_reasons)
         value = float(knee.peak_reply_rate or 0.0)
+        if knee.stopped_early and knee.served_bound is not None and not reasons:
+            # What it served while failing at the incumbent's peak: at most
+            # that, and below the incumbent, which is all the search needs.
+            value = float(knee.served_bound)
+            details["bound"] = "upper"
+            details["stopped_early"] = knee.stop_reason
         return TrialOutcome(value, not reasons, label or (verdict.label if verdict is not None else "none"), details)
 
     def _fixed(self, base) -> TrialOutcome:
@@ -1261,6 +1317,9 @@ class TrialObjective:
             lost = min(result.errors, attempted)
             mean_ms = ((attempted - lost) * reply_ms + lost * base.timeout_s * 1000.0) / attempted
             value = 1000.0 / max(mean_ms, 1e-3)
+        from advisor.tuner.session.pace import OWN, SEARCH
+
+        self.last_kind, self.last_probes = (OWN if self.uncapped else SEARCH), result.attempt
         details = {"objective_kind": objective.kind, "rate": objective.rate, "attempts": result.attempt,
                    "verdict": result.verdict.to_dict(), "invalid_reasons": reasons, **_trial_summary(result)}
         return TrialOutcome(float(value), not reasons, result.verdict.label, details)

@@ -376,6 +376,8 @@ class TrialRow:
     changed: dict[str, str]
     """The dimensions where this point differs from the start, as httpd writes them."""
     elapsed_s: float
+    upper_bound: bool = False
+    """The knee search stopped early, below the incumbent: the figure is what it served while failing."""
 
 
 def trial_rows(space: Space, observations: Sequence[Observation], winner: Mapping[str, Value]) -> list[TrialRow]:
@@ -392,7 +394,8 @@ def trial_rows(space: Space, observations: Sequence[Observation], winner: Mappin
         changed = {d.name: format_value(d.name, o.point[d.name]) for d in space.free
                    if o.point.get(d.name) != space.start.get(d.name) and mpm in d.mpms}
         rows.append(TrialRow(o.trial, o.objective, best, o.verdict, o.replicate, o.valid, key == start_key,
-                             key == winner_key, changed, o.elapsed_s))
+                             key == winner_key, changed, o.elapsed_s,
+                             upper_bound=isinstance(o.details, Mapping) and o.details.get("bound") == "upper"))
     return rows
 
 

@@ -481,7 +481,7 @@ def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: l
     return limits
 
 
-# Per server pid: (children, when that count was last seen to change), left
+# Per server pid: (children, when a child was last born), left
 # by the previous trial's child watcher, so a pool already at rest is not
 # watched for another maintenance cycle.
 _POOL_SEEN: dict[int, tuple[int, float]] = {}
@@ -498,26 +498,42 @@ def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float
     MaxConnectionsPerChild retires children faster than the parent, which
     spawns once a second, replaces them). Quiet means: nothing waiting for
     accept(), no worker busy but the one serving the status request, and the
-    number of server processes unchanged for one maintenance cycle.
+    number of server processes not grown for one maintenance cycle.
+
+    A pool that shrinks is at rest for this purpose: with no load, children
+    only exit because the parent stops idle ones above MaxSpareServers (or
+    MaxSpareThreads), one a second, and the next warm-up grows the pool to
+    what its load needs. Waiting for that to end cost up to QUIET_TIMEOUT_S a
+    probe after a large pool (81 prefork children took 25 s to shrink).
     """
     t0 = time.monotonic()
     children, since = target.child_count(pid), t0
     known = _POOL_SEEN.get(pid) if pid else None
-    if known is not None and known[0] == children:
-        since = known[1]  # unchanged since the previous trial's watcher last saw it move
+    if known is not None and children is not None and known[0] >= children:
+        since = known[1]  # not grown since the previous trial's watcher last saw it grow
     while time.monotonic() - t0 < timeout:
         queue = target.accept_queue(pid, port)
         busy_ok = True
         if target.status_url:
-            snap = fetch_status(target.status_url, timeout=1.0)
-            busy_ok = snap is not None and snap.busy <= 1
+            busy_ok = _working(fetch_status(target.status_url, timeout=1.0)) == 0
         now = target.child_count(pid)
-        if now != children:
-            children, since = now, time.monotonic()
+        if now is not None and children is not None and now > children:
+            since = time.monotonic()
+        children = now
         if not queue and busy_ok and time.monotonic() - since >= steady_s:
             return time.monotonic() - t0, True
         time.sleep(0.1)
     return time.monotonic() - t0, False
+
+
+def _working(snap) -> int | None:
+    """Workers busy with a request other than the status request itself:
+    reading, sending, kept alive, logging, looking up a name. A C slot is a
+    connection closing (a TLS connection can sit there a while) or an idle
+    child being stopped: no work left. None: the status page did not answer."""
+    if snap is None:
+        return None
+    return max(0, sum(snap.scoreboard.get(k, 0) for k in "RWKLD") - 1)
 
 
 def url_port(parts) -> int:
@@ -798,9 +814,10 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
         while process.poll() is None:
             now = time.monotonic()
             children = target.child_count(pid) or 0
-            if children != seen:
-                retired += max(0, seen - children)
-                seen, last_change = children, now
+            if children > seen:
+                last_change = now
+            retired += max(0, seen - children)
+            seen = children
             if now - cpu_mark[0] >= 0.5:
                 used = collector.httpd_cpu_seconds()
                 pct = (100.0 * (used - cpu_mark[1]) / (now - cpu_mark[0])
@@ -861,12 +878,8 @@ def _drain(target: StagingTarget, collector: MetricsCollector, port: int | None,
     """
     t0 = time.monotonic()
     while time.monotonic() - t0 < timeout:
-        snap = collector.status_now(timeout=0.5)
-        # Busy with requests: reading, sending (less the status request),
-        # keep-alive, logging, DNS. A C slot is a connection closing, or an
-        # idle child being retired: no work left.
-        working = None if snap is None else sum(snap.scoreboard.get(k, 0) for k in "RWKLD") - 1
-        if not target.accept_queue(collector.server_pid, port) and (working is None or working <= 0):
+        working = _working(collector.status_now(timeout=0.5))
+        if not target.accept_queue(collector.server_pid, port) and not working:
             break
         time.sleep(0.1)
     return time.monotonic() - t0
@@ -1108,10 +1121,17 @@ class KneeResult:
     probes: list[TrialResult]
     limiting: Verdict | None  # verdict of the first failing probe above the peak
     stop_reason: str
+    stopped_early: bool = False  # the first probe failed clearly: the point lies below the start rate
+
+    @property
+    def served_bound(self) -> float | None:
+        """Stopped early: the replies per second the failing probe served, an upper bound of the peak's."""
+        return self.probes[-1].served_rate if self.stopped_early and self.probes else None
 
     def to_dict(self) -> dict[str, object]:
         return {"peak_rate": self.peak_rate, "peak_reply_rate": self.peak_reply_rate,
                 "lower_bound_only": self.lower_bound_only, "stop_reason": self.stop_reason,
+                "stopped_early": self.stopped_early, "served_bound": self.served_bound,
                 "limiting_verdict": self.limiting.to_dict() if self.limiting else None,
                 "probes": [{"rate": p.inputs.rate, "reply_rate": round(p.httperf.reply_rate, 1),
                             "meets_slo": p.meets_slo, "valid": p.valid, "label": p.verdict.label,
@@ -1121,6 +1141,14 @@ class KneeResult:
                            for p in self.probes]}
 
 
+def served_share(result: TrialResult) -> float:
+    """The replies served over those offered (1.0 when the offer is not known)."""
+    offered = result.inputs.target_request_rate
+    if not offered or offered <= 0:
+        return 1.0
+    return min(1.0, result.served_rate / offered)
+
+
 def worth_another_attempt(result: TrialResult, retry_short_pool: bool = False) -> bool:
     """Whether a failed probe may have measured something other than the config."""
     if result.interference["disturbed"] and result.verdict.label in RETRY_LABELS:
@@ -1128,9 +1156,78 @@ def worth_another_attempt(result: TrialResult, retry_short_pool: bool = False) -
     return retry_short_pool and bool(result.short_capacity_reasons)
 
 
+@dataclass
+class KneeBracket:
+    """The rates a knee search tries: up until a probe fails, down until one
+    passes, then halving the bracket until it is within `tolerance`.
+
+    The first move is by `step`, and each further move the same way squares
+    the factor (at most 2): from a close guess the peak is bracketed in two
+    or three probes, and a far one still in a few. Going down, a probe whose
+    server served clearly less than its offer (`share`) says where its
+    capacity lies, and the next rate is at most 95 % of what it served.
+    """
+
+    max_rate: float
+    min_rate: float = 1.0
+    tolerance: float = 0.1
+    step: float = 2.0
+    lo: float | None = None  # the highest rate that passed
+    hi: float | None = None  # the lowest rate that failed
+    reason: str = ""
+    _factor: float = 0.0
+    _moving: int = 0  # +1 after a move up, -1 after one down
+    _served_at_hi: float = 0.0  # what the server served at `hi`: near its capacity
+
+    def next_rate(self, rate: float, passed: bool | None, share: float = 1.0) -> float | None:
+        """The rate to probe after `rate` passed or failed (None: neither, the
+        bracket stays); None: the search is done (see `reason`)."""
+        if passed:
+            self.lo = rate if self.lo is None else max(self.lo, rate)
+        elif passed is False and (self.hi is None or rate <= self.hi):
+            self.hi = rate
+            self._served_at_hi = share * rate
+        if self.hi is None:
+            if rate >= self.max_rate:
+                self.reason = "max rate reached without failing"
+                return None
+            return min(self.max_rate, rate * self._move(+1))
+        if self.lo is None:
+            if rate <= self.min_rate:
+                self.reason = "failed at the minimum rate"
+                return None
+            down = rate / self._move(-1)
+            if share < 1 - self.tolerance:
+                down = min(down, 0.95 * share * rate)
+            return max(self.min_rate, down)
+        if (self.hi - self.lo) / self.lo <= self.tolerance:
+            self.reason = f"bracketed within {self.tolerance:.0%}"
+            return None
+        # Just above what the lowest failing rate served, when that lies
+        # inside: the peak is rarely far from it. Else halve a wide bracket
+        # on the log scale (100 to 19 in two probes, not five), a narrow one
+        # in the middle.
+        guess = math.floor(1.05 * self._served_at_hi)
+        if self.lo < guess < self.hi and self._served_at_hi < (1 - self.tolerance) * self.hi:
+            return guess
+        if self.hi / self.lo > 1.5:
+            middle = math.floor(math.sqrt(self.lo * self.hi))
+        else:
+            middle = math.floor((self.lo + self.hi) / 2)
+        if middle <= self.lo or middle >= self.hi:
+            self.reason = "bracket cannot be split further"
+            return None
+        return middle
+
+    def _move(self, direction: int) -> float:
+        self._factor = min(2.0, self._factor * self._factor) if self._moving == direction else self.step
+        self._moving = direction
+        return self._factor
+
+
 def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, max_rate: float,
                 min_rate: float = 1.0, tolerance: float = 0.1, max_probes: int = 14, retries: int = 1,
-                retry_short_pool: bool = False,
+                retry_short_pool: bool = False, step: float = 2.0, stop_clearly_below: bool = False,
                 on_trial: Callable[[TrialResult], None] | None = None, **kwargs) -> KneeResult:
     """Peak sustainable rate under the SLO: double until a probe fails, then bisect.
 
@@ -1149,6 +1246,21 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
     its limit is run again too: the pool it measured was a transient (after a
     graceful restart prefork adds one child a second for ten growing cycles),
     and the probe left it larger.
+
+    `step` is the first move's factor when the start rate is already a good
+    guess (a point's own peak, measured before): 1.2 brackets a peak near it
+    in two or three probes where doubling takes five or six. Each further
+    move the same way squares the factor (at most 2), so a peak far away is
+    still reached in a few probes. A probe that failed because the server
+    served clearly less than it was offered tells where its capacity lies:
+    the next rate down is at most 95 % of what it served.
+
+    With `stop_clearly_below`, a search whose first probe (at an incumbent's
+    peak) fails that clearly, served below 1 - 2 x tolerance of its offer,
+    stops there (`stopped_early`): the point cannot beat the incumbent, and
+    the probes that would find how far below it lies are the search's
+    largest waste (Osogami & Kato, SIGMETRICS 2007, cut tuning time the
+    same way). Its served rate is then an upper bound of its peak.
     """
     if start_rate <= 0 or max_rate < start_rate:
         raise UsageError("the knee search needs 0 < --start-rate <= --max-rate")
@@ -1157,9 +1269,10 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
     probes: list[TrialResult] = []
     good: TrialResult | None = None
     bad: TrialResult | None = None
-    rate = start_rate
+    rate: float | None = start_rate
     reason = "probe budget spent"
-    while len(probes) < max_probes:
+    bracket = KneeBracket(max_rate=max_rate, min_rate=min_rate, tolerance=tolerance, step=step)
+    while rate is not None and len(probes) < max_probes:
         for attempt in range(1, retries + 2):
             result = run_trial(target, with_rate(base, rate), **kwargs)
             result.attempt = attempt
@@ -1181,26 +1294,16 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
                                   True, probes, result.verdict, "client-bound probe: peak is at least the last passing rate")
         else:
             bad = result if bad is None or result.inputs.rate < bad.inputs.rate else bad
-        lo = good.inputs.rate if good else None
-        hi = bad.inputs.rate if bad else None
-        if hi is None:
-            if rate >= max_rate:
-                reason = "max rate reached without failing"
-                break
-            rate = min(max_rate, rate * 2)
-        elif lo is None:
-            if rate <= min_rate:
-                reason = "failed at the minimum rate"
-                break
-            rate = max(min_rate, rate / 2)
-        else:
-            if (hi - lo) / lo <= tolerance:
-                reason = f"bracketed within {tolerance:.0%}"
-                break
-            rate = math.floor((lo + hi) / 2)
-            if rate <= lo or rate >= hi:
-                reason = "bracket cannot be split further"
-                break
+            if stop_clearly_below and len(probes) == result.attempt and served_share(result) < 1 - 2 * tolerance:
+                return KneeResult(None, None, False, probes, result.verdict,
+                                  f"stopped early: at the start rate the server served "
+                                  f"{served_share(result):.0%} of its offer", stopped_early=True)
+        # A client-bound probe below a passing rate says nothing of the server: the bracket stays.
+        passed = None if result.verdict.label == "client-bound" and not result.meets_slo else result.meets_slo
+        rate = bracket.next_rate(rate, passed, served_share(result))
+        if rate is None:
+            reason = bracket.reason
+            break
     return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
                       False, probes, bad.verdict if bad else None, reason)
 

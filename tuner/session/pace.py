@@ -1,0 +1,154 @@
+"""What a session's measurements cost on this host, measured, for its time estimates.
+
+A fixed guess of a probe's cost was wrong by a factor of two or more from
+one host, workload and MPM to the next (the stock session's plan said 14 min
+for a session that took 34). So each run of the trial objective is timed,
+with the probes its knee search needed, by the kind of run it was; the
+session's ETA uses these figures as soon as it has them, and the plan of the
+next session on this host, workload and transport starts from the last
+session's (kept in the cache directory, beside lint's results).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+# The kinds of runs a session makes: the first knee search (from the start
+# rate), a later search trial (from the incumbent's peak), and a replicate
+# or ablation run (from the point's own peak, uncapped).
+FIRST, SEARCH, OWN = "first", "search", "own"
+KINDS = (FIRST, SEARCH, OWN)
+PACE_FILE = "tune-pace.json"
+# Entries kept in the file (one per host, workload and transport).
+KEPT_ENTRIES = 32
+
+
+@dataclass
+class RunCost:
+    runs: int = 0
+    probes: int = 0
+    seconds: float = 0.0
+
+    def add(self, probes: int, seconds: float) -> None:
+        self.runs += 1
+        self.probes += probes
+        self.seconds += seconds
+
+    @property
+    def probes_per_run(self) -> float | None:
+        return self.probes / self.runs if self.runs else None
+
+    @property
+    def seconds_per_run(self) -> float | None:
+        return self.seconds / self.runs if self.runs else None
+
+
+@dataclass
+class Pace:
+    """Runs, probes and seconds by kind of run; `earlier` is a previous session's figures."""
+
+    costs: dict[str, RunCost] = field(default_factory=lambda: {kind: RunCost() for kind in KINDS})
+    earlier: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def record(self, kind: str, probes: int, seconds: float) -> None:
+        if probes > 0 and seconds > 0:
+            self.costs[kind].add(probes, seconds)
+
+    @property
+    def measured(self) -> bool:
+        return any(c.runs for c in self.costs.values())
+
+    def probe_s(self) -> float | None:
+        """Seconds per probe, reload and settling included: this session's, else the earlier one's.
+
+        The first knee search is left out: its probes start from a small
+        pool that grows on demand at each doubling, and foretell little of
+        the later runs (a mean that included it said 92 min left where 30
+        were)."""
+        later = [c for kind, c in self.costs.items() if kind != FIRST and c.runs]
+        probes = sum(c.probes for c in later)
+        if probes:
+            return sum(c.seconds for c in later) / probes
+        value = self.earlier.get("probe_s", {}).get("all")
+        return float(value) if value else None
+
+    def probes_per_run(self, kind: str) -> float | None:
+        own = self.costs[kind].probes_per_run
+        if own is not None:
+            return own
+        value = self.earlier.get("probes_per_run", {}).get(kind)
+        return float(value) if value else None
+
+    def run_s(self, kind: str, default_probes: float, default_probe_s: float, apply_s: float) -> float:
+        """Expected seconds of one run of `kind`: its own measured mean once it
+        ran, else its expected probes at the measured cost of a probe, else
+        the defaults."""
+        own = self.costs[kind].seconds_per_run
+        if own is not None:
+            return own
+        probe_s = self.probe_s()
+        probes = self.probes_per_run(kind) or default_probes
+        if probe_s is None:
+            return apply_s + probes * default_probe_s
+        return probes * probe_s
+
+    def to_dict(self) -> dict[str, Any]:
+        probes = {kind: round(c.probes_per_run, 2) for kind, c in self.costs.items() if c.runs}
+        later = self.probe_s() if any(c.runs for k, c in self.costs.items() if k != FIRST) else None
+        return {"probe_s": {"all": round(later, 2)} if later else {}, "probes_per_run": probes,
+                "runs": {kind: c.runs for kind, c in self.costs.items()}}
+
+
+def pace_key(target: Mapping[str, Any], workload: str, tls: bool, rtt_ms: float | None, mpm: str | None) -> str:
+    """Host (this machine, or the SSH host), workload, transport and MPM: what a probe's cost depends on."""
+    host = target.get("host") or "local"
+    return f"{host}|{workload}|{'https' if tls else 'http'}|rtt {rtt_ms or 0:g}|{mpm or '?'}"
+
+
+def _path() -> str | None:
+    from advisor.lint.cache import default_directory
+
+    directory = default_directory()
+    return os.path.join(directory, PACE_FILE) if directory else None
+
+
+def load_earlier(key: str) -> dict[str, dict[str, float]]:
+    """The last session's figures for `key`; nothing when there is none or the file is unreadable."""
+    path = _path()
+    if path is None:
+        return {}
+    try:
+        with open(path, encoding="utf-8") as handle:
+            entry = json.load(handle).get(key)
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return entry if isinstance(entry, dict) else {}
+
+
+def save(key: str, pace: Pace) -> None:
+    """Keep this session's figures for the next plan. A cache that cannot be written is no error."""
+    path = _path()
+    if path is None or not pace.measured:
+        return
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            with open(path, encoding="utf-8") as handle:
+                entries = json.load(handle)
+            if not isinstance(entries, dict):
+                entries = {}
+        except (OSError, ValueError):
+            entries = {}
+        entries.pop(key, None)
+        entries[key] = pace.to_dict()
+        while len(entries) > KEPT_ENTRIES:
+            entries.pop(next(iter(entries)))
+        temporary = f"{path}.{os.getpid()}.tmp"
+        with open(temporary, "w", encoding="utf-8") as handle:
+            json.dump(entries, handle, indent=1)
+        os.replace(temporary, path)
+    except OSError:
+        return
