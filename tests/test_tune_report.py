@@ -117,8 +117,12 @@ def test_applying_the_diff_gives_httpd_the_recommended_values(debian, tmp_path):
     assert by["MaxRequestWorkers"].written.location == f"mods-enabled/mpm_prefork.conf:{written_at}"
     assert by["MaxRequestWorkers"].written.blocks == ["<IfModule mpm_prefork_module>"]
     assert by["KeepAliveTimeout"].value == "2500ms"
-    # The start was clipped into the guard (MaxConnectionsPerChild 500 -> 1001): kept, so it is written.
-    assert by["MaxConnectionsPerChild"].value == "1001" and by["MaxConnectionsPerChild"].current == "500"
+    # The start lies outside the guard (MaxConnectionsPerChild 500 < 1,001) and was measured as written:
+    # a winner that keeps it leaves the admin's line alone; one that moves off it changes 500.
+    assert "MaxConnectionsPerChild" not in by
+    moved = recommend(debian, space, dict(winner, MaxConnectionsPerChild=space.dimension("MaxConnectionsPerChild").high))
+    change = next(c for c in moved.changes if c.directive == "MaxConnectionsPerChild")
+    assert (change.value, change.current, change.start) == ("0", "500", "500")
 
     copy = tmp_path / "debian"
     shutil.copytree(SAMPLES / "debian", copy, symlinks=True)

@@ -67,9 +67,18 @@ def test_prefork_space_from_the_debian_sample(debian):
     assert space.start["MaxConnectionsPerChild"] == 1001
     assert any("mpm_prefork.conf:6" in note for note in space.start_notes)
     assert space.start["KeepAliveTimeout"] == 15_000  # "KeepAliveTimeout 15" in apache2.conf
+    # The start is measured as written: the clipped value stands for the
+    # config's own, which RAM's bound on the pool still holds.
+    assert space.start_written == {"MaxRequestWorkers": 400, "MaxConnectionsPerChild": 500}
     lines = space.directives(space.start)
     assert lines[:2] == ["ServerLimit 300", "MaxRequestWorkers 300"]
-    assert "KeepAliveTimeout 15" in lines and "MaxConnectionsPerChild 1001" in lines
+    assert "KeepAliveTimeout 15" in lines and "MaxConnectionsPerChild 500" in lines
+    # A drop-in does not repeat the config's own line; moving off the start (the clip) writes the new value.
+    assert not any(line.startswith("MaxConnectionsPerChild") for line in space.directives(space.start, own_lines=False))
+    mcpc = space.dimension("MaxConnectionsPerChild")
+    assert "MaxConnectionsPerChild 1001" in space.directives(dict(space.start, MaxConnectionsPerChild=mcpc.low + 1)) \
+        or "MaxConnectionsPerChild 1002" in space.directives(dict(space.start, MaxConnectionsPerChild=mcpc.low + 1))
+    assert "MaxConnectionsPerChild 0" in space.directives(dict(space.start, MaxConnectionsPerChild=mcpc.high))
 
 
 def test_worker_space_from_the_upstream_sample():

@@ -143,6 +143,12 @@ class Space:
     """The main config file the space was derived from."""
     unwritten: list[str] = field(default_factory=list)
     """Directives no trial writes: a later line of the config overrides them (see leave_out)."""
+    start_written: dict[str, Value] = field(default_factory=dict)
+    """The config's own value of each dimension whose start lies outside the
+    space (MaxConnectionsPerChild 100 below 1,001): a point that keeps the
+    start's clipped value stands for it, so the start is measured, and
+    recommended against, as written, and moving off it (the clip included)
+    is a change like any other."""
 
     # ---- the dimensions --------------------------------------------------
 
@@ -259,6 +265,18 @@ class Space:
     def mpm_of(self, point: Mapping[str, Value]) -> str:
         return str(point.get("MPM", self.mpm))
 
+    def as_written(self, point: Mapping[str, Value]) -> dict[str, Value]:
+        """The point with the config's own value wherever it keeps the start's clipped one (start_written)."""
+        out = dict(point)
+        for name, value in self.start_written.items():
+            if name in out and out[name] == self.start.get(name):
+                out[name] = value
+        return out
+
+    def keeps_written_start(self, point: Mapping[str, Value], name: str) -> bool:
+        """Whether the point keeps a clipped start's value, which then stands for the config's own line."""
+        return name in self.start_written and point.get(name) == self.start.get(name)
+
     def settings(self, point: Mapping[str, Value], *, reload_safe: bool = False) -> dict[str, Value]:
         """The directive values for a point, made consistent.
 
@@ -268,7 +286,10 @@ class Space:
         sized once), so a trial that raised MaxRequestWorkers above the
         ServerLimit it started with would silently run the smaller pool.
         The recommendation itself uses the tight values (reload_safe=False).
+        A point that keeps a clipped start's value gets the config's own
+        value (start_written).
         """
+        point = self.as_written(point)
         mpm = self.mpm_of(point)
         out: dict[str, Value] = {}
         bound = self.ram_workers.get(mpm)
@@ -309,10 +330,17 @@ class Space:
             out[d.name] = value
         return out
 
-    def directives(self, point: Mapping[str, Value], *, reload_safe: bool = False) -> list[str]:
-        """The point as httpd.conf lines, one directive each (none for a directive left out)."""
+    def directives(self, point: Mapping[str, Value], *, reload_safe: bool = False,
+                   own_lines: bool = True) -> list[str]:
+        """The point as httpd.conf lines, one directive each (none for a directive left out).
+
+        `own_lines=False` leaves out the lines that only repeat the config's
+        own value of a clipped start (what a drop-in would not write)."""
+        skip = set(self.unwritten)
+        if not own_lines:
+            skip.update(name for name in self.start_written if self.keeps_written_start(point, name))
         return [f"{name} {format_value(name, value)}"
-                for name, value in self.settings(point, reload_safe=reload_safe).items() if name not in self.unwritten]
+                for name, value in self.settings(point, reload_safe=reload_safe).items() if name not in skip]
 
     def _pinned_server_limit(self, mpm: str) -> int:
         top = self._top_workers(mpm)
@@ -346,6 +374,8 @@ class Space:
                "ram_workers": dict(sorted(self.ram_workers.items()))}
         if self.unwritten:
             out["unwritten"] = list(self.unwritten)
+        if self.start_written:  # the start was measured as written: another search than a clipped one
+            out["start_written"] = dict(sorted(self.start_written.items()))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -419,7 +449,7 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
         notes.insert(0, kept)
     space = Space(mpm=mpm, dimensions=dims, start={}, notes=notes, ram_workers=dict(bounds),
                   source=cfg.main_file)
-    space.start, space.start_notes = _start_point(cfg, space)
+    space.start, space.start_notes, space.start_written = _start_point(cfg, space)
     for d in list(space.dimensions):
         if d.kind == "int" and d.low == d.high:
             _fix(space, d, d.low)
@@ -596,6 +626,8 @@ def _fix(space: Space, dim: Dimension, value: Value) -> None:
     index = space.dimensions.index(dim)
     space.dimensions[index] = replace(dim, fixed=value)
     space.start[dim.name] = value
+    if value != space.start_written.get(dim.name):
+        space.start_written.pop(dim.name, None)  # fixed at a value of its own, which is then what runs
 
 
 # --------------------------------------------------------------------------
@@ -649,10 +681,11 @@ def _read_value(dim: Dimension, text: str) -> Value | None:
         return None
 
 
-def _start_point(cfg: "Config", space: Space) -> tuple[dict[str, Value], list[str]]:
+def _start_point(cfg: "Config", space: Space) -> tuple[dict[str, Value], list[str], dict[str, Value]]:
     defaults = _defaults_for(space.mpm)
     point: dict[str, Value] = {}
     notes: list[str] = []
+    written: dict[str, Value] = {}
     for d in space.dimensions:
         if d.name == "MPM":
             point[d.name] = space.mpm
@@ -677,11 +710,13 @@ def _start_point(cfg: "Config", space: Space) -> tuple[dict[str, Value], list[st
         if not d.contains(value):
             clipped = d.clip(value)
             where = f"{node.file}:{node.line}: " if node is not None else ""
-            notes.append(f"{where}{d.name} {value} is outside the search ({d.low:,}..{d.high:,}); "
-                         f"the search starts from {clipped}")
+            notes.append(f"{where}{d.name} {value} is outside the search ({d.low:,}..{d.high:,}): the start is "
+                         f"measured as written, and {clipped} stands for it in the search; moving off it is a "
+                         f"change measured like any other")
+            written[d.name] = value
             value = clipped
         point[d.name] = value
-    return point, notes
+    return point, notes, written
 
 
 def _middle(d: Dimension) -> int:
@@ -741,7 +776,7 @@ def narrow_from_file(space: Space, path: str) -> Space:
 def narrow(space: Space, table: Mapping[str, Any], *, path: str = "--space", text: str = "") -> Space:
     """Apply an already parsed --space table (see narrow_from_file)."""
     out = replace(space, dimensions=list(space.dimensions), start=dict(space.start),
-                  start_notes=list(space.start_notes))
+                  start_notes=list(space.start_notes), start_written=dict(space.start_written))
     for key, spec in table.items():
         line = _line_of(text, key)
 
@@ -790,7 +825,9 @@ def narrow(space: Space, table: Mapping[str, Any], *, path: str = "--space", tex
         if not narrowed.contains(out.start[dim.name]):
             clipped = narrowed.clip(out.start[dim.name])
             out.start_notes.append(f"{path}: {dim.name} {out.start[dim.name]} is outside the narrowed range "
-                                   f"{low:,}..{high:,}; the search starts from {clipped}")
+                                   f"{low:,}..{high:,}: the start is measured as written, and {clipped} stands "
+                                   f"for it in the search")
+            out.start_written.setdefault(dim.name, out.start[dim.name])
             out.start[dim.name] = clipped
     if not out.free:
         raise UsageError("every dimension is fixed: there is nothing to tune", file=path,

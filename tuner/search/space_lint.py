@@ -105,7 +105,7 @@ class CandidateLint:
         """A finding's related line (E406: the line that overrides), by its key."""
 
     def check(self, point: Mapping[str, "Value"], *, reload_safe: bool = False) -> LintVerdict:
-        lines = self.space.directives(point, reload_safe=reload_safe)
+        lines = self.space.directives(point, reload_safe=reload_safe, own_lines=False)
         new = self._new(lines, self.space.mpm_of(point), ("error",))
         return LintVerdict([_render(key) for key in new], lines)
 
@@ -121,14 +121,14 @@ class CandidateLint:
         severities = self.policy.failing(self.fail_on)
         if not severities:
             return []
-        return self._new(self.space.directives(point), self.space.mpm_of(point), severities, admins=True)
+        return self._new(self.space.directives(point, own_lines=False), self.space.mpm_of(point), severities, admins=True)
 
     def tree_findings(self, point: Mapping[str, "Value"] | None) -> list[dict]:
         """Every finding of the admin's rules on the admin's tree, with the
         point's lines read last when a point is given (where the tuned
         include goes): code, severity, message, where (file:line, or the
         include's line), and the directive of a finding on the include."""
-        lines = self.space.directives(point) if point is not None else []
+        lines = self.space.directives(point, own_lines=False) if point is not None else []
         mpm = self.space.mpm_of(point) if point is not None else (self.cfg.mpm or "prefork")
         found = self._errors(lines, mpm, SEVERITY_ORDER, admins=True, detail=True)
         out = []
@@ -150,7 +150,7 @@ class CandidateLint:
             if related is None or Path(related[0]).name != CANDIDATE:
                 return None
             line = related[1]
-        lines = self.space.directives(point)
+        lines = self.space.directives(point, own_lines=False)
         if not 1 <= line <= len(lines):
             return None
         words = lines[line - 1].split()

@@ -563,7 +563,7 @@ class TuneSession:
         return Plan(
             target=described, config=str(described.get("config") or cfg.main_file), mpm=space.mpm,
             dimensions=[{"name": d.name, "text": d.describe(), "fixed": d.is_fixed,
-                         "start": _start_text(d, space.start.get(d.name))} for d in space.dimensions],
+                         "start": _plan_start_text(space, d)} for d in space.dimensions],
             notes=list(space.notes) + list(space.start_notes),
             workload=self.workload.describe(), objective=self.objective.label(self.workload.unit),
             measurement=self._measurement_text(), budget=self.settings.budget,
@@ -906,7 +906,7 @@ class TuneSession:
                                  "its effect is not measured on its own")
                 continue
             points[role_without(name)] = without
-            values[name] = (format_value(name, winner[name]), format_value(name, space.start[name]))
+            values[name] = (format_value(name, winner[name]), format_value(name, space.as_written(space.start)[name]))
         if not values:
             return None
         roles = ablation_order(list(values), self.settings.ablation_rounds)
@@ -976,7 +976,7 @@ class TuneSession:
             return winner, []
         interval = (f"95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}" if gain.low is not None and gain.high is not None
                     else "no finite 95 % interval")
-        return candidate, [f"{name} stays {format_value(name, space.start[name])} (the search's best point had "
+        return candidate, [f"{name} stays {format_value(name, space.as_written(space.start)[name])} (the search's best point had "
                            f"{format_value(name, winner[name])}): it was the only change, and its measured gain "
                            f"×{gain.ratio:.3f} ({interval}) is not beyond noise"]
 
@@ -1019,7 +1019,7 @@ class TuneSession:
                 candidate = dict(point)
                 candidate[dimension] = space.start[dimension]
                 if not lint.check(candidate).errors:
-                    notes.append(f"{dimension} stays {format_value(dimension, space.start[dimension])} (the "
+                    notes.append(f"{dimension} stays {format_value(dimension, space.as_written(space.start)[dimension])} (the "
                                  f"search's best point had {format_value(dimension, point[dimension])}): it brings "
                                  f"lint {', '.join(sorted(codes))} at --fail-on {lint.fail_on}, and no measurement "
                                  "shows a gain from it beyond noise")
@@ -1446,6 +1446,14 @@ def point_text(space: Space, point: Mapping[str, Value]) -> str:
         shown = "0" if d.unlimited_at_top and value == d.high else format_value(d.name, value)
         changed.append(f"{d.name} {shown}")
     return ", ".join(changed) if changed else "the starting config"
+
+
+def _plan_start_text(space: Space, dim) -> str | None:
+    """The start as the config writes it, and what stands for it in the search when it lies outside."""
+    text = _start_text(dim, space.as_written(space.start).get(dim.name))
+    if dim.name in space.start_written:
+        text = f"{text}, as written ({_start_text(dim, space.start.get(dim.name))} stands for it in the search)"
+    return text
 
 
 def _start_text(dim, value: Value | None) -> str | None:
