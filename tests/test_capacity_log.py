@@ -278,3 +278,37 @@ def test_no_hold_time_asks_for_service_time(generated, tmp_path):
 def test_missing_log_file(tmp_path):
     config = prefork_config(tmp_path / "httpd.conf")
     assert_one_line_error(run([str(config), "--log", str(tmp_path / "nope.log"), *FIXED]), "no such log file")
+
+
+# ---- lint --log: C202's expected clients from the log ------------------------------------
+
+
+def lint(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(CLI + ["lint", *args], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
+
+def test_lint_takes_expected_clients_from_the_log(generated, report, tmp_path):
+    _, log, _, _ = generated
+    config = tmp_path / "httpd.conf"
+    config.write_text("LoadModule mpm_prefork_module m.so\nServerName x\nMaxRequestWorkers 10\n")
+    common = ["--ram", "16G", "--worker-memory", "20M", "--select", "C202", "--format", "json", "--no-live"]
+    without = lint([str(config), *common])
+    assert "C202" not in without.stdout
+    with_log = lint([str(config), *common, "--log", str(log), "--log-format", loggen.FORMAT])
+    assert with_log.returncode in (0, 1), with_log.stderr
+    findings = [f for f in json.loads(with_log.stdout) if f["code"] == "C202"]
+    clients = math.ceil(report["log"]["demand"]["peak_busy"])
+    assert len(findings) == 1 and f"{clients:,} clients are expected" in findings[0]["message"]
+    # --expected-clients wins over the log.
+    told = lint([str(config), *common, "--log", str(log), "--log-format", loggen.FORMAT, "--expected-clients", "500"])
+    assert "500 clients are expected" in told.stdout
+
+
+def test_lint_log_without_hold_time(generated, tmp_path):
+    config = tmp_path / "httpd.conf"
+    config.write_text("LoadModule mpm_prefork_module m.so\nServerName x\nMaxRequestWorkers 10\n")
+    log = tmp_path / "access.log"
+    log.write_text("".join(line.rsplit(" ", 1)[0] + "\n" for line in generated[1].read_text().splitlines()[:100]))
+    result = lint([str(config), "--ram", "16G", "--worker-memory", "20M", "--select", "C202", "--no-live",
+                   "--log", str(log), "--log-format", '%h %l %u %t "%r" %>s %b'])
+    assert_one_line_error(result, "has no %D or %T", "--expected-clients")

@@ -104,7 +104,9 @@ def _first_lines_match(paths: list[str], log_format) -> None:
 
 
 def read_log_demand(given_paths: list[str], given_format: str | None, cfg, mpm: str,
-                    service_time: float | None) -> LogInput:
+                    service_time: float | None, *,
+                    no_hold_hint: str = "give --service-time SECONDS (the mean time a request holds a worker), "
+                                        "or log %D") -> LogInput:
     from advisor.capacity.logdemand import DemandAccumulator, LogOrderError, LogSpanError
     from advisor.tuner.load.accesslog import LogFormat, LogReader
 
@@ -116,9 +118,7 @@ def read_log_demand(given_paths: list[str], given_format: str | None, cfg, mpm: 
     if log_format.hold_field is None:
         if service_time is None:
             raise UsageError(f"the log format {text!r} has no %D or %T: how long each request held its "
-                             f"worker is unknown", file=paths[0],
-                             hint="give --service-time SECONDS (the mean time a request holds a worker), "
-                                  "or log %D")
+                             f"worker is unknown", file=paths[0], hint=no_hold_hint)
         fixed_hold = service_time
         hold_source = f"--service-time {service_time:g} s (the log has no %D or %T)"
     else:
