@@ -312,3 +312,34 @@ def test_lint_log_without_hold_time(generated, tmp_path):
     result = lint([str(config), "--ram", "16G", "--worker-memory", "20M", "--select", "C202", "--no-live",
                    "--log", str(log), "--log-format", '%h %l %u %t "%r" %>s %b'])
     assert_one_line_error(result, "has no %D or %T", "--expected-clients")
+
+
+# ---- the accumulator on its own ---------------------------------------------------------
+
+
+def test_lines_logged_out_of_order_count_the_same():
+    """httpd writes a line when the request ends, stamped with its start: a slow
+    request's line follows faster later ones. Within a few minutes that is order."""
+    import random
+
+    from advisor.capacity.logdemand import DemandAccumulator
+
+    rng = random.Random(5)
+    events = sorted((1000.0 + rng.uniform(0, 120), rng.expovariate(1 / 0.3)) for _ in range(5000))
+    in_order, written = DemandAccumulator(), DemandAccumulator()
+    for when, hold in events:
+        in_order.add(when, hold)
+    for when, hold in sorted(events, key=lambda e: e[0] + e[1]):  # the order httpd writes them
+        written.add(when, hold)
+    a, _ = in_order.finish(["x"], 5000, 0, [], hold_source="%D", keepalive_how="")
+    b, _ = written.finish(["x"], 5000, 0, [], hold_source="%D", keepalive_how="")
+    assert a.busiest_second_rate == b.busiest_second_rate and a.seconds == b.seconds
+    assert a.peak_busy == pytest.approx(b.peak_busy, rel=1e-9)
+    assert a.hold.p99 == b.hold.p99
+    # A long request (spanning many seconds) adds one worker to each whole second.
+    long = DemandAccumulator()
+    long.add(10.5, 5.0)
+    long.add(16.25, 0.5)
+    d, series = long.finish(["x"], 2, 0, [], hold_source="%D", keepalive_how="")
+    assert list(series.busy) == pytest.approx([0.5, 1, 1, 1, 1, 0.5, 0.5])
+    assert d.peak_busy == 1 and series.first == 10 and d.seconds == 7

@@ -99,8 +99,8 @@ def build_log_capacity(demand: LogDemand, series: SecondSeries, settings: MpmSet
     if count:
         notes.append(f"the pool was full in {count} of the log's {demand.seconds} seconds: "
                      f"there the listen queue held what the workers could not take, and %D does not count that wait")
-    notes.append("the headroom keeps each request's hold time as logged: if the requests share a CPU, "
-                 "more load stretches them; `--fit` a bench measures the CPU")
+    notes.append("the headroom keeps each request's hold time as logged: where requests share a CPU, more load "
+                 "stretches them and the headroom is smaller (`bench` the server, then `capacity --fit`)")
     return LogCapacity(
         log_format=log_format, format_source=format_source, mpm=settings.mpm, demand=demand,
         base="the busiest minute", base_rate=base_rate, model=model.describe(c), arrivals=arrivals.describe(),
