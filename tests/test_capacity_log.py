@@ -116,7 +116,9 @@ def test_busy_worker_peak_by_littles_law(report, generated):
     assert report["log"]["full_count"] >= 5
     full_truth = sum(1 for v in truth.busy.values() if v >= 0.95 * POOL)
     assert abs(report["log"]["full_count"] - full_truth) <= max(3, 0.2 * full_truth)
-    assert report["log"]["full_seconds"][0].startswith("2026-01-01 00:0")
+    spells = report["log"]["full_spells"]
+    assert spells[0].startswith("2026-01-01 00:0")
+    assert sum(int(spell.rsplit("(", 1)[1].split()[0]) for spell in spells) == report["log"]["full_count"]
 
 
 def mmck(rate: float, hold: float, servers: int, places: int) -> tuple[float, float]:

@@ -17,7 +17,7 @@ from advisor.capacity.queueing_model import Arrivals
 from advisor.capacity.sizing import MpmSettings, Recommendation
 from advisor.capacity.workerpool_model import ServerModel
 
-FULL_SECONDS_LISTED = 20
+FULL_SPELLS_LISTED = 20
 
 
 @dataclass
@@ -52,8 +52,9 @@ class LogCapacity:
     headroom: list[Headroom]
     full_threshold: float
     full_count: int
-    full_seconds: list[str]
-    """UTC times of the first FULL_SECONDS_LISTED full seconds."""
+    full_spells: list[str]
+    """The first FULL_SPELLS_LISTED spells of full seconds: 'start UTC (n s)'."""
+    full_spell_count: int
     notes: list[str] = field(default_factory=list)
 
 
@@ -95,15 +96,19 @@ def build_log_capacity(demand: LogDemand, series: SecondSeries, settings: MpmSet
     else:
         rows.append(Headroom("as recommended (= configured)", ram, rows[0].factor, rows[0].rate, rows[0].limited_by,
                              rows[0].blocking_now, rows[0].response_now, rows[0].busy_now))
-    times, count = full_seconds(series, c, FULL_SECONDS_LISTED)
+    spells, count = full_seconds(series, c, 10**9)
     if count:
         notes.append(f"the pool was full in {count} of the log's {demand.seconds} seconds: "
                      f"there the listen queue held what the workers could not take, and %D does not count that wait")
+    if rows[0].factor < 1:
+        notes.append(f"with MaxRequestWorkers {c} the model passes its limit below the busiest minute's own rate "
+                     f"(x {rows[0].factor:.2f}): the pool is already short at the site's peak")
     notes.append("the headroom keeps each request's hold time as logged: where requests share a CPU, more load "
                  "stretches them and the headroom is smaller (`bench` the server, then `capacity --fit`)")
     return LogCapacity(
         log_format=log_format, format_source=format_source, mpm=settings.mpm, demand=demand,
         base="the busiest minute", base_rate=base_rate, model=model.describe(c), arrivals=arrivals.describe(),
         target_response=target_response, pool=pool, headroom=rows, full_threshold=FULL_SHARE * c,
-        full_count=count, full_seconds=[utc(t) for t in times], notes=notes,
+        full_count=count, full_spells=[f"{utc(t)} ({n} s)" for t, n in spells[:FULL_SPELLS_LISTED]],
+        full_spell_count=len(spells), notes=notes,
     )

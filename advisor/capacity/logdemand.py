@@ -299,11 +299,18 @@ def _settle(part: array, whole: array, begin: int, end: int) -> array:
     return array("d", settled.tobytes())
 
 
-def full_seconds(series: SecondSeries, workers: int, limit: int = 20) -> tuple[list[float], int]:
-    """Seconds whose busy workers reached the pool (FULL_SHARE of it): the
-    first `limit` of their times, and how many there were."""
+def full_seconds(series: SecondSeries, workers: int, limit: int = 20) -> tuple[list[tuple[float, int]], int]:
+    """Seconds whose busy workers reached the pool (FULL_SHARE of it), as
+    spells of consecutive seconds: the first `limit` spells (start, seconds),
+    and how many seconds there were in all."""
     import numpy as np
 
     totals = np.frombuffer(series.busy, dtype=np.float64) + np.frombuffer(series.idle, dtype=np.float64)
     where = np.flatnonzero(totals >= FULL_SHARE * workers)
-    return [series.first + float(i) for i in where[:limit]], int(where.size)
+    if where.size == 0:
+        return [], 0
+    breaks = np.flatnonzero(np.diff(where) > 1)
+    starts = np.concatenate([[0], breaks + 1])[:limit]
+    ends = np.concatenate([breaks, [where.size - 1]])[:limit]
+    spells = [(series.first + float(where[a]), int(where[b] - where[a] + 1)) for a, b in zip(starts, ends)]
+    return spells, int(where.size)

@@ -66,10 +66,11 @@ def render_log_text(log: LogCapacity, console) -> None:
     console.print(head)
     console.print(f"  model: {log.model}; {log.arrivals} arrivals")
     if log.full_count:
-        shown = ", ".join(log.full_seconds)
-        more = f" and {log.full_count - len(log.full_seconds)} more" if log.full_count > len(log.full_seconds) else ""
+        shown = ", ".join(log.full_spells)
+        more = f" and {log.full_spell_count - len(log.full_spells)} more spells" \
+            if log.full_spell_count > len(log.full_spells) else ""
         console.print(f"[bold red]pool full[/] (busy >= {log.full_threshold:.1f} workers) in {log.full_count} "
-                      f"seconds: {shown}{more}")
+                      f"seconds, {log.full_spell_count} spells from: {shown}{more}")
     else:
         console.print(f"pool full (busy >= {log.full_threshold:.1f} workers) in no second of the log")
     for note in log.notes:
