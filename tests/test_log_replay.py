@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import loggen
+
 from advisor.errors import UsageError
 from advisor.tuner.load.accesslog import COMBINED, COMMON, LogFormat, LogReader, expand_paths, format_from_config
 from advisor.tuner.load.replay import (CGI_ENDPOINT, LENGTH_CLASSES, ReplayOptions, derive, prepare, session_shape)
@@ -268,12 +270,7 @@ def test_no_client_address_reaches_any_file_or_output(tmp_path):
 def test_rotated_and_gzipped_logs_are_read_in_order(tmp_path):
     log = tmp_path / "whole.log"
     write_known_log(log, clients=4, sessions_each=4)
-    lines = log.read_text().splitlines(keepends=True)
-    third = len(lines) // 3
-    with gzip.open(tmp_path / "access.log.2.gz", "wt") as handle:
-        handle.writelines(lines[:third])
-    (tmp_path / "access.log.1").write_text("".join(lines[third:2 * third]))
-    (tmp_path / "access.log").write_text("".join(lines[2 * third:]))
+    loggen.split_rotated(log, tmp_path)
     paths = expand_paths(str(tmp_path / "access.log*"))
     assert [os.path.basename(p) for p in paths] == ["access.log.2.gz", "access.log.1", "access.log"]
     whole = _derive(tmp_path / "w", log).summary

@@ -12,7 +12,7 @@ import math
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional
 
 import typer
@@ -20,6 +20,7 @@ import typer
 from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
                                  ModuleOption, ModulesFromOption, ServerRootOption)
 
+from advisor.commands.logdemand_input import LOG_FORMAT_HELP, LOG_HELP
 from advisor.errors import AdvisorError, ConfigError, UsageError
 
 FRESH_SERVER_SECONDS = 24 * 3600
@@ -67,6 +68,8 @@ class CapacityOptions:
     apache_version: str | None
     server_root: str | None
     allow_missing_includes: bool
+    log_paths: list[str] = field(default_factory=list)
+    log_format: str | None = None
 
 
 def _int_directive(cfg, *names: str) -> int | None:
@@ -307,6 +310,8 @@ def register(app: typer.Typer) -> None:
         check: Optional[List[str]] = typer.Option(None, "--check", help="bench JSON of trials to predict with the fitted model without fitting on them (e.g. the rates past the knee); repeat for several."),
         plot: Optional[str] = typer.Option(None, "--plot", help="Write response time and blocking vs rate to this PNG."),
         output_format: str = typer.Option("text", "--format", help="text or json."),
+        log: Optional[List[str]] = typer.Option(None, "--log", help=LOG_HELP),
+        log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
         define: DefineOption = None,
         module: ModuleOption = None,
         modules_from: ModulesFromOption = None,
@@ -326,6 +331,7 @@ def register(app: typer.Typer) -> None:
             fit_files=list(fit or []), check_files=list(check or []), plot=plot, output_format=output_format,
             defines=list(define or []), modules=list(module or []), modules_from=modules_from,
             apache_version=apache_version, server_root=server_root, allow_missing_includes=allow_missing_includes,
+            log_paths=list(log or []), log_format=log_format,
         ))
 
 
@@ -343,7 +349,8 @@ def run_capacity(options: CapacityOptions) -> None:
         raise UsageError(f"--format {options.output_format!r}: use text or json")
     arrivals = options.arrivals
     if arrivals is None:
-        arrivals = "poisson" if options.fit_files and not options.burst else "mmpp"
+        # The log's busiest minute is already the peak: Poisson within it.
+        arrivals = "poisson" if (options.fit_files or options.log_paths) and not options.burst else "mmpp"
     if arrivals not in ("poisson", "mmpp"):
         raise UsageError(f"--arrivals {arrivals!r}: use poisson or mmpp")
     if options.mpm is not None and options.mpm not in MPM_DEFAULTS:
@@ -430,7 +437,13 @@ def run_capacity(options: CapacityOptions) -> None:
         x, source = fit_result.service_time, "fitted: time a worker is held"
     if x is None and options.service_samples is not None:
         x, source = sum(samples) / len(samples), "mean of --service-samples"
-    if x is None and (options.rates or options.plot or options.target_response):
+    log_input = None
+    if options.log_paths:
+        from advisor.commands.logdemand_input import read_log_demand
+
+        log_input = read_log_demand(options.log_paths, options.log_format, cfg, running, options.service_time)
+    if x is None and (options.rates or (options.plot and log_input is None)
+                      or (options.target_response and log_input is None)):
         raise UsageError("predictions need a mean service time",
                          hint="give --service-time SECONDS or --fit FILE from `apache-advisor bench`")
 
@@ -458,8 +471,20 @@ def run_capacity(options: CapacityOptions) -> None:
         notes=notes,
     )
     report = build_report(request)
+    log_capacity = None
+    if log_input is not None:
+        from advisor.capacity.logcapacity import build_log_capacity
 
-    if options.plot:
+        log_capacity = build_log_capacity(
+            log_input.demand, log_input.series, settings, report.recommended, _listen_queue(cfg),
+            log_format=log_input.format_text, format_source=log_input.format_source,
+            fixed_hold=log_input.fixed_hold, arrivals=arrival_model, target_response=options.target_response)
+
+    if options.plot and log_capacity is not None:
+        from advisor.capacity.logplot import draw_log
+
+        _write_atomically(options.plot, lambda target: draw_log(log_capacity, log_input.series, target))
+    elif options.plot:
         from advisor.capacity.plot import PlotSpec, draw
 
         subtitle = (f"{report.model.arrivals} arrivals, {report.model.service} service, "
@@ -474,11 +499,24 @@ def run_capacity(options: CapacityOptions) -> None:
     from advisor.capacity.render import render_text, to_json
 
     if options.output_format == "json":
-        sys.stdout.write(to_json(report) + "\n")
+        if log_capacity is None:
+            sys.stdout.write(to_json(report) + "\n")
+        else:
+            import json
+
+            from advisor.capacity.jsonable import to_jsonable
+
+            whole = to_jsonable(report)
+            whole["log"] = to_jsonable(log_capacity)
+            sys.stdout.write(json.dumps(whole, indent=2, allow_nan=False) + "\n")
     else:
         from rich.console import Console
 
         console = Console(width=None if sys.stdout.isatty() else 130, highlight=False)
         render_text(report, console)
+        if log_capacity is not None:
+            from advisor.capacity.logrender import render_log_text
+
+            render_log_text(log_capacity, console)
         if options.plot:
             console.print(f"plot written to {options.plot}")

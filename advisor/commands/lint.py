@@ -50,6 +50,9 @@ class LintOptions:
     """Text output: a finding repeated in many places in the same shape once."""
     statistics: bool = False
     """Counts per rule instead of the findings (text and JSON)."""
+    log_paths: list[str] = field(default_factory=list)
+    """--log: access logs whose busiest second gives C202 the expected clients."""
+    log_format: str | None = None
 
 
 class LintRun:
@@ -148,6 +151,8 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
             raise UsageError(f"expected-clients must be a whole number, got {clients!r}") from None
         if facts.expected_clients <= 0:
             raise UsageError("--expected-clients must be positive")
+    if facts.expected_clients is None and options.log_paths and "C202" in enabled_codes:
+        facts.expected_clients = _clients_from_log(config, options, facts.mpm, notes)
     for key, attribute in (("os-reserve", "os_reserve"), ("per-connection", "per_connection"),
                            ("document-set", "document_set")):
         if key in host:
@@ -178,6 +183,24 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
     return facts, probed
 
 
+def _clients_from_log(config, options: LintOptions, mpm: str | None, notes: list[str]) -> int:
+    """The busy workers of the log's busiest second (Little's law: arrivals x
+    %D), as the concurrent clients the server must hold."""
+    import math
+
+    from advisor.commands.logdemand_input import read_log_demand
+
+    log = read_log_demand(options.log_paths, options.log_format, config, mpm or "event", None,
+                          no_hold_hint="log %D, or give --expected-clients")
+    demand = log.demand
+    clients = max(1, math.ceil(demand.peak_busy))
+    from advisor.capacity.logcapacity import utc
+
+    notes.append(f"expected clients {clients}: the busy workers of the busiest second in {', '.join(demand.files)} "
+                 f"({utc(demand.peak_busy_at)}; {demand.busiest_second_rate} req/s at most in one second)")
+    return clients
+
+
 def _cache_options(options: LintOptions) -> dict[str, Any]:
     """The options a lint result depends on (not how it is shown or where)."""
     shown_only = {"format", "output", "show_evidence", "config", "cache", "cache_dir", "group",
@@ -187,8 +210,8 @@ def _cache_options(options: LintOptions) -> dict[str, Any]:
 
 def _open_cache(options: LintOptions, config_path: str | None):
     """The result cache and this run's key in it, or None when not caching."""
-    if not options.cache or os.environ.get("APACHE_ADVISOR_NO_CACHE"):
-        return None
+    if not options.cache or os.environ.get("APACHE_ADVISOR_NO_CACHE") or options.log_paths:
+        return None  # (a log grows without the config changing: its result is not kept)
     from advisor.lint.cache import LintCache, default_directory, entry_key
 
     directory = options.cache_dir or default_directory()
@@ -429,6 +452,8 @@ def register(app: typer.Typer) -> None:
         ram: Optional[str] = typer.Option(None, "--ram", help="RAM of the server that runs this config, e.g. 4G."),
         worker_memory: Optional[str] = typer.Option(None, "--worker-memory", help="Private memory of one httpd child process, e.g. 48M."),
         expected_clients: Optional[int] = typer.Option(None, "--expected-clients", help="Concurrent clients the server should hold."),
+        log: Optional[List[str]] = typer.Option(None, "--log", help="Access log whose busiest second (busy workers by Little's law, from %D) gives C202 the expected clients when --expected-clients is not given; repeat for rotated files."),
+        log_format: Optional[str] = typer.Option(None, "--log-format", help="--log: the log's LogFormat string, or common/combined (default: the CustomLog's format in the config)."),
         mpm: Optional[str] = typer.Option(None, "--mpm", help="The MPM in use (prefork, worker, event) when the config does not load one."),
         apache_version: ApacheVersionOption = None,
         define: DefineOption = None,
@@ -457,7 +482,7 @@ def register(app: typer.Typer) -> None:
             server_root=server_root, allow_missing_includes=allow_missing_includes,
             config=config, isolated=isolated, live=live,
             show_evidence=evidence, cache=cache, cache_dir=cache_dir, group=group,
-            statistics=statistics,
+            statistics=statistics, log_paths=list(log or []), log_format=log_format,
         )
         # The model (tens of thousands of nodes) lives until the command ends
         # and holds no garbage: the cycle collector would only rescan it

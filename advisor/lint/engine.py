@@ -248,5 +248,5 @@ def lint_config(
 _HINTS = {
     "ram": "RAM unknown (pass --ram, set [host] ram, or lint this host's own config under /etc)",
     "worker_memory": "per-worker memory unknown (pass --worker-memory)",
-    "expected_clients": "expected clients unknown (pass --expected-clients)",
+    "expected_clients": "expected clients unknown (pass --expected-clients, or --log ACCESS_LOG with %D)",
 }

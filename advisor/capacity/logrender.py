@@ -1,0 +1,77 @@
+"""Print `capacity --log`'s section: rich tables for people (JSON goes
+through jsonable.py). Formatting only: the numbers come from logcapacity.py."""
+
+from __future__ import annotations
+
+import math
+
+from advisor.capacity.logcapacity import LogCapacity, utc
+from advisor.capacity.render import _seconds
+
+
+def _factor(value: float) -> str:
+    if math.isinf(value):
+        return "no limit found"
+    return f"x {value:.2f}"
+
+
+def render_log_text(log: LogCapacity, console) -> None:
+    from rich.table import Table
+
+    d = log.demand
+    console.print(f"\n[bold]The log's demand[/]: {', '.join(d.files)}: {d.lines} lines, {d.requests} requests over "
+                  f"{d.seconds} s ({utc(d.first)} on); format from {log.format_source}")
+    if d.skipped:
+        console.print(f"  [yellow]{d.skipped} lines skipped[/]")
+        for reason in d.skip_reasons:
+            console.print(f"    {reason}")
+    rates = Table(title="Requests per second", title_justify="left", show_edge=False)
+    for column in ("mean", "busiest minute", "busiest second", "p99 of seconds"):
+        rates.add_column(column, justify="right")
+    rates.add_row(f"{d.mean_rate:,.1f}", f"{d.busiest_minute_rate:,.1f} ({utc(d.busiest_minute_start)})",
+                  f"{d.busiest_second_rate:,} ({utc(d.busiest_second_at)})", f"{d.p99_second_rate:,.0f}")
+    console.print(rates)
+    if d.hold is not None:
+        h = d.hold
+        hold = Table(title=f"Time a request held its worker ({h.source}, {h.count:,} requests)", title_justify="left",
+                     show_edge=False)
+        for column in ("mean", "CV", "min", "median", "p90", "p99", "max"):
+            hold.add_column(column, justify="right")
+        hold.add_row(_seconds(h.mean), f"{h.cv:.2f}", _seconds(h.minimum), _seconds(h.p50), _seconds(h.p90),
+                     _seconds(h.p99), _seconds(h.maximum))
+        console.print(hold)
+    p = log.pool
+    busy = Table(title="Busy workers per second (Little's law: arrivals x hold time)", title_justify="left",
+                 show_edge=False)
+    for column in ("mean", "p99 of seconds", "busiest second", "MaxRequestWorkers", "slots", "RAM holds"):
+        busy.add_column(column, justify="right")
+    busy.add_row(f"{d.mean_busy:,.1f}", f"{d.p99_busy:,.1f}", f"{d.peak_busy:,.1f} ({utc(d.peak_busy_at)})",
+                 f"{p.max_request_workers} ({p.peak_share_of_pool:.0%} used)",
+                 str(p.process_slots), f"{p.ram_workers} ({p.peak_share_of_ram:.0%} used)")
+    console.print(busy)
+    console.print(f"  keep-alive: {d.keepalive.how}")
+    if d.keepalive.counted:
+        console.print(f"  idle keep-alive holds: {d.keepalive.connections:,} connections, up to "
+                      f"{d.keepalive.peak_idle_workers:,.1f} workers in one second; busiest second on requests "
+                      f"alone {d.peak_busy_requests:,.1f}")
+    head = Table(title=f"Headroom: growth on {log.base} ({log.base_rate:,.1f} req/s) before the model predicts "
+                       f"> 1 % refused" + (f" or a mean response > {_seconds(log.target_response)}"
+                                           if log.target_response else ""),
+                 title_justify="left", show_edge=False)
+    for column in ("pool", "workers", "busy now", "growth", "at req/s", "limit"):
+        head.add_column(column, justify="left" if column in ("pool", "limit") else "right")
+    for row in log.headroom:
+        head.add_row(row.label, str(row.workers), f"{row.busy_now:,.1f}", _factor(row.factor),
+                     "-" if math.isinf(row.rate) else f"{row.rate:,.1f}", row.limited_by or "-")
+    console.print(head)
+    console.print(f"  model: {log.model}; {log.arrivals} arrivals")
+    if log.full_count:
+        shown = ", ".join(log.full_spells)
+        more = f" and {log.full_spell_count - len(log.full_spells)} more spells" \
+            if log.full_spell_count > len(log.full_spells) else ""
+        console.print(f"[bold red]pool full[/] (busy >= {log.full_threshold:.1f} workers) in {log.full_count} "
+                      f"seconds, {log.full_spell_count} spells from: {shown}{more}")
+    else:
+        console.print(f"pool full (busy >= {log.full_threshold:.1f} workers) in no second of the log")
+    for note in log.notes:
+        console.print(f"note: {note}")
