@@ -52,7 +52,8 @@ def _prediction_cells(p: Prediction) -> list[str]:
     ]
 
 
-def render_text(report: CapacityReport, console) -> None:
+def render_text(report: CapacityReport, console, *, demand_follows: bool = False) -> None:
+    """`demand_follows`: the log's section comes next, with predictions of its own (capacity --log)."""
     from rich.table import Table
 
     s = report.settings
@@ -145,8 +146,9 @@ def render_text(report: CapacityReport, console) -> None:
 
     m = report.model
     if m is None:
-        console.print("No predictions: give --service-time SECONDS or --fit FILE to predict "
-                      "response time and blocking.")
+        if not demand_follows:
+            console.print("No predictions: give --service-time SECONDS or --fit FILE to predict "
+                          "response time and blocking.")
     else:
         if m.regime:
             console.print(

@@ -513,7 +513,7 @@ def run_capacity(options: CapacityOptions) -> None:
         from rich.console import Console
 
         console = Console(width=None if sys.stdout.isatty() else 130, highlight=False)
-        render_text(report, console)
+        render_text(report, console, demand_follows=log_capacity is not None)
         if log_capacity is not None:
             from advisor.capacity.logrender import render_log_text
 
