@@ -13,15 +13,20 @@ from advisor.tuner.session.ablation import (WINNER, ablation_order, dimension_of
                                             role_without)
 
 
-def test_every_round_starts_with_the_winner_and_rotates_the_ablations():
-    order = ablation_order(["KeepAlive", "ListenBacklog", "MaxConnectionsPerChild"], 3)
+def test_every_round_measures_each_point_once_and_rotates_the_ablations():
+    names = ["KeepAlive", "ListenBacklog", "MaxConnectionsPerChild"]
+    order = ablation_order(names, 6)
     rounds = [order[i:i + 4] for i in range(0, len(order), 4)]
-    assert all(r[0] == WINNER for r in rounds)
-    firsts = [dimension_of(r[1]) for r in rounds]
-    # No change is always measured right after the winner's warm pool.
-    assert len(set(firsts)) == 3
-    for r in rounds:
-        assert sorted(dimension_of(x) for x in r[1:]) == ["KeepAlive", "ListenBacklog", "MaxConnectionsPerChild"]
+    for index, r in enumerate(rounds):
+        # Every other round backwards: it begins with the point the last one
+        # ended on, whose warm pool it keeps.
+        assert (r[0] if index % 2 == 0 else r[-1]) == WINNER
+        assert sorted(dimension_of(x) for x in r if x != WINNER) == names
+        if index:
+            assert r[0] == rounds[index - 1][-1]
+    # No change is always measured right next to the winner's warm pool.
+    beside_winner = [dimension_of(r[1] if index % 2 == 0 else r[-2]) for index, r in enumerate(rounds)]
+    assert len(set(beside_winner)) == 3
     with pytest.raises(ValueError):
         ablation_order(["KeepAlive"], 0)
 

@@ -35,15 +35,17 @@ def dimension_of(role: str) -> str | None:
 
 def ablation_order(dimensions: Sequence[str], rounds: int) -> list[str]:
     """winner, then each ablation, per round; the ablations rotate, so none
-    always runs right after the winner's warm pool."""
+    always runs right after the winner's warm pool, and every other round
+    runs backwards, so a round begins with the point the last one ended on
+    and keeps its warm pool (no reload in between: ManagedConfig.apply)."""
     if rounds < 1:
         raise ValueError("at least one round")
     order: list[str] = []
     names = list(dimensions)
     for round_index in range(rounds):
-        shift = round_index % len(names) if names else 0
-        order.append(WINNER)
-        order += [role_without(name) for name in names[shift:] + names[:shift]]
+        shift = (round_index // 2) % len(names) if names else 0
+        one = [WINNER] + [role_without(name) for name in names[shift:] + names[:shift]]
+        order += one if round_index % 2 == 0 else one[::-1]
     return order
 
 

@@ -699,6 +699,10 @@ class ManagedConfig:
         self.stray_load: list[int] = []  # load generators of a dead run, ended on entry
         self._running_mpm: str | None = None  # the MPM the server was started with, once a switch is possible
         self._mpm_unknown = False  # a dead run's switch is being undone: restart whatever the files say
+        self._in_effect: tuple[tuple[str, ...], str] | None = None
+        """The lines this run last applied and the managed text it wrote for them, once the
+        server was reloaded with it (None: not known)."""
+        self.reused = 0  # applies that found their text already in effect, and kept the warm pool
 
     def __enter__(self) -> "ManagedConfig":
         self.acquire()
@@ -778,6 +782,13 @@ class ManagedConfig:
         if self._running_mpm is None:
             self._running_mpm = current  # the switch became possible after entry (an existing server's check)
         switching = mpm is not None and mpm != current
+        lines = tuple(directives)
+        if not switching and self._in_effect is not None and self._in_effect == (lines, previous):
+            # The server already runs these lines (a replicate right after a
+            # run of the same point): a reload would only throw away the pool
+            # the last run warmed, and the next warm-up would grow it again.
+            self.reused += 1
+            return
         before: dict[str, str | None] = {}
         if switching:
             before = self.target.mpm_files()
@@ -787,7 +798,9 @@ class ManagedConfig:
         try:
             if switching:
                 self.target.switch_mpm(mpm)
-            self._change(render_managed(directives), validate=True)
+            text = render_managed(directives)
+            self._change(text, validate=True)
+            self._in_effect = (lines, text)
             running = self.target.running_mpm() if switching else None
             if running is not None and running != mpm:
                 raise AdvisorError(f"the server at {self.target.base_url} runs the {running} MPM after a "
@@ -822,6 +835,7 @@ class ManagedConfig:
     def _change(self, text: str | None, validate: bool) -> None:
         """Write the managed include (None: remove it) and the instruments' share
         of the config that goes with it, then make the server run it."""
+        self._in_effect = None  # apply() sets it once the server runs a candidate
         self.target.write_managed(text)
         self.target.instrument()
         if validate:
