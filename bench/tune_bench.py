@@ -21,6 +21,7 @@ measures each search's best point and the grid's N times more, interleaved,
 and prints their means: the fair comparison of the points.
 
     sudo .venv/bin/python bench/tune_bench.py --seeds 3 --budget 15 --cpu-quota 50 --confirm 3
+    sudo .venv/bin/python bench/tune_bench.py --allow-mpm-switch --tls --rtt 50 --cpu-quota 50 --confirm 3
     sudo .venv/bin/python bench/tune_bench.py --starts stock --confirm-from figures.jsonl --cpu-quota 50
     .venv/bin/python bench/tune_bench.py --grid-dims KeepAlive --budget 2 --seeds 1 --duration 2   # smoke run
 """
@@ -65,6 +66,8 @@ START_DIRECTIVES = {"worst": WORST, "stock": STOCK}
 # HostnameLookups is left out: on loopback the reverse lookup is answered from
 # /etc/hosts, so it costs nothing here (a real client network is another matter).
 GRID_DIMS = "KeepAlive,MaxConnectionsPerChild,MaxRequestWorkers"
+# With --allow-mpm-switch (issue 28): the MPM x KeepAlive x pool grid.
+MPM_GRID_DIMS = "MPM,KeepAlive,MaxRequestWorkers"
 # Levels of the grid per dimension (others: --levels per range, every choice).
 GRID_LEVELS = {"MaxConnectionsPerChild": [1001, 1_000_000]}
 
@@ -82,17 +85,23 @@ def start_sandbox(name: str, directives: list[str], args, work: Path):
     trial objectives on it; stopped and removed on the way out."""
     config = write_config(work, name, directives)
     cfg = load_config(str(config), LoadOptions(apache_version="2.4"))
-    space = derive_space(cfg, args.ram_workers)
+    bounds = {mpm: args.ram_workers for mpm in ("prefork", "worker", "event")} if args.allow_mpm_switch \
+        else args.ram_workers
+    space = derive_space(cfg, bounds, allow_mpm_switch=args.allow_mpm_switch)
     lint = CandidateLint(cfg, space)
     sandbox_dir = Path(tempfile.mkdtemp(prefix=f"aa-tb-{name}-", dir="/tmp"))
     os.chmod(sandbox_dir, 0o755)
     sandbox = Sandbox(sandbox_dir)
-    sandbox.up(source_config=str(config), mpm="prefork", server_cpus=[0], cpu_quota_pct=args.cpu_quota)
+    sandbox.up(source_config=str(config), mpm="prefork", server_cpus=[0], cpu_quota_pct=args.cpu_quota,
+               tls=args.tls)
     try:
+        from advisor.tuner.load.roundtrips import RTT_ADDED
+
         target = SandboxTarget(sandbox)
         workload = make_session_workload("almeida-sessions", sandbox_dir)
         probes = ProbeSettings(duration_s=args.duration, start_rate=args.start_rate, max_probes=args.max_probes)
-        objective_spec = ObjectiveSpec()
+        # --rtt: the SLO judges the client-perceived reply time (docs/tune.md, "The objective").
+        objective_spec = ObjectiveSpec(rtt_ms=args.rtt, rtt_how=RTT_ADDED) if args.rtt else ObjectiveSpec()
         with ManagedConfig(target) as managed:
             def fresh(incumbent=None) -> TrialObjective:
                 return TrialObjective(target, managed, space, workload, objective_spec, probes,
@@ -259,7 +268,13 @@ def main() -> int:
     parser.add_argument("--starts", default="worst,stock", help="worst, stock or both (comma-separated)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--budget", type=int, default=15, help="trials per search")
-    parser.add_argument("--grid-dims", default=GRID_DIMS, help="dimensions of the grid (comma-separated)")
+    parser.add_argument("--grid-dims", default=None,
+                        help=f"dimensions of the grid (comma-separated; default {GRID_DIMS}, with "
+                             f"--allow-mpm-switch {MPM_GRID_DIMS})")
+    parser.add_argument("--allow-mpm-switch", action="store_true",
+                        help="the MPM as a dimension: prefork, worker and event (a switch is a full restart)")
+    parser.add_argument("--tls", action="store_true", help="the sandbox serves HTTPS and the load uses it")
+    parser.add_argument("--rtt", type=float, default=0.0, help="the clients' round trip in ms (tune --rtt)")
     parser.add_argument("--levels", type=int, default=3, help="levels per numeric grid dimension")
     parser.add_argument("--duration", type=float, default=3.0, help="measured seconds per knee probe (tune's default)")
     parser.add_argument("--max-probes", type=int, default=4, help="probes per knee search from a known peak")
@@ -275,6 +290,8 @@ def main() -> int:
     parser.add_argument("--confirm-from", default=None,
                         help="no searches: confirm the points of the starts in this --json file")
     args = parser.parse_args()
+    if args.grid_dims is None:
+        args.grid_dims = MPM_GRID_DIMS if args.allow_mpm_switch else GRID_DIMS
     unknown = set(args.starts.split(",")) - set(START_DIRECTIVES)
     if unknown:
         parser.error(f"--starts: unknown {', '.join(sorted(unknown))} (worst, stock)")

@@ -901,8 +901,9 @@ class TuneSession:
         for name in changed:
             without = dict(winner)
             without[name] = space.start[name]
-            if self.lint is not None and self.lint.check(without).errors:
-                self.events.note(f"{name} cannot be reverted alone (lint: {self.lint.check(without).errors[0]}): "
+            errors = self.lint.check(without).errors if self.lint is not None else []
+            if errors:
+                self.events.note(f"{name} cannot be reverted alone (lint: {errors[0]}): "
                                  "its effect is not measured on its own")
                 continue
             points[role_without(name)] = without
