@@ -70,7 +70,7 @@ def render_text(report: CapacityReport, console) -> None:
     inputs = Table(title="What the sum starts from", title_justify="left", show_edge=False)
     inputs.add_column("input")
     inputs.add_column("size", justify="right")
-    inputs.add_column("source")
+    inputs.add_column("source", overflow="fold")
     inputs.add_row("RAM", format_size(mem.ram.bytes), mem.ram.source)
     inputs.add_row("OS and kernel", format_size(mem.os_reserve.bytes), mem.os_reserve.source)
     for q in mem.services:
@@ -85,6 +85,9 @@ def render_text(report: CapacityReport, console) -> None:
     inputs.add_row("each extra thread", format_size(mem.thread.bytes), mem.thread.source)
     inputs.add_row("each TCP connection", format_size(mem.connection.bytes), mem.connection.source)
     inputs.add_row("hot document set", format_size(mem.doc_set.bytes), mem.doc_set.source)
+    for limit in mem.limits:
+        if limit.resource == "cpu":
+            inputs.add_row("CPUs", f"{limit.value:.3g}", limit.describe())
     console.print(inputs)
 
     total = Table(

@@ -134,6 +134,8 @@ class MemoryInputs:
     thread: Quantity
     connection: Quantity
     doc_set: Quantity
+    limits: list = field(default_factory=list)
+    """advisor.config.host_limits.Limit: the RAM and CPUs used, and the files they were read from."""
 
     @property
     def services_total(self) -> int:

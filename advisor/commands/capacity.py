@@ -184,12 +184,22 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions,
         parse_size,
     )
 
+    from advisor.config.host_limits import Limit, cpu_limit, effective_memory
+
+    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if memory.measure else None
+    # Whose cgroup bounds the pool: the running httpd's parent, else this
+    # tool's own (linting this host's config with httpd stopped).
+    pid, whose = ((sample.parent_pid, f"httpd's parent (PID {sample.parent_pid})") if sample is not None
+                  else (os.getpid(), f"this tool (PID {os.getpid()}; no running httpd serves the config)"))
     if memory.ram is not None:
         ram_q = Quantity(parse_size(memory.ram, "--ram"), "--ram")
         if ram_q.bytes <= 0:
             raise UsageError("--ram must be more than 0")
+        ram_limit = Limit("memory", ram_q.bytes, "--ram", "", "the command line")
     else:
-        ram_q = Quantity(probe.host_ram(), "this host (psutil)")
+        ram_limit = effective_memory(probe.host_ram(), pid, whose)
+        ram_q = Quantity(int(ram_limit.value), ram_limit.describe())
+    limits = [ram_limit, cpu_limit(pid, whose)]
     os_q = (Quantity(parse_size(memory.os_reserve, "--os-reserve"), "--os-reserve")
             if memory.os_reserve is not None
             else default_os_reserve(ram_q.bytes))
@@ -200,7 +210,6 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions,
         sample = probe.measure_service(name)
         services.append(Quantity(sample.bytes, f"measured: {sample.processes} processes, {sample.method}", name))
 
-    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if memory.measure else None
     has_php = any(m.startswith("php") for m in cfg.modules) if cfg is not None else False
     if memory.worker_memory is not None:
         size = parse_size(memory.worker_memory, "--worker-memory")
@@ -247,7 +256,7 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions,
         doc_q = Quantity(parse_size(memory.doc_set, "--doc-set"), "--doc-set")
     else:
         doc_q = Quantity(0, "not counted: give --docroot DIR or --doc-set SIZE")
-    return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q)
+    return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q, limits)
 
 
 def _listen_queue(cfg) -> int:
@@ -413,7 +422,9 @@ def run_capacity(options: CapacityOptions) -> None:
             held_out, skipped_checks = read_measurements(options.check_files)
             skipped = skipped + skipped_checks
         backlog = _listen_queue(cfg)
-        fit_result = fit_pool(observations, as_configured.max_request_workers, float(os.cpu_count() or 1),
+        cpus = next((limit.value for limit in memory.limits if limit.resource == "cpu"),
+                    float(os.cpu_count() or 1))
+        fit_result = fit_pool(observations, as_configured.max_request_workers, cpus,
                               backlog, somaxconn=_somaxconn(), held_out=held_out)
         fit_result.skipped = skipped
         measured_pools = {row.workers for row in fit_result.comparisons}

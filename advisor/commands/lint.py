@@ -164,10 +164,10 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
         from advisor.lint import host as host_probe
 
         if facts.ram is None:
-            facts.ram = host_probe.measure_ram()
-            if facts.ram is not None:
-                facts.ram_source = "this host"
-                notes.append(f"RAM {format_bytes(facts.ram)} measured on this host")
+            limit = host_probe.measure_ram(config.main_file)
+            if limit is not None:
+                facts.ram, facts.ram_source = int(limit.value), limit.describe()
+                notes.append(f"RAM {format_bytes(facts.ram)}: {facts.ram_source}")
         if facts.worker_memory is None:
             size, count = host_probe.measure_worker_memory(config.main_file)
             if size is not None:
