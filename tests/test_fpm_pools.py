@@ -181,3 +181,22 @@ def test_lint_cache_sees_a_changed_pool_file(tmp_path):
             codes.append([f["code"] for f in json.loads(done.stdout)])
     assert codes == [["C205"], ["C205"], [], [], ["C205"], ["C205"]]
     assert list((tmp_path / "cache").glob("lint-*.json"))  # results were saved, and not reused stale
+
+
+def test_debians_own_php_fpm_files_parse():
+    """The files Debian's php-fpm package installs (.ci/install adds it): its
+    php-fpm.conf includes pool.d/*.conf, whose www pool is read with its
+    lines (about 500 lines of comments around them)."""
+    import glob
+
+    from conftest import _missing
+    from advisor.config.fpm_pools import pool_files, read_pools
+
+    mains = sorted(glob.glob("/etc/php/*/fpm/php-fpm.conf"))
+    if not mains:
+        _missing("php-fpm")
+    pools, read = read_pools(pool_files([mains[-1]]))
+    www = next(pool for pool in pools if pool.name == "www")
+    assert www.pm == "dynamic" and www.max_children >= 1 and www.listen.startswith("/run/php/")
+    assert www.value("pm.max_children").file in read and www.value("pm.max_children").line > 100
+    assert pool_files([]) and all(path.endswith(".conf") for path in pool_files([]))  # the default globs

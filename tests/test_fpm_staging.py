@@ -97,3 +97,22 @@ def test_two_children_behind_fifty_workers_are_found_exhausted(fifty_workers):
     assert fpm["client_timeouts"] + fpm["status_5xx"] > 0
     assert fpm["exhausted_share"] >= 0.5
     assert trial["reply_rate"] < 30  # 2 children x 10 replies/s each, not the 60 offered
+
+
+def test_the_verdict_takes_the_pool_only_when_the_readings_show_it():
+    from advisor.tuner.measure.fpm_status import FpmStatus
+    from advisor.tuner.trial.verdict import FPM_EXHAUSTED, Verdict, fpm_verdict
+
+    def reading(t, queue, idle):
+        return FpmStatus(t, queue, queue, 511, idle, 2 - idle, 2, 2, 0, 10)
+
+    busy = [reading(0.5, 0, 1), reading(1.0, 30, 0), reading(1.5, 48, 0), reading(2.0, 48, 0)]
+    workers = Verdict("worker pool exhausted", {"busy": 50}, 0.8)
+    found = fpm_verdict(workers, busy, timeouts=3, status_5xx=1, replies=40)
+    assert found.label == FPM_EXHAUSTED and found.onset_s == 1.0
+    assert found.consequences[0] == {"label": "worker pool exhausted", "onset_s": 0.8}
+    assert found.evidence["php_fpm"]["listen_queue_max"] == 48 and found.evidence["busy"] == 50
+    calm = [reading(t, 0, 1) for t in (0.5, 1.0, 1.5, 2.0)]
+    assert fpm_verdict(workers, calm, timeouts=0, status_5xx=0, replies=40).label == "worker pool exhausted"
+    client = Verdict("client-bound", {}, None)
+    assert fpm_verdict(client, busy, timeouts=3, status_5xx=1, replies=40).label == "client-bound"
