@@ -200,3 +200,30 @@ def test_debians_own_php_fpm_files_parse():
     assert www.pm == "dynamic" and www.max_children >= 1 and www.listen.startswith("/run/php/")
     assert www.value("pm.max_children").file in read and www.value("pm.max_children").line > 100
     assert pool_files([]) and all(path.endswith(".conf") for path in pool_files([]))  # the default globs
+
+
+def test_two_pools_in_series_closed_forms():
+    from advisor.capacity.fpm_model import mmck
+
+    # M/M/1/K: P(K) = (1 - rho) rho^K / (1 - rho^(K+1)).
+    rho, k = 0.8, 5
+    one = mmck(8.0, 0.1, 1, k)
+    assert abs(one.blocked_share - (1 - rho) * rho ** k / (1 - rho ** (k + 1))) < 1e-12
+    assert abs(one.throughput - 8.0 * (1 - one.blocked_share)) < 1e-12
+    # Far past saturation the pool serves children / service time, whatever K.
+    assert abs(mmck(600.0, 0.1, 2, 50).throughput - 20.0) < 1e-6
+    # Under it nothing waits long and nearly nothing is turned away.
+    calm = mmck(5.0, 0.1, 40, 150)
+    assert calm.blocked_share < 1e-12 and calm.mean_waiting < 1e-9 and abs(calm.busy_children - 0.5) < 1e-9
+
+
+def test_capacity_predicts_the_series_from_the_pool_file():
+    result = cli("capacity", MAIN, "--no-measure", "--ram", "4G", "--fpm-config", FPM_MAIN, "--fpm-memory", "48M",
+                 "--service-time", "0.1", "--rate", "100", "--rate", "600", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["fpm_predictions"]
+    assert [name for name, _ in rows] == ["www", "www"]
+    calm, overload = (row for _, row in rows)
+    # 40 children of 100 ms: 400/s at most; K is httpd's 150 workers (< 40 + 511).
+    assert calm["capacity"] == 150 and abs(calm["throughput"] - 100) < 0.01
+    assert abs(overload["throughput"] - 400) < 0.5 and overload["blocked_share"] > 0.3

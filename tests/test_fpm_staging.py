@@ -88,6 +88,11 @@ def test_two_children_behind_fifty_workers_are_found_exhausted(fifty_workers):
     with SandboxRun(source_config=fifty_workers, php_fpm_children=2) as run:
         [trial] = run.bench_json("--workload", "php", "--cgi-n", "2000", "--sleep-ms", "100", "--rate", "60",
                                  "--duration", "4", "--warmup", "0", "--timeout", "4")
+        # What capacity predicts from the two pools' files, with the script's 100 ms.
+        predicted = json.loads(cli("capacity", run.state.config, "--fpm-config", run.state.php_fpm["config"],
+                                   "--ram", "4G", "--no-measure", "--service-time", "0.1", "--rate", "60",
+                                   "--format", "json").stdout)
+        pool_name = run.state.php_fpm["pool"]
     verdict = trial["verdict"]
     assert verdict["label"] == "php-fpm pool exhausted", verdict
     fpm = verdict["evidence"]["php_fpm"]
@@ -97,6 +102,16 @@ def test_two_children_behind_fifty_workers_are_found_exhausted(fifty_workers):
     assert fpm["client_timeouts"] + fpm["status_5xx"] > 0
     assert fpm["exhausted_share"] >= 0.5
     assert trial["reply_rate"] < 30  # 2 children x 10 replies/s each, not the 60 offered
+    # capacity predicted it from the two pools: 2 children of 100 ms behind
+    # 50 workers serve c / x = 20/s, within 15 % of what bench measured.
+    [(name, row)] = predicted["fpm_predictions"]
+    assert name == pool_name and row["children"] == 2 and row["capacity"] == 50
+    # Held out: the pool's own throughput while exhausted (its status page's
+    # accepted connections per second). The clients saw fewer replies: those
+    # that timed out still had PHP run for them.
+    measured = fpm["accepted_per_s"]
+    assert abs(row["throughput"] - measured) <= 0.15 * measured, (row, measured, trial["served_rate"])
+    assert trial["served_rate"] <= measured * 1.15
 
 
 def test_the_verdict_takes_the_pool_only_when_the_readings_show_it():

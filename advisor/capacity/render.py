@@ -182,6 +182,15 @@ def render_text(report: CapacityReport, console) -> None:
         )
         methods = sorted({row.current.method for row in report.predictions})
         console.print(f"  method: {', '.join(methods)}")
+    if report.fpm_predictions:
+        fpm = Table(title="httpd's workers and php-fpm's children in series (M/M/c/K, c = pm.max_children)",
+                    title_justify="left", show_edge=False)
+        for column in ("pool", "rate", "children", "K", "served/s", "turned away", "waiting", "wait"):
+            fpm.add_column(column, justify="right")
+        for name, row in report.fpm_predictions:
+            fpm.add_row(name, f"{row.rate:,.4g}", str(row.children), str(row.capacity), f"{row.throughput:,.1f}",
+                        _percent(row.blocked_share), f"{row.mean_waiting:.1f}", _seconds(row.mean_wait_s))
+        console.print(fpm)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}")
 

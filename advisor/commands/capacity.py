@@ -299,7 +299,8 @@ def _fpm_pools(cfg, memory: MemoryOptions, parse_size, notes: list[str]):
         notes.append(f"php-fpm pool {pool.name}: {pool.max_children} children work on PHP requests and "
                      f"listen.backlog {pool.listen_backlog} more wait ({holds} in all); httpd workers past "
                      f"{pool.max_children} sending PHP only queue there, past {holds} they are refused (503)")
-        rows.append({"name": pool.name, "file": pool.file, "line": pool.line, "child_bytes": size,
+        rows.append({"name": pool.name, "file": pool.file, "line": pool.line, "children": pool.max_children,
+                     "listen_backlog": pool.listen_backlog, "child_bytes": size,
                      "child_source": source, "settings": pool.summary(),
                      "handoffs": [f"{h.file}:{h.line}" for h in setup.handoffs_to(pool)]})
     return services, rows
@@ -517,6 +518,16 @@ def run_capacity(options: CapacityOptions) -> None:
         notes=notes,
     )
     report = build_report(request)
+    if x is not None and options.rates:
+        from advisor.capacity.fpm_model import mmck
+
+        # PHP holds a php-fpm child for the service time; each request waiting
+        # for one holds an httpd worker, so httpd's pool bounds the queue too.
+        for pool in memory.fpm_pools:
+            capacity = max(pool["children"], min(settings.max_request_workers,
+                                                 pool["children"] + pool["listen_backlog"]))
+            for rate in options.rates:
+                report.fpm_predictions.append((pool["name"], mmck(rate, x, pool["children"], capacity)))
 
     if options.plot:
         from advisor.capacity.plot import PlotSpec, draw

@@ -588,6 +588,11 @@ def fpm_verdict(verdict: Verdict, samples: list, *, timeouts: int, status_5xx: i
         "listen_queue_len": samples[-1].listen_queue_len,
         "max_listen_queue": samples[-1].max_listen_queue,
         "exhausted_share": round(share, 2),
+        # Requests the pool took on per second while it was exhausted (its
+        # throughput then): clients that gave up still had their request run,
+        # so this can exceed the replies they saw.
+        "accepted_per_s": (round((flagged[-1].accepted - flagged[0].accepted) / (flagged[-1].t - flagged[0].t), 2)
+                           if len(flagged) >= 2 and flagged[-1].t > flagged[0].t else None),
         "readings": len(samples),
         "client_timeouts": timeouts,
         "status_5xx": status_5xx,
