@@ -161,6 +161,13 @@ def test_capacity_holds_back_the_pool_and_says_where_its_figures_come_from():
     fewer = report["recommendations"]["event"]["max_request_workers"]
     assert fewer < alone["recommendations"]["event"]["max_request_workers"]
     assert any("php-fpm pool www: 40 children" in note for note in report["notes"])
+    # pm.max_children's own recommendation: what RAM leaves beside httpd's pool as configured.
+    assert pool["children_that_fit"] > 40
+    small = json.loads(cli(*base, "--ram", "2G", "--fpm-config", FPM_MAIN, "--fpm-memory", "48M").stdout)
+    fits = small["memory"]["fpm_pools"][0]["children_that_fit"]
+    assert 0 < fits < 40
+    assert any(f"pm.max_children 40 ({WWW}:10) does not fit" in note and f"room for {fits} children" in note
+               for note in small["notes"])
 
 
 def test_lint_cache_sees_a_changed_pool_file(tmp_path):

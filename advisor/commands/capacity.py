@@ -306,6 +306,25 @@ def _fpm_pools(cfg, memory: MemoryOptions, parse_size, notes: list[str]):
     return services, rows
 
 
+def _recommend_children(report) -> None:
+    """pm.max_children that fits beside httpd's pool as configured: RAM less
+    the sum at the config's MaxRequestWorkers without this pool's share."""
+    from advisor.capacity.sizing import format_size
+
+    ram = report.memory.ram.bytes
+    for pool in report.memory.fpm_pools:
+        held = pool["children"] * pool["child_bytes"]
+        room = ram - (report.current_total - held)
+        fits = max(0, room // pool["child_bytes"])
+        pool["children_that_fit"] = fits
+        where = pool["settings"]["pm.max_children"]["where"]
+        verdict = "fits" if fits >= pool["children"] else "does not fit"
+        report.notes.append(
+            f"php-fpm pool {pool['name']}: pm.max_children {pool['children']} ({where}) {verdict}: beside httpd's "
+            f"pool at MaxRequestWorkers {report.settings.max_request_workers}, RAM leaves room for {fits} children "
+            f"of {format_size(pool['child_bytes'])}")
+
+
 def _listen_queue(cfg) -> int:
     """Connections the kernel queues beyond the workers: ListenBacklog (httpd's
     default 511), capped by net.core.somaxconn, plus the one more Linux admits."""
@@ -518,6 +537,7 @@ def run_capacity(options: CapacityOptions) -> None:
         notes=notes,
     )
     report = build_report(request)
+    _recommend_children(report)
     if x is not None and options.rates:
         from advisor.capacity.fpm_model import mmck
 
