@@ -117,7 +117,9 @@ DOC = Doc(
         "active document set, and flags it when it exceeds RAM. Prefork runs one process "
         "per worker; worker and event run ceil(MaxRequestWorkers / ThreadsPerChild). RAM "
         "comes from --ram, the config file's [host] table, or this host when linting its "
-        "own config under /etc; per-process memory from --worker-memory, running httpd "
+        "own config under /etc: the least of its memory and the cgroup memory limit "
+        "(memory.max, memory.limit_in_bytes) of the running httpd's parent or of the tool, "
+        "named with its file in the message; per-process memory from --worker-memory, running httpd "
         "children, or an MPM default that the message names."
     ),
     why=(

@@ -52,7 +52,9 @@ def load_fixture(path: Path) -> Fixture:
                 code, _, number = item.strip().partition("@")
                 expects.append((code, int(number)))
         elif body.startswith("lint-args:"):
-            args = shlex.split(body[len("lint-args:"):])
+            # A path under corpus/ (a php-fpm pool file) is the repository's.
+            args = [str(REPO / word) if word.startswith("corpus/") else word
+                    for word in shlex.split(body[len("lint-args:"):])]
     return Fixture(path, path.parent.name, path.stem.endswith("_fp"), expects, args)
 
 

@@ -214,11 +214,14 @@ def test_a_replaced_file_with_equal_content_is_read_again(trees, cached):
 def test_host_measurements_are_never_saved(trees, cached, monkeypatch):
     from advisor.lint import host
 
-    monkeypatch.setattr(host, "measure_ram", lambda: 8 << 30)
+    from advisor.config.host_limits import Limit
+
+    monkeypatch.setattr(host, "measure_ram",
+                        lambda main_file: Limit("memory", 8 << 30, "host", "/proc/meminfo", "this tool"))
     monkeypatch.setattr(host, "measure_worker_memory", lambda main_file: (40 << 20, 3))
     for _ in range(2):
         result = run_cli("lint", "--live", "--isolated", "--fail-on", "never", str(trees["measured"]))
-        assert result.exit_code == 0 and "measured on this host" in result.output
+        assert result.exit_code == 0 and "RAM 8 GiB: this host (/proc/meminfo)" in result.output
     assert cached["fresh"] == 2
 
 
@@ -227,7 +230,7 @@ def test_a_host_probe_that_finds_nothing_is_not_saved_either(trees, cached, monk
     depended on the host."""
     from advisor.lint import host
 
-    monkeypatch.setattr(host, "measure_ram", lambda: None)
+    monkeypatch.setattr(host, "measure_ram", lambda main_file: None)
     monkeypatch.setattr(host, "measure_worker_memory", lambda main_file: (None, 0))
     for _ in range(2):
         lint(trees["measured"], "--live", "--isolated")

@@ -71,7 +71,7 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
     inputs = Table(title="What the sum starts from", title_justify="left", show_edge=False)
     inputs.add_column("input")
     inputs.add_column("size", justify="right")
-    inputs.add_column("source")
+    inputs.add_column("source", overflow="fold")
     inputs.add_row("RAM", format_size(mem.ram.bytes), mem.ram.source)
     inputs.add_row("OS and kernel", format_size(mem.os_reserve.bytes), mem.os_reserve.source)
     for q in mem.services:
@@ -86,6 +86,9 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
     inputs.add_row("each extra thread", format_size(mem.thread.bytes), mem.thread.source)
     inputs.add_row("each TCP connection", format_size(mem.connection.bytes), mem.connection.source)
     inputs.add_row("hot document set", format_size(mem.doc_set.bytes), mem.doc_set.source)
+    for limit in mem.limits:
+        if limit.resource == "cpu":
+            inputs.add_row("CPUs", f"{limit.value:.3g}", limit.describe())
     console.print(inputs)
 
     total = Table(
@@ -181,6 +184,15 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
         )
         methods = sorted({row.current.method for row in report.predictions})
         console.print(f"  method: {', '.join(methods)}")
+    if report.fpm_predictions:
+        fpm = Table(title="httpd's workers and php-fpm's children in series (M/M/c/K, c = pm.max_children)",
+                    title_justify="left", show_edge=False)
+        for column in ("pool", "rate", "children", "K", "served/s", "turned away", "waiting", "wait"):
+            fpm.add_column(column, justify="right")
+        for name, row in report.fpm_predictions:
+            fpm.add_row(name, f"{row.rate:,.4g}", str(row.children), str(row.capacity), f"{row.throughput:,.1f}",
+                        _percent(row.blocked_share), f"{row.mean_waiting:.1f}", _seconds(row.mean_wait_s))
+        console.print(fpm)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}")
 

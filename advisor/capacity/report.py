@@ -108,6 +108,8 @@ class CapacityReport:
     notes: list[str]
     fit_curves: list[Curve] = field(default_factory=list)
     """Pool fit: the model at each pool size the trials ran with (for the plot)."""
+    fpm_predictions: list = field(default_factory=list)
+    """advisor.capacity.fpm_model.SeriesPrediction per php-fpm pool and rate, with the pool's name."""
 
     @property
     def recommended(self) -> Recommendation:

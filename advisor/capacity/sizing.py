@@ -134,6 +134,10 @@ class MemoryInputs:
     thread: Quantity
     connection: Quantity
     doc_set: Quantity
+    limits: list = field(default_factory=list)
+    fpm_pools: list[dict] = field(default_factory=list)
+    """The php-fpm pools the config hands PHP to: name, settings with file:line, child memory."""
+    """advisor.config.host_limits.Limit: the RAM and CPUs used, and the files they were read from."""
 
     @property
     def services_total(self) -> int:

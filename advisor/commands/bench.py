@@ -67,7 +67,7 @@ class BenchOptions:
 
 
 def bench(
-    workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, cgi, slow, mixed (computes --cgi-n, then sleeps --sleep-ms, in the worker under mod_lua), mixed-cgi (the same as a CGI), url (the path of --url) or log:PATH (sessions replayed from an access log; PATH may be a glob of rotated logs)."),
+    workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, cgi, slow, mixed (computes --cgi-n, then sleeps --sleep-ms, in the worker under mod_lua), mixed-cgi (the same as a CGI), php (the same in php-fpm: staging up --php-fpm), url (the path of --url) or log:PATH (sessions replayed from an access log; PATH may be a glob of rotated logs)."),
     mode: str = typer.Option("fixed", "--mode", help="fixed (one rate), ramp (stepped rates) or knee (peak under the SLO)."),
     rate: float = typer.Option(100.0, "--rate", help="Fixed mode: connections (or sessions) per second."),
     rates: Optional[str] = typer.Option(None, "--rates", help="Ramp mode: comma-separated rates, e.g. 500,1000,1500."),
@@ -82,8 +82,8 @@ def bench(
     num_calls: int = typer.Option(1, "--num-calls", help="Requests per connection (persistent connections)."),
     burst_length: int = typer.Option(1, "--burst-length", help="Requests pipelined per burst."),
     think: Optional[float] = typer.Option(None, "--think", help="Sessions: seconds a client idles between calls on its connection."),
-    cgi_n: int = typer.Option(100000, "--cgi-n", help="cgi, mixed and mixed-cgi workloads: random numbers summed per request."),
-    sleep_ms: int = typer.Option(1000, "--sleep-ms", help="slow, mixed and mixed-cgi workloads: milliseconds asleep per request."),
+    cgi_n: int = typer.Option(100000, "--cgi-n", help="cgi, mixed, mixed-cgi and php workloads: numbers summed per request."),
+    sleep_ms: int = typer.Option(1000, "--sleep-ms", help="slow, mixed, mixed-cgi and php workloads: milliseconds asleep per request."),
     slo_ms: float = typer.Option(100.0, "--slo-ms", help="SLO: mean reply time below this."),
     slo_errors: float = typer.Option(1.0, "--slo-errors", help="SLO: errors below this percentage."),
     directives: Optional[list[str]] = typer.Option(None, "--set", help="A directive for the managed include, e.g. 'KeepAlive Off' (repeat)."),

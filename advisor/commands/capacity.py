@@ -41,6 +41,8 @@ class MemoryOptions:
     docroot: str | None
     doc_set: str | None
     measure: bool
+    fpm_config: list[str] = field(default_factory=list)
+    fpm_memory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -187,12 +189,23 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions,
         parse_size,
     )
 
+    from advisor.config.host_limits import Limit, cpu_limit, effective_memory
+
+    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if memory.measure else None
+    fpm_services, fpm_pools = _fpm_pools(cfg, memory, parse_size, notes)
+    # Whose cgroup bounds the pool: the running httpd's parent, else this
+    # tool's own (linting this host's config with httpd stopped).
+    pid, whose = ((sample.parent_pid, f"httpd's parent (PID {sample.parent_pid})") if sample is not None
+                  else (os.getpid(), f"this tool (PID {os.getpid()}; no running httpd serves the config)"))
     if memory.ram is not None:
         ram_q = Quantity(parse_size(memory.ram, "--ram"), "--ram")
         if ram_q.bytes <= 0:
             raise UsageError("--ram must be more than 0")
+        ram_limit = Limit("memory", ram_q.bytes, "--ram", "", "the command line")
     else:
-        ram_q = Quantity(probe.host_ram(), "this host (psutil)")
+        ram_limit = effective_memory(probe.host_ram(), pid, whose)
+        ram_q = Quantity(int(ram_limit.value), ram_limit.describe())
+    limits = [ram_limit, cpu_limit(pid, whose)]
     os_q = (Quantity(parse_size(memory.os_reserve, "--os-reserve"), "--os-reserve")
             if memory.os_reserve is not None
             else default_os_reserve(ram_q.bytes))
@@ -200,10 +213,10 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions,
     if memory.reserve is not None:
         services.append(Quantity(parse_size(memory.reserve, "--reserve"), "--reserve", "others"))
     for name in memory.reserve_processes:
-        sample = probe.measure_service(name)
-        services.append(Quantity(sample.bytes, f"measured: {sample.processes} processes, {sample.method}", name))
+        service = probe.measure_service(name)
+        services.append(Quantity(service.bytes, f"measured: {service.processes} processes, {service.method}", name))
+    services.extend(fpm_services)
 
-    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if memory.measure else None
     has_php = any(m.startswith("php") for m in cfg.modules) if cfg is not None else False
     if memory.worker_memory is not None:
         size = parse_size(memory.worker_memory, "--worker-memory")
@@ -250,7 +263,69 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions,
         doc_q = Quantity(parse_size(memory.doc_set, "--doc-set"), "--doc-set")
     else:
         doc_q = Quantity(0, "not counted: give --docroot DIR or --doc-set SIZE")
-    return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q)
+    return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q, limits, fpm_pools)
+
+
+def _fpm_pools(cfg, memory: MemoryOptions, parse_size, notes: list[str]):
+    """The php-fpm pools the config hands PHP to, as memory the sum holds
+    back (pm.max_children x one child's memory each) and as JSON rows."""
+    from advisor.capacity.sizing import Quantity, format_size
+    from advisor.config import fpm_pools
+
+    on_this_host = memory.measure and os.path.realpath(cfg.main_file).startswith("/etc/")
+    setup = fpm_pools.read_fpm(cfg, memory.fpm_config, look_in_defaults=on_this_host)
+    if setup is None:
+        handoffs = fpm_pools.find_handoffs(cfg) if (memory.fpm_config or on_this_host) else []
+        if handoffs:
+            notes.append(f"{handoffs[0].file}:{handoffs[0].line} hands PHP to php-fpm but no pool file was "
+                         f"found: its children are not counted (pass --fpm-config)")
+        return [], []
+    pools = setup.used_pools()
+    measured = fpm_pools.measure_children([p.name for p in pools]) if memory.measure else {}
+    given = parse_size(memory.fpm_memory, "--fpm-memory") if memory.fpm_memory is not None else None
+    if given is not None and given <= 0:
+        raise UsageError("--fpm-memory must be more than 0")
+    services, rows = [], []
+    for pool in pools:
+        if given is not None:
+            size, source = given, "--fpm-memory"
+        elif pool.name in measured:
+            size, source = measured[pool.name]
+        else:
+            size = fpm_pools.DEFAULT_CHILD_BYTES
+            source = f"assumed {format_size(size)} a child (none running to measure; or give --fpm-memory)"
+        children = pool.value("pm.max_children")
+        services.append(Quantity(pool.max_children * size,
+                                 f"pm.max_children {pool.max_children} ({children.where()}) x "
+                                 f"{format_size(size)} ({source})", f"php-fpm pool {pool.name}"))
+        holds = pool.max_children + pool.listen_backlog
+        notes.append(f"php-fpm pool {pool.name}: {pool.max_children} children work on PHP requests and "
+                     f"listen.backlog {pool.listen_backlog} more wait ({holds} in all); httpd workers past "
+                     f"{pool.max_children} sending PHP only queue there, past {holds} they are refused (503)")
+        rows.append({"name": pool.name, "file": pool.file, "line": pool.line, "children": pool.max_children,
+                     "listen_backlog": pool.listen_backlog, "child_bytes": size,
+                     "child_source": source, "settings": pool.summary(),
+                     "handoffs": [f"{h.file}:{h.line}" for h in setup.handoffs_to(pool)]})
+    return services, rows
+
+
+def _recommend_children(report) -> None:
+    """pm.max_children that fits beside httpd's pool as configured: RAM less
+    the sum at the config's MaxRequestWorkers without this pool's share."""
+    from advisor.capacity.sizing import format_size
+
+    ram = report.memory.ram.bytes
+    for pool in report.memory.fpm_pools:
+        held = pool["children"] * pool["child_bytes"]
+        room = ram - (report.current_total - held)
+        fits = max(0, room // pool["child_bytes"])
+        pool["children_that_fit"] = fits
+        where = pool["settings"]["pm.max_children"]["where"]
+        verdict = "fits" if fits >= pool["children"] else "does not fit"
+        report.notes.append(
+            f"php-fpm pool {pool['name']}: pm.max_children {pool['children']} ({where}) {verdict}: beside httpd's "
+            f"pool at MaxRequestWorkers {report.settings.max_request_workers}, RAM leaves room for {fits} children "
+            f"of {format_size(pool['child_bytes'])}")
 
 
 def _listen_queue(cfg) -> int:
@@ -298,6 +373,8 @@ def register(app: typer.Typer) -> None:
         docroot: Optional[str] = typer.Option(None, "--docroot", help="Directory whose files are the hot document set."),
         doc_set: Optional[str] = typer.Option(None, "--doc-set", help="Size of the hot document set."),
         measure: bool = typer.Option(True, "--measure/--no-measure", help="Measure running httpd children (off: use assumed sizes)."),
+        fpm_config: Optional[List[str]] = typer.Option(None, "--fpm-config", help="php-fpm.conf, a pool file or a pool.d directory the config hands PHP to (default for a config under /etc: /etc/php/*/fpm/pool.d, /etc/php-fpm.d); repeat for several."),
+        fpm_memory: Optional[str] = typer.Option(None, "--fpm-memory", help="Memory of one php-fpm child (SIZE); default: mean PSS of the pool's running children, else 48M."),
         mpm: Optional[str] = typer.Option(None, "--mpm", help="prefork, worker or event, when the config loads no MPM (a static build)."),
         service_time: Optional[float] = typer.Option(None, "--service-time", help="Mean service time in seconds (what-if; overrides a fit)."),
         max_workers: Optional[int] = typer.Option(None, "--max-workers", help="What-if MaxRequestWorkers for the current pool."),
@@ -325,7 +402,7 @@ def register(app: typer.Typer) -> None:
             memory=MemoryOptions(ram=ram, reserve=reserve, reserve_processes=list(reserve_process or []),
                                  os_reserve=os_reserve, worker_memory=worker_memory, thread_memory=thread_memory,
                                  connection_memory=connection_memory, docroot=docroot, doc_set=doc_set,
-                                 measure=measure),
+                                 measure=measure, fpm_config=list(fpm_config or []), fpm_memory=fpm_memory),
             mpm=mpm, service_time=service_time, max_workers=max_workers, target_response=target_response,
             arrivals=arrivals, burst=burst, service_dist=service_dist, service_samples=service_samples,
             fit_files=list(fit or []), check_files=list(check or []), plot=plot, output_format=output_format,
@@ -420,7 +497,9 @@ def run_capacity(options: CapacityOptions) -> None:
             held_out, skipped_checks = read_measurements(options.check_files)
             skipped = skipped + skipped_checks
         backlog = _listen_queue(cfg)
-        fit_result = fit_pool(observations, as_configured.max_request_workers, float(os.cpu_count() or 1),
+        cpus = next((limit.value for limit in memory.limits if limit.resource == "cpu"),
+                    float(os.cpu_count() or 1))
+        fit_result = fit_pool(observations, as_configured.max_request_workers, cpus,
                               backlog, somaxconn=_somaxconn(), held_out=held_out)
         fit_result.skipped = skipped
         measured_pools = {row.workers for row in fit_result.comparisons}
@@ -471,6 +550,17 @@ def run_capacity(options: CapacityOptions) -> None:
         notes=notes,
     )
     report = build_report(request)
+    _recommend_children(report)
+    if x is not None and options.rates:
+        from advisor.capacity.fpm_model import mmck
+
+        # PHP holds a php-fpm child for the service time; each request waiting
+        # for one holds an httpd worker, so httpd's pool bounds the queue too.
+        for pool in memory.fpm_pools:
+            capacity = max(pool["children"], min(settings.max_request_workers,
+                                                 pool["children"] + pool["listen_backlog"]))
+            for rate in options.rates:
+                report.fpm_predictions.append((pool["name"], mmck(rate, x, pool["children"], capacity)))
     log_capacity = None
     if log_input is not None:
         from advisor.capacity.logcapacity import build_log_capacity

@@ -17,6 +17,8 @@ from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionO
 from advisor.errors import UsageError
 
 MPMS = ("prefork", "worker", "event")
+# The rules that size php-fpm pools: the pool files are read only for them.
+FPM_RULES = {"C205", "C206", "C207", "C208"}
 
 
 @dataclass
@@ -53,6 +55,10 @@ class LintOptions:
     log_paths: list[str] = field(default_factory=list)
     """--log: access logs whose busiest second gives C202 the expected clients."""
     log_format: str | None = None
+    fpm_config: list[str] = field(default_factory=list)
+    """php-fpm.conf, pool files or pool.d directories (issue 30)."""
+    fpm_memory: str | None = None
+    """Memory of one php-fpm child; default measured or assumed."""
 
 
 class LintRun:
@@ -128,7 +134,7 @@ def _mpm_option(options: LintOptions, host: dict[str, Any]) -> str | None:
 
 
 def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: set[str],
-           notes: list[str]):
+           notes: list[str], recorder=None):
     """The host facts for the rules, and whether this host was probed for
     them (then the result depends on the host's state, found or not)."""
     from advisor.lint.context import HostFacts
@@ -169,10 +175,10 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
         from advisor.lint import host as host_probe
 
         if facts.ram is None:
-            facts.ram = host_probe.measure_ram()
-            if facts.ram is not None:
-                facts.ram_source = "this host"
-                notes.append(f"RAM {format_bytes(facts.ram)} measured on this host")
+            limit = host_probe.measure_ram(config.main_file)
+            if limit is not None:
+                facts.ram, facts.ram_source = int(limit.value), limit.describe()
+                notes.append(f"RAM {format_bytes(facts.ram)}: {facts.ram_source}")
         if facts.worker_memory is None:
             size, count = host_probe.measure_worker_memory(config.main_file)
             if size is not None:
@@ -180,7 +186,40 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
                 facts.worker_memory_source = f"measured from {count} running httpd children"
                 notes.append(f"per-worker memory {format_bytes(size)} "
                              f"(private memory of {count} running httpd children)")
-    return facts, probed
+    fpm_probed = bool(enabled_codes & FPM_RULES) and _fpm_facts(config, options, facts, live, notes, recorder)
+    return facts, probed or fpm_probed
+
+
+def _fpm_facts(config, options: LintOptions, facts, live: bool, notes: list[str], recorder) -> bool:
+    """The php-fpm pools the tree hands PHP to, and their children's memory.
+    True when this host was probed for them (its /etc, its running
+    children): the result then depends on the host and is not cached. Files
+    named with --fpm-config are recorded as inputs like the tree's."""
+    from advisor.config import fpm_pools
+    from advisor.lint.values import parse_size
+
+    setup = fpm_pools.read_fpm(config, options.fpm_config, look_in_defaults=live, recorder=recorder)
+    looked = live and "proxy_fcgi_module" in config.modules
+    if setup is None:
+        if options.fpm_config or live:
+            handoffs = fpm_pools.find_handoffs(config)
+            if handoffs:
+                notes.append(f"php-fpm rules skipped: {handoffs[0].file}:{handoffs[0].line} hands PHP to "
+                             f"php-fpm but no pool file was found (pass --fpm-config)")
+        return looked
+    facts.fpm = setup
+    if facts.ram is None:
+        notes.append("C205, C208 skipped: RAM unknown (pass --ram, set [host] ram, or lint this host's "
+                     "own config under /etc)")
+    names = [pool.name for pool in setup.used_pools()]
+    if options.fpm_memory is not None:
+        size = parse_size(options.fpm_memory, "--fpm-memory")
+        if size <= 0:
+            raise UsageError("--fpm-memory must be more than 0")
+        facts.fpm_memory = {name: (size, "--fpm-memory") for name in names}
+    elif live:
+        facts.fpm_memory = fpm_pools.measure_children(names)
+    return looked
 
 
 def _clients_from_log(config, options: LintOptions, mpm: str | None, notes: list[str]) -> int:
@@ -303,7 +342,7 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     probed_host = False
     for path in options.paths:
         config = load_config(path, load)
-        facts, probed = _facts(config, options, host, enabled_codes, notes)
+        facts, probed = _facts(config, options, host, enabled_codes, notes, recorder)
         probed_host = probed_host or probed
         result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings)
         findings.extend(result.findings)
@@ -469,6 +508,8 @@ def register(app: typer.Typer) -> None:
         cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Where results are kept (default $APACHE_ADVISOR_CACHE_DIR, else ~/.cache/apache-advisor)."),
         group: bool = typer.Option(True, "--group/--no-group", help="Text output: print a finding repeated in 4 or more places in the same shape once, with its count and first places (--no-group prints every one; JSON and SARIF always do)."),
         statistics: bool = typer.Option(False, "--statistics", help="Print the number of findings per rule instead of the findings (text or JSON); the exit code is unchanged."),
+        fpm_config: Optional[List[str]] = typer.Option(None, "--fpm-config", help="php-fpm.conf, a pool file or a pool.d directory the config hands PHP to (default on this host: /etc/php/*/fpm/pool.d, /etc/php-fpm.d); repeat for several."),
+        fpm_memory: Optional[str] = typer.Option(None, "--fpm-memory", help="Memory of one php-fpm child, e.g. 48M (default: measured PSS of its running children, else 48M)."),
     ) -> None:
         """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
         from advisor.lint.settings import split_tokens
@@ -483,6 +524,7 @@ def register(app: typer.Typer) -> None:
             config=config, isolated=isolated, live=live,
             show_evidence=evidence, cache=cache, cache_dir=cache_dir, group=group,
             statistics=statistics, log_paths=list(log or []), log_format=log_format,
+            fpm_config=list(fpm_config or []), fpm_memory=fpm_memory,
         )
         # The model (tens of thousands of nodes) lives until the command ends
         # and holds no garbage: the cycle collector would only rescan it

@@ -36,6 +36,8 @@ def staging_up(
     tls: bool = typer.Option(False, "--tls", help="Serve HTTPS with mod_ssl as Debian's ssl.conf sets it up: a key and self-signed certificate made now, the shmcb session cache, TLS 1.2 and 1.3."),
     tls_key: Optional[str] = typer.Option(None, "--tls-key", help="The key type with --tls: ecdsa-p256 (default) or rsa2048."),
     cpu_quota: Optional[float] = typer.Option(None, "--cpu-quota", help="Let httpd use at most this % of one core (a cgroup; needs root), so that it saturates before httperf does."),
+    php_fpm: bool = typer.Option(False, "--php-fpm", help="Run a php-fpm pool beside httpd (Debian's php-fpm package) and hand *.php to it through mod_proxy_fcgi; the workload script is /work.php."),
+    fpm_children: Optional[int] = typer.Option(None, "--fpm-children", help="pm.max_children of the --php-fpm pool (pm = static; default 5, Debian's)."),
     output_format: str = typer.Option("text", "--format", help="text or json."),
 ) -> None:
     """Start the staging sandbox."""
@@ -47,6 +49,8 @@ def staging_up(
                              hint="the sandbox only listens on loopback or inside a namespace you made")
         if tls_key is not None and not tls:
             raise UsageError("--tls-key without --tls", hint="add --tls to serve HTTPS with that key")
+        if fpm_children is not None and not php_fpm:
+            raise UsageError("--fpm-children without --php-fpm", hint="add --php-fpm to run the pool")
         cpus = parse_cpus(server_cpus)
         if cpus is None and (os.cpu_count() or 1) >= 2:
             cpus = [0]
@@ -54,20 +58,26 @@ def staging_up(
         state = Sandbox(workdir, binary=httpd_bin).up(
             source_config=config, mpm=mpm, port=port, host=listen_host, server_cpus=cpus, netns=netns,
             status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota, isolated=isolated,
-            tls=tls, tls_key=tls_key)
+            tls=tls, tls_key=tls_key,
+            php_fpm_children=(fpm_children if fpm_children is not None else 5) if php_fpm else None)
     except AdvisorError as error:
         fail(error)
         return
     if output_format == "json":
         print(json.dumps({"url": state.base_url, "pid": state.pid, "mpm": state.mpm, "work_dir": state.work_dir,
                           "server_cpus": state.server_cpus, "cpu_quota_pct": state.cpu_quota_pct,
-                          "managed": state.managed, "isolated": state.isolated, "tls_key": state.tls_key}))
+                          "managed": state.managed, "isolated": state.isolated, "tls_key": state.tls_key,
+                          "php_fpm": state.php_fpm}))
     else:
         quota = f", at most {state.cpu_quota_pct:g} % of a core" if state.cpu_quota_pct else ""
         tls_text = f", TLS 1.2/1.3 with a self-signed {state.tls_key} certificate" if state.tls else ""
         print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}"
               f"{quota}{tls_text}")
         print(f"work dir {state.work_dir}; managed include {state.managed}")
+        if state.php_fpm:
+            fpm = state.php_fpm
+            print(f"php-fpm pool {fpm['pool']}: pm = static, {fpm['children']} children on {fpm['address']}; "
+                  f"status on {fpm['status_socket']}; workload {state.base_url}/work.php")
         if state.isolated:
             link = state.isolated
             print(f"isolated: namespace {link['netns']}, reached from {link['client_addr']} over "

@@ -33,6 +33,12 @@ class HostFacts:
     """Memory left to the OS and other services; None: the rule's default."""
     per_connection: int | None = None
     document_set: int | None = None
+    fpm: Any = None
+    """advisor.config.fpm_pools.FpmSetup: the php-fpm pools the tree hands
+    PHP to, read with --fpm-config (or from /etc on this host); None if none."""
+    fpm_memory: dict[str, tuple[int, str]] = field(default_factory=dict)
+    """Memory of one php-fpm child per pool name (bytes, where it came from);
+    a pool not named here gets the rules' default."""
 
     @property
     def version_key(self) -> str:

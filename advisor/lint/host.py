@@ -25,13 +25,34 @@ class Measured:
     workers_seen: int = 0
 
 
-def measure_ram() -> int | None:
+def measure_ram(main_file: str | None = None):
+    """The RAM httpd may use, as an advisor.config.host_limits.Limit: the
+    least of the machine's memory and the cgroup limit of the running httpd's
+    parent (of this tool when none serves `main_file`); None if unmeasurable."""
     import psutil
 
+    from advisor.config.host_limits import effective_memory
+
     try:
-        return int(psutil.virtual_memory().total)
+        total = int(psutil.virtual_memory().total)
     except (OSError, RuntimeError):
         return None
+    pid = httpd_master(main_file) if main_file else None
+    if pid is not None:
+        return effective_memory(total, pid, f"httpd's parent (PID {pid})")
+    return effective_memory(total, os.getpid(), f"this tool (PID {os.getpid()}; no running httpd serves the config)")
+
+
+def httpd_master(main_file: str) -> int | None:
+    """PID of the parent of the running httpd that serves `main_file`, or None."""
+    import psutil
+
+    processes = [p for p in psutil.process_iter(["name", "ppid", "pid", "cmdline"])
+                 if (p.info.get("name") or "") in HTTPD_NAMES]
+    pids = {p.info["pid"] for p in processes}
+    masters = sorted(p.info["pid"] for p in processes
+                     if p.info["ppid"] not in pids and _serves(p.info.get("cmdline") or [], main_file))
+    return masters[0] if masters else None
 
 
 DEFAULT_MAIN_FILES = ("/etc/apache2/apache2.conf", "/etc/httpd/conf/httpd.conf")

@@ -34,7 +34,10 @@ ALMEIDA_WORKLOAD_A: tuple[tuple[str, str, int, int, float], ...] = (
 ALMEIDA_SEED = 1996
 ALMEIDA_URI_COUNT = 4000
 
-WORKLOAD_NAMES = ("1k", "1m", "almeida", "cgi", "slow", "mixed", "mixed-cgi", "url")
+WORKLOAD_NAMES = ("1k", "1m", "almeida", "cgi", "slow", "mixed", "mixed-cgi", "php", "url")
+# `staging up --php-fpm`'s script (advisor.tuner.staging.phpfpm): the mixed
+# shape in a php-fpm child, behind mod_proxy_fcgi.
+PHP_SCRIPT = "work.php"
 # The mixed workload runs in the worker under mod_lua, not as a CGI: when a
 # request ends before its CGI process is reaped, APR sends the process
 # SIGTERM and sleeps 47 ms before it looks again, and under CPU contention
@@ -142,6 +145,10 @@ def make_workload(
     if name == "mixed-cgi":
         return Workload("mixed-cgi", f"/cgi-bin/sleep.cgi?n={cgi_n}&ms={sleep_ms}",
                         description=f"CGI summing {cgi_n} random numbers, then sleeping {sleep_ms} ms")
+    if name == "php":
+        return Workload("php", f"/{PHP_SCRIPT}?n={cgi_n}&wait_ms={sleep_ms}",
+                        description=f"PHP in php-fpm (staging up --php-fpm) summing {cgi_n} square roots, "
+                                    f"then sleeping {sleep_ms} ms")
     if name == "almeida":
         if work_dir is None:
             raise UsageError("the almeida workload needs a sandbox or a work directory")

@@ -159,6 +159,8 @@ class SandboxState:
     """The namespace and link `staging up --isolated` made (advisor.tuner.staging.isolated.IsolatedLink)."""
     tls_key: str | None = None
     """`staging up --tls`: the key type (advisor.tuner.staging.tls_setup.KEY_TYPES); None serves plain HTTP."""
+    php_fpm: dict | None = None
+    """`staging up --php-fpm`: the pool beside httpd (advisor.tuner.staging.phpfpm.FpmState)."""
 
     @property
     def tls(self) -> bool:
@@ -268,6 +270,7 @@ class Sandbox:
         isolated: bool = False,
         tls: bool = False,
         tls_key: str | None = None,
+        php_fpm_children: int | None = None,
         timeout: float = 15.0,
         _link=None,
     ) -> SandboxState:
@@ -287,7 +290,8 @@ class Sandbox:
                                server_cpus=server_cpus, netns=link.netns,
                                status_allow=list(status_allow or ["127.0.0.1", "::1"]) + [link.client_addr],
                                extended_status=extended_status, cpu_quota_pct=cpu_quota_pct, tls=tls,
-                               tls_key=tls_key, timeout=timeout, _link=link)
+                               tls_key=tls_key, php_fpm_children=php_fpm_children, timeout=timeout,
+                               _link=link)
             except BaseException:
                 isolation.destroy(link)
                 raise
@@ -315,6 +319,15 @@ class Sandbox:
             (self.work_dir / sub).mkdir(parents=True, exist_ok=True)
         workload.write_docroot(self.work_dir / "docroot", self.work_dir / "cgi-bin")
         user_group = _user_group_lines(self.work_dir)
+        fpm = None
+        fpm_text = "# no php-fpm (staging up --php-fpm hands *.php to a pool)"
+        if php_fpm_children is not None:
+            from advisor.tuner.staging import phpfpm
+
+            owner = dict(line.split(None, 1) for line in user_group.splitlines() if not line.startswith("#"))
+            fpm = phpfpm.write_config(self.work_dir, php_fpm_children, owner.get("User"), owner.get("Group"),
+                                      free_port("127.0.0.1"))
+            fpm_text = phpfpm.httpd_lines(modules_dir, fpm)
         allow = " ".join(status_allow or ["127.0.0.1", "::1"])
         cgi = cgi_module_lines(mpm, modules_dir, self.work_dir / "run")
         # The mixed workload's in-process endpoint; without mod_lua it answers 404.
@@ -340,6 +353,7 @@ class Sandbox:
             extended_status="On" if extended_status else "Off",
             status_allow=allow,
             tls=tls_text,
+            php_fpm=fpm_text,
             managed=self.managed_path,
         )
         site_path = self.conf_dir / "site.conf"
@@ -358,11 +372,17 @@ class Sandbox:
 
             quota = cgroup.create(self.cgroup_name(), cpu_quota_pct)
             command = quota.wrap(command)
+        if fpm is not None:
+            from advisor.tuner.staging import phpfpm
+
+            phpfpm.start(fpm, self.command_prefix(server_cpus, netns), timeout=timeout)
         try:
             pid = self._launch(command, timeout)
         except BaseException:
             if quota is not None:
                 quota.remove(timeout=1.0)
+            if fpm is not None:
+                phpfpm.stop(fpm)
             raise
         state = SandboxState(
             work_dir=str(self.work_dir), binary=binary, config=str(self.config_path),
@@ -373,6 +393,7 @@ class Sandbox:
             cgroup_version=quota.version if quota else None,
             isolated=_link.to_dict() if _link is not None else None,
             tls_key=tls_key,
+            php_fpm=fpm.to_dict() if fpm is not None else None,
         )
         self._save_state(state)
         wait_healthy(state.base_url + "/index.html", timeout=timeout)
@@ -525,6 +546,10 @@ class Sandbox:
         pid = self.running_pid()
         quota = self.cpu_quota()
         stragglers = self._stop(pid, state, quota, timeout=timeout, grace=grace)
+        if state is not None and state.php_fpm:
+            from advisor.tuner.staging import phpfpm
+
+            stragglers += phpfpm.stop(phpfpm.FpmState(**state.php_fpm))
         if quota is not None:
             quota.remove(timeout=1.0)
         if state is not None and state.isolated:

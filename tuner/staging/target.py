@@ -121,6 +121,10 @@ class StagingTarget(ABC):
         """A CPU quota the server runs under (advisor.tuner.measure.cgroup.CpuQuota), if any."""
         return None
 
+    def fpm_status_socket(self) -> str | None:
+        """The status socket of a php-fpm pool behind the server (`staging up --php-fpm`), if any."""
+        return None
+
     def config_source(self):
         """(path, LoadOptions) with which the config model reads the server's
         config as it reads it; None when the config is not known."""
@@ -317,6 +321,9 @@ class SandboxTarget(StagingTarget):
 
     def cpu_quota(self):
         return self.sandbox.cpu_quota()
+
+    def fpm_status_socket(self) -> str | None:
+        return (self.state.php_fpm or {}).get("status_socket")
 
     @property
     def mpm(self) -> str | None:

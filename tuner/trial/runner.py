@@ -27,7 +27,7 @@ from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.poolcheck import PoolCheck, check_pool
 from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConfigFacts, ConnectionCap, Verdict,
                                          closed_by_server, decide, explain_miss, foreign_cpu,
-                                         handshake_verdict)
+                                         fpm_verdict, handshake_verdict)
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
 # target: we allow 2 % slack for timer granularity.
@@ -630,6 +630,13 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     own_before = collector.status_connections() if tls_info else None
     started = time.time()
     t0 = time.monotonic()
+    fpm_socket = target.fpm_status_socket()
+    fpm_sampler = None
+    if fpm_socket:
+        from advisor.tuner.measure.fpm_status import FpmSampler
+
+        fpm_sampler = FpmSampler(fpm_socket, interval=interval, max_samples=int(600 / interval))
+        fpm_sampler.start()
     collector.start()
     process = _start_load(target, spec, clients)
     if registry is not None:
@@ -667,6 +674,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         if not isinstance(process, GroupRun):
             httperf.forget(target.load_record, process.pid)
         samples = collector.stop()
+        fpm_samples = fpm_sampler.stop() if fpm_sampler is not None else []
         cpu_after = collector.httpd_cpu_seconds()
         own_after = getattr(collector, "final_status_connections", None) if tls_info else None
         pool = collector.pool_state()
@@ -709,6 +717,9 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     if inputs.num_calls > 1 and not inputs.wsess and resets:
         verdict = closed_by_server(verdict, calls=inputs.num_calls, connections=result.connections,
                                    replies=result.replies, resets=resets, cap=connection_cap(target))
+    if fpm_samples:
+        verdict = fpm_verdict(verdict, fpm_samples, timeouts=int(result.errors.get("client-timo", 0)),
+                              status_5xx=int(result.status.get("5xx", 0)), replies=result.replies)
     inputs.server_cpus = server_cpus
     pool = check_pool(samples, target.pool_config(claimed=True), target.compensated(), verdict.label)
     trial = TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,

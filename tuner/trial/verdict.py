@@ -18,8 +18,9 @@ from advisor.tuner.measure.metrics import Sample
 LABELS = (
     "server CPU", "network", "disk", "worker pool exhausted", "keep-alive holding workers",
     "logging", "process churn", "name lookups", "memory/swap", "client-bound", "connections closed by server",
-    "none",
+    "php-fpm pool exhausted", "none",
 )
+FPM_EXHAUSTED = "php-fpm pool exhausted"
 CLOSED_BY_SERVER = "connections closed by server"
 
 # Thresholds: a resource counts as saturated in a second when it crosses these.
@@ -561,3 +562,49 @@ def _config_causes(facts: ConfigFacts | None, connections_per_s: float, churn: d
                        {"config": f"{where}: HostnameLookups {value}", "lookups_per_s": round(connections_per_s, 1),
                         "lookup_workers_mean": lookups_busy}))
     return causes
+
+
+def fpm_verdict(verdict: Verdict, samples: list, *, timeouts: int, status_5xx: int, replies: int) -> Verdict:
+    """The php-fpm pool behind httpd ran out (`staging up --php-fpm`).
+
+    `samples` are the pool's status readings (advisor.tuner.measure.fpm_status.FpmStatus),
+    one per interval. The pool counts as exhausted in a reading when no child
+    is idle and requests wait in its listen queue; in MIN_SATURATED_SHARE of
+    the readings or more, that is the bottleneck: httpd's workers only wait
+    on it (a "worker pool exhausted" verdict is its consequence). The
+    evidence carries the readings' figures and what the clients saw: their
+    timeouts and the 5xx replies (502/503/504 from mod_proxy_fcgi). A client
+    limit keeps its verdict: the run says nothing about the server then.
+    """
+    if not samples:
+        return verdict
+    flagged = [s for s in samples if s.exhausted]
+    share = len(flagged) / len(samples)
+    evidence = {
+        "children": max(s.total for s in samples),
+        "active_max": max(s.active for s in samples),
+        "idle_min": min(s.idle for s in samples),
+        "listen_queue_max": max(s.listen_queue for s in samples),
+        "listen_queue_len": samples[-1].listen_queue_len,
+        "max_listen_queue": samples[-1].max_listen_queue,
+        "exhausted_share": round(share, 2),
+        # Requests the pool took on per second while it was exhausted (its
+        # throughput then): clients that gave up still had their request run,
+        # so this can exceed the replies they saw.
+        "accepted_per_s": (round((flagged[-1].accepted - flagged[0].accepted) / (flagged[-1].t - flagged[0].t), 2)
+                           if len(flagged) >= 2 and flagged[-1].t > flagged[0].t else None),
+        "readings": len(samples),
+        "client_timeouts": timeouts,
+        "status_5xx": status_5xx,
+        "replies": replies,
+    }
+    merged = {**verdict.evidence, "php_fpm": evidence}
+    if share < MIN_SATURATED_SHARE or verdict.label == "client-bound":
+        return Verdict(verdict.label, merged, verdict.onset_s, verdict.consequences, verdict.note)
+    consequences = list(verdict.consequences)
+    if verdict.label != "none":
+        consequences.insert(0, {"label": verdict.label, "onset_s": verdict.onset_s})
+    note = (f"every php-fpm child busy (active {evidence['active_max']} of {evidence['children']}, idle "
+            f"{evidence['idle_min']}) with up to {evidence['listen_queue_max']} requests in its listen queue in "
+            f"{share:.0%} of the readings; clients saw {timeouts} timeouts and {status_5xx} 5xx replies")
+    return Verdict(FPM_EXHAUSTED, merged, flagged[0].t, consequences, note)
