@@ -80,8 +80,10 @@ def test_capacity_sizes_for_the_cgroup_limit(memory_group):
     limit = memory["limits"][0]
     assert limit["resource"] == "memory" and limit["file"] == str(group / file)
     assert limit["origin"] in ("cgroup v1", "cgroup v2") and "this tool" in limit["whose"]
-    # The OS reserve is taken from the 512 MiB too: 256 MiB + 2 %.
-    assert memory["os_reserve"]["bytes"] == int(256 * MIB + 0.02 * LIMIT)
+    # The reserve is the group's own, not the host's: the kernel's memory is
+    # not charged to a cgroup (the host's 256 MiB + 2 % would take half the pod).
+    assert memory["os_reserve"]["bytes"] == int(32 * MIB + 0.02 * LIMIT)
+    assert "cgroup" in memory["os_reserve"]["source"]
     fitted = report["recommendations"]["prefork"]
     assert fitted["total_bytes"] <= LIMIT
     # The same command outside the group sizes for the machine (about 24 GiB here).
@@ -113,6 +115,13 @@ def test_c201_fires_inside_the_group_and_names_the_file(memory_group, tmp_path):
     assert "RAM is 512 MiB" in message and str(group / file) in message
     outside = run_in(None, args)
     assert outside.returncode == 0 and json.loads(outside.stdout) == []
+    # A pool that fits the pod with the group's own reserve is no finding
+    # (the host's 512 MiB reserve would have left it no room at all).
+    small = tmp_path / "small.conf"
+    small.write_text(PREFORK_400.replace("400", "30"))  # 30 x 12 MiB + 42 MiB: fits in 512 MiB
+    fits = run_in(group, ["lint", "--isolated", "--live", "--select", "C201", "--format", "json", "--fail-on",
+                          "never", str(small)])
+    assert fits.returncode == 0 and json.loads(fits.stdout) == [], fits.stdout
 
 
 # ---- cgroup trees written by the test ---------------------------------------

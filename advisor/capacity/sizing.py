@@ -45,6 +45,9 @@ PHP_CHILD_EXTRA_BYTES = 32 * MIB
 # 4 KiB page (1.6 % of RAM) plus slab. 256 MiB + 2 % of RAM covers both.
 OS_BASE_BYTES = 256 * MIB
 OS_RAM_FRACTION = 0.02
+# Under a cgroup memory limit: the group's own small processes (an init, a
+# shell, a log shipper), beside the share of page cache charged to it.
+CGROUP_BASE_BYTES = 32 * MIB
 
 # Compile-time ceilings of httpd 2.4 (MAX_SERVER_LIMIT, MAX_THREAD_LIMIT).
 PREFORK_MAX_SERVER_LIMIT = 200_000
@@ -144,7 +147,16 @@ class MemoryInputs:
         return sum(q.bytes for q in self.services)
 
 
-def default_os_reserve(ram: int) -> Quantity:
+def default_os_reserve(ram: int, cgroup: bool = False) -> Quantity:
+    """The memory httpd's pool must leave to others. Under a cgroup limit
+    (a container, a systemd slice) the kernel's own memory is not charged
+    to the group, and nothing else of the host runs in it: what the group
+    must keep is its page cache's share and its own small processes, so the
+    host's reserve (which on a 512 MiB pod would leave no worker) shrinks."""
+    if cgroup:
+        return Quantity(int(CGROUP_BASE_BYTES + OS_RAM_FRACTION * ram),
+                        f"assumed: {format_size(CGROUP_BASE_BYTES)} + {OS_RAM_FRACTION:.0%} of the cgroup's "
+                        "limit (the kernel's memory is not charged to it)")
     return Quantity(
         int(OS_BASE_BYTES + OS_RAM_FRACTION * ram),
         f"assumed: {format_size(OS_BASE_BYTES)} + {OS_RAM_FRACTION:.0%} of RAM",

@@ -208,7 +208,7 @@ def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions,
     limits = [ram_limit, cpu_limit(pid, whose)]
     os_q = (Quantity(parse_size(memory.os_reserve, "--os-reserve"), "--os-reserve")
             if memory.os_reserve is not None
-            else default_os_reserve(ram_q.bytes))
+            else default_os_reserve(ram_q.bytes, cgroup=ram_limit.origin.startswith("cgroup")))
     services = []
     if memory.reserve is not None:
         services.append(Quantity(parse_size(memory.reserve, "--reserve"), "--reserve", "others"))

@@ -178,6 +178,11 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
             limit = host_probe.measure_ram(config.main_file)
             if limit is not None:
                 facts.ram, facts.ram_source = int(limit.value), limit.describe()
+                if limit.origin.startswith("cgroup") and facts.os_reserve is None:
+                    from advisor.capacity.sizing import default_os_reserve
+
+                    # The host's 512 MiB reserve would leave a 512 MiB pod no worker (capacity's sizing).
+                    facts.os_reserve = default_os_reserve(facts.ram, cgroup=True).bytes
                 notes.append(f"RAM {format_bytes(facts.ram)}: {facts.ram_source}")
         if facts.worker_memory is None:
             size, count = host_probe.measure_worker_memory(config.main_file)
