@@ -424,7 +424,7 @@ def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_
     with pytest.raises(KeyboardInterrupt):
         session._replicates(Runner(stop_at=4), winner, journal, [])
     first = read_journal(journal.path)
-    assert [(g.index, g.role) for g in first.gain_runs] == [(1, "start"), (2, "winner"), (3, "start"), (4, "winner")]
+    assert [(g.index, g.role) for g in first.gain_runs] == [(1, "start"), (2, "winner"), (3, "winner"), (4, "start")]
     assert first.trials == []  # gain runs are no trials: the optimizer is never told them
 
     again, contents = Journal.resume(tmp_path, space=stock_space.signature(), workload=header(stock_space).workload,

@@ -140,8 +140,8 @@ def test_a_small_session_end_to_end_produces_a_report_whose_include_passes_apach
     if result.returncode == 0 and data["recommendation"]["changes"]:
         assert data["gain"] is not None and len(data["gain"]["start"]) == 2
         # Each gain run was journalled as it completed: a resume would not measure it again.
-        assert [(g["index"], g["role"]) for g in gain_runs(report)] == [(1, "start"), (2, "winner"), (3, "start"),
-                                                                       (4, "winner")]
+        assert [(g["index"], g["role"]) for g in gain_runs(report)] == [(1, "start"), (2, "winner"), (3, "winner"),
+                                                                       (4, "start")]
     markdown = (report / "report.md").read_text()
     assert "## Recommendation" in markdown and "convergence.png" in markdown
     assert (report / "convergence.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
