@@ -240,16 +240,22 @@ def run_lint(options: LintOptions) -> LintRun:
     return run
 
 
-def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
-    from dataclasses import replace
+@dataclass
+class LintSetup:
+    """What every tree of one lint run is checked with: the settings file,
+    the rules enabled, the failure threshold."""
 
+    file_settings: Any
+    enabled: list
+    enabled_codes: set[str]
+    known_codes: set[str]
+    fail_on: str
+
+
+def lint_setup(options: LintOptions, config_path: str | None) -> LintSetup:
     from advisor import rules as registry
-    from advisor.commands.options import load_options
-    from advisor.config.inputs import InputRecorder
-    from advisor.lint.engine import lint_config
-    from advisor.lint.rule import PROFILES, SEVERITY_RANK, max_severity
+    from advisor.lint.rule import PROFILES
     from advisor.lint.settings import FAIL_ON, FileSettings, check_choice, load_file_settings, select_rules
-    from advisor.config.loader import load_config
 
     file_settings = load_file_settings(config_path) if config_path else FileSettings()
     profile = check_choice(options.profile or file_settings.profile or "all", PROFILES, "--profile")
@@ -263,7 +269,21 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     for code in file_settings.severity:
         if code not in known_codes:
             raise UsageError(f"[severity] names unknown rule {code}", file_settings.path)
+    return LintSetup(file_settings, enabled, enabled_codes, known_codes, fail_on)
 
+
+def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
+    from dataclasses import replace
+
+    from advisor.commands.options import load_options
+    from advisor.config.inputs import InputRecorder
+    from advisor.lint.engine import lint_config
+    from advisor.lint.rule import SEVERITY_RANK, max_severity
+    from advisor.config.loader import load_config
+
+    setup = lint_setup(options, config_path)
+    file_settings, enabled, enabled_codes = setup.file_settings, setup.enabled, setup.enabled_codes
+    known_codes, fail_on = setup.known_codes, setup.fail_on
     host = file_settings.host
     version = options.apache_version or str(host.get("apache-version", "2.4"))
     load = load_options(options.defines, options.modules, options.modules_from, version,
@@ -419,7 +439,7 @@ def _render_statistics(run: LintRun, options: LintOptions) -> str:
 def register(app: typer.Typer) -> None:
     @app.command()
     def lint(
-        paths: List[str] = typer.Argument(..., help="Main config file(s), or directories holding apache2.conf / httpd.conf."),
+        paths: Optional[List[str]] = typer.Argument(None, help="Main config file(s), or directories holding apache2.conf / httpd.conf (with --host or --inventory: the main config's path on each host, default /etc/apache2/apache2.conf)."),
         format: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
         select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rules: codes, prefixes, categories or slugs (comma-separated or repeated)."),
@@ -444,12 +464,20 @@ def register(app: typer.Typer) -> None:
         cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Where results are kept (default $APACHE_ADVISOR_CACHE_DIR, else ~/.cache/apache-advisor)."),
         group: bool = typer.Option(True, "--group/--no-group", help="Text output: print a finding repeated in 4 or more places in the same shape once, with its count and first places (--no-group prints every one; JSON and SARIF always do)."),
         statistics: bool = typer.Option(False, "--statistics", help="Print the number of findings per rule instead of the findings (text or JSON); the exit code is unchanged."),
+        host: Optional[List[str]] = typer.Option(None, "--host", help="Lint the tree [USER@]HOST[:PORT] reads, over SSH, with that host's modules, version, MPM and RAM (repeat for several)."),
+        inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Lint the hosts of an Ansible inventory (INI or YAML), over SSH."),
+        limit: Optional[str] = typer.Option(None, "--limit", help="With --inventory: an Ansible host pattern (group, host, glob, ~regex, !excluded, &also)."),
+        ssh_option: Optional[List[str]] = typer.Option(None, "--ssh-option", help="With --host or --inventory: an ssh -o option, e.g. UserKnownHostsFile=FILE (repeat)."),
+        identity: Optional[str] = typer.Option(None, "--identity", help="With --host or --inventory: the private key ssh uses (an inventory's ansible_ssh_private_key_file wins)."),
+        jobs: int = typer.Option(8, "--jobs", "-j", help="With --host or --inventory: hosts read at once."),
     ) -> None:
         """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
+        from dataclasses import replace
+
         from advisor.lint.settings import split_tokens
 
         options = LintOptions(
-            paths=list(paths), format=format.lower(), output=output,
+            paths=list(paths or []), format=format.lower(), output=output,
             select=split_tokens(select) or None, ignore=split_tokens(ignore), profile=profile,
             fail_on=fail_on, ram=ram, worker_memory=worker_memory,
             expected_clients=expected_clients, mpm=mpm, apache_version=apache_version,
@@ -459,6 +487,13 @@ def register(app: typer.Typer) -> None:
             show_evidence=evidence, cache=cache, cache_dir=cache_dir, group=group,
             statistics=statistics,
         )
+        if host or inventory:
+            # A host's tree is read afresh each time (no cache) and never measured on this machine.
+            _lint_hosts(list(host or []), inventory, limit, list(ssh_option or []), identity, jobs,
+                        replace(options, live=False, cache=False))
+        if ssh_option or identity or limit:
+            raise UsageError("--ssh-option, --identity and --limit go with --host or --inventory",
+                             hint="name the hosts to read over SSH")
         # The model (tens of thousands of nodes) lives until the command ends
         # and holds no garbage: the cycle collector would only rescan it
         # (~11 ms on a 2,000-file tree).
@@ -473,6 +508,40 @@ def register(app: typer.Typer) -> None:
         if report is not None:
             if output:
                 write_atomically(output, report)
+            else:
+                sys.stdout.write(report)
+                sys.stdout.flush()
+        raise typer.Exit(code=run.exit_code)
+
+    def _lint_hosts(host_texts: list[str], inventory: str | None, limit: str | None,
+                    ssh_options: list[str], identity: str | None, jobs: int, options: LintOptions) -> None:
+        """`lint --host` / `--inventory`: every host's tree over SSH (advisor/commands/fleet.py)."""
+        from advisor.commands import fleet
+
+        if options.format not in ("text", "json", "sarif", "github"):
+            raise UsageError(f"--format must be text, json, sarif or github, got {options.format!r}")
+        if options.statistics:
+            raise UsageError("--statistics does not go with --host or --inventory",
+                             hint="the fleet report ends with the count of hosts per rule")
+        if limit and not inventory:
+            raise UsageError("--limit goes with --inventory", hint="name the inventory with --inventory FILE")
+        if identity is not None and not os.path.isfile(identity):
+            raise UsageError(f"identity file not found: {identity}", hint="pass the private key ssh should use")
+        hosts = fleet.hosts_from_options(host_texts, options.paths, identity)
+        if inventory:
+            hosts += fleet.hosts_from_inventory(inventory, limit, options.paths, identity)
+        from advisor.lint.settings import find_config_file
+
+        if options.config and not os.path.isfile(options.config):
+            raise UsageError(f"config file {options.config} does not exist")
+        setup = lint_setup(options, None if options.isolated else options.config or find_config_file())
+        run = fleet.lint_fleet(hosts, options, ssh_options, jobs, setup, _facts)
+        for read in run.failed:
+            sys.stderr.write(f"apache-advisor: {read.error}\n")
+        if run.groups:
+            report = fleet.render_fleet(run, options)
+            if output_path := options.output:
+                write_atomically(output_path, report)
             else:
                 sys.stdout.write(report)
                 sys.stdout.flush()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from advisor.errors import AdvisorError
 
+
 def collect_config_tree(config: str) -> dict:
     """Run on the host: every file httpd reads for `config`, base64-encoded
     by path, or what its config test said when it refused."""
@@ -50,6 +51,71 @@ def collect_config_tree(config: str) -> dict:
         except OSError as exc:
             return {"unreadable": "%s: %s" % (path, exc.strerror)}
     return {"files": files, "binary": binary}
+
+
+def collect_httpd_facts(config: str, binary: str) -> dict:
+    """Run on the host, after collect_config_tree: what that host's httpd
+    itself says about the config (`-M`, `-v`) and the memory it has (RAM,
+    and the cgroup limit of its running parent, or of the ssh session when
+    none runs)."""
+    import re
+    import subprocess
+
+    envvars = os.path.join(os.path.dirname(config), "envvars")
+    sourced = os.path.basename(config) == "apache2.conf" and os.path.isfile(envvars)
+
+    def httpd(*switches):
+        script = ('. "$2"; ' if sourced else "") + 'exec "$0" ' + " ".join(switches) + ' -f "$1"'
+        done = subprocess.run(["sh", "-c", script, binary, config] + ([envvars] if sourced else []),
+                              capture_output=True, text=True, timeout=60)
+        return done.stdout if done.returncode == 0 else ""
+
+    modules = re.findall(r"^\s*([A-Za-z0-9_]+_module)\s*\((?:static|shared)\)", httpd("-M"), re.M)
+    version = re.search(r"Apache/(\d+\.\d+(?:\.\d+)?)", httpd("-v"))
+    mpm = next((m[4:-7] for m in modules if m.startswith("mpm_") and m[4:-7] in ("prefork", "worker", "event")),
+               None)
+    ram = None
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    ram = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    parent = "self"
+    names = ("apache2", "httpd")
+    try:
+        comms = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open("/proc/%s/stat" % entry) as handle:
+                        stat = handle.read()
+                    comms[entry] = (stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+        for pid, (comm, ppid) in comms.items():
+            if comm in names and comms.get(ppid, ("",))[0] not in names:
+                parent = pid
+                break
+    except OSError:
+        pass
+    limit = None
+    try:
+        with open("/proc/%s/cgroup" % parent) as handle:
+            for line in handle:
+                _hierarchy, controllers, path = line.rstrip("\n").split(":", 2)
+                for candidate in ("/sys/fs/cgroup" + path + "/memory.max",
+                                  "/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"):
+                    if (controllers == "" or "memory" in controllers.split(",")) and os.path.isfile(candidate):
+                        with open(candidate) as limit_file:
+                            text = limit_file.read().strip()
+                        if text.isdigit() and (ram is None or int(text) < ram):
+                            limit = int(text)
+    except (OSError, ValueError):
+        pass
+    return {"modules": modules, "version": version.group(1) if version else None, "mpm": mpm,
+            "ram": ram, "memory_limit": limit}
 
 
 def write_mirror(files: dict[str, bytes], root: Path) -> Path:
@@ -96,3 +162,24 @@ def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
         raise AdvisorError(f"cannot read a config file on {host}: {answer['unreadable']}", file=where,
                            hint="the ssh user must be able to read the whole config tree")
     return {path: base64.b64decode(text) for path, text in answer["files"].items()}
+
+
+def read_host_tree(conn, config: str, root: Path, with_facts: bool = False,
+                   label: str | None = None) -> tuple[dict[str, bytes], dict]:
+    """The files the host's httpd reads for `config`, copied under `root` (at
+    their host paths), and with `with_facts` what collect_httpd_facts found
+    there: one program, one round trip over `conn` (an SshConnection).
+    Errors name the host by `label` (default: its ssh destination)."""
+    import inspect
+
+    shipped = [collect_config_tree] + ([collect_httpd_facts] if with_facts else [])
+    program = ("import json, os, sys\n\n" + "\n\n".join(inspect.getsource(f) for f in shipped)
+               + "\n\nanswer = collect_config_tree(sys.argv[1])\n"
+               + ("if 'files' in answer:\n    answer['facts'] = collect_httpd_facts(sys.argv[1], answer['binary'])\n"
+                  if with_facts else "")
+               + "print(json.dumps(answer))\n")
+    result = conn.run(["python3", "-c", program, config], timeout=90)
+    files = decode_answer(result.stdout, label or str(conn.spec), config)
+    facts = json.loads(result.stdout).get("facts", {}) if with_facts else {}
+    write_mirror(files, root)
+    return files, facts
