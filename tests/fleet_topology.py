@@ -32,6 +32,9 @@ class FleetNode:
     addr: str
     tree: Path
     host_key: Path
+    setup: str = ""
+    """Shell run as root in the host's own mount and PID namespaces before its
+    sshd starts: bind mounts, processes the host should show."""
     sshd: subprocess.Popen | None = None
 
 
@@ -57,11 +60,13 @@ class Fleet:
         return next(node for node in self.nodes if node.name == name)
 
     def close(self) -> list[str]:
+        # Everything in the namespaces first: the sshd is PID 1 of its host's PID
+        # namespace, and `unshare` waits for it rather than pass on a SIGTERM.
+        for netns in self._created_ns:
+            base._kill_namespace_processes(netns)
         for node in self.nodes:
             base._stop(node.sshd)
             node.sshd = None
-        for netns in self._created_ns:
-            base._kill_namespace_processes(netns)
         if self._root_link_made:
             subprocess.run(["ip", "link", "del", self.root_link], capture_output=True, timeout=30)
         for netns in self._created_ns:
@@ -91,9 +96,9 @@ def debian_tree(target: Path, run_dir: Path, mpm: str = "event") -> Path:
     return target
 
 
-def build(work: Path, trees: list[tuple[str, Path]], subnet_base: str = SUBNET_BASE) -> Fleet:
-    """Hosts named and given trees by `trees` [(name, directory)]; everything
-    made is removed again when building fails half-way."""
+def build(work: Path, trees: list[tuple], subnet_base: str = SUBNET_BASE) -> Fleet:
+    """Hosts named and given trees by `trees` [(name, directory[, setup shell])];
+    everything made is removed again when building fails half-way."""
     base.check_requirements()
     if len(trees) > 200:
         raise base.TopologyUnavailable("at most 200 hosts")
@@ -109,9 +114,9 @@ def build(work: Path, trees: list[tuple[str, Path]], subnet_base: str = SUBNET_B
     os.chmod(work, 0o700)
     fleet = Fleet(tag=tag, prefix=prefix, work=work, hub=f"ff-hub-{tag}", hub_addr=f"{prefix}.1",
                   root_link=f"ff{tag}h", user_key=work / "user_key", known_hosts=work / "known_hosts")
-    for index, (name, tree) in enumerate(trees, start=1):
+    for index, (name, tree, *setup) in enumerate(trees, start=1):
         fleet.nodes.append(FleetNode(name, f"ff-{index}-{tag}", f"{prefix}.{10 + index}", tree,
-                                     work / f"{name}_host_key"))
+                                     work / f"{name}_host_key", setup[0] if setup else ""))
     try:
         _network(fleet)
         _sshds(fleet)
@@ -167,9 +172,42 @@ def _sshds(fleet: Fleet) -> None:
             "UsePAM no\nStrictModes no\nPrintMotd no\nLogLevel ERROR\nMaxSessions 16\nMaxStartups 64\n")
         sshd = shlex.join([base.SSHD, "-D", "-e", "-f", str(config)])
         mount = f"mount --bind {shlex.quote(str(node.tree))} /etc/apache2 && "
-        node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, "sh", "-c", f"{mount}exec {sshd}"],
+        # A PID namespace of its own too: the host's process table holds its
+        # sshd and what `setup` starts, not this machine's other httpds.
+        script = f"{mount}{node.setup}\nexec {sshd}"
+        node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, "unshare", "--pid", "--fork", "--mount-proc",
+                                      "--kill-child", "sh", "-c", script],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=open(fleet.work / f"sshd_{node.name}.log", "wb"))
     fleet.known_hosts.write_text("".join(known))
     for node in fleet.nodes:
         base._wait_listening(node, fleet.work / f"sshd_{node.name}.log")  # type: ignore[arg-type]
+
+
+def fake_httpd(work: Path, child_user: str | None) -> str:
+    """Setup shell that starts an `apache2` parent (a copy of dash) as root with
+    one `apache2` child (a copy of sleep), run as root or as `child_user`:
+    what the live checks see of a running server's processes."""
+    parent, child = work / "fake-parent" / "apache2", work / "fake-child" / "apache2"
+    for path, source in ((parent, "/bin/dash"), (child, "/bin/sleep")):
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, path)
+    run_child = shlex.quote(str(child)) + " 600"
+    if child_user:
+        run_child = f"setpriv --reuid={child_user} --regid={child_user} --clear-groups {run_child}"
+    inner = shlex.quote(f"{run_child} & wait")
+    return f"({shlex.quote(str(parent))} -c {inner} &)\n"
+
+
+def passwd_with_shell(work: Path, user: str, shell: str) -> str:
+    """Setup shell that shows the host a /etc/passwd where `user` logs in with `shell`."""
+    lines = []
+    for line in Path("/etc/passwd").read_text().splitlines():
+        fields = line.split(":")
+        if len(fields) == 7 and fields[0] == user:
+            fields[6] = shell
+        lines.append(":".join(fields))
+    copy = work / f"passwd-{user}-{Path(shell).name}"
+    copy.write_text("\n".join(lines) + "\n")
+    return f"mount --bind {shlex.quote(str(copy))} /etc/passwd\n"

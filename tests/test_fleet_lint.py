@@ -32,19 +32,30 @@ def fleet(tmp_path_factory):
     import netns_topology
 
     work = tmp_path_factory.mktemp("fleet")
-    run = work / "run"
-    run.mkdir()
+    run, run_open, docroot = work / "run", work / "run-open", work / "www-prod"
+    for directory in (run, run_open, docroot):
+        directory.mkdir()
+    os.chmod(run_open, 0o777)  # web4's PidFile and Mutex directory: anyone may write there (S516)
+    os.chown(docroot, 0, 33)
+    os.chmod(docroot, 0o775)  # web4's DocumentRoot: www-data's group may write it (S517)
     trees = {}
     for name, mpm in (("shared", "event"), ("prefork", "prefork"), ("prod", "event"), ("broken", "event")):
-        tree = fleet_topology.debian_tree(work / f"tree-{name}", run, mpm=mpm)
+        tree = fleet_topology.debian_tree(work / f"tree-{name}", run_open if name == "prod" else run, mpm=mpm)
         (tree / "conf-enabled" / "tuning.conf").write_text(TUNING)
+        os.chmod(tree / "apache2.conf", 0o640)  # the near miss of S515: root:root 0640
         trees[name] = tree
-    (trees["prod"] / "conf-enabled" / "zz-prod.conf").write_text("ServerTokens Prod\n")
+    (trees["prod"] / "conf-enabled" / "zz-prod.conf").write_text(f"ServerTokens Prod\nDocumentRoot {docroot}\n")
     (trees["broken"] / "conf-enabled" / "zz-bad.conf").write_text("# a typo\nKeepAliveTimeout five\n")
-    os.chmod(trees["prefork"] / "apache2.conf", 0o644)  # a loose mode (the live checks' concern)
+    os.chmod(trees["prefork"] / "apache2.conf", 0o644)  # readable by others (S515)
+    os.chmod(trees["prod"], 0o775)  # a group-writable config directory (S514)
+    quiet_child = fleet_topology.fake_httpd(work, child_user="33")  # near miss of S513: root parent, www-data child
+    root_child = fleet_topology.fake_httpd(work, child_user=None)  # S513: a child left as root
+    login = fleet_topology.passwd_with_shell(work, "www-data", "/bin/bash")  # S518
     try:
-        topo = fleet_topology.build(work / "net", [("web1", trees["shared"]), ("web2", trees["shared"]),
-                                                   ("web3", trees["prefork"]), ("web4", trees["prod"]),
+        topo = fleet_topology.build(work / "net", [("web1", trees["shared"], quiet_child),
+                                                   ("web2", trees["shared"], quiet_child),
+                                                   ("web3", trees["prefork"], root_child),
+                                                   ("web4", trees["prod"], login),
                                                    ("bad", trees["broken"])])
     except netns_topology.TopologyUnavailable as exc:
         if os.environ.get("CI"):
@@ -214,3 +225,36 @@ def test_inventory_reader_groups_children_and_variables(tmp_path):
     assert by_name["top"][1] == "nobody"
     assert [h.name for h in limit_hosts(hosts, "prod:&web:!web02", str(ini))] == ["web01", "web03"]
     assert [h.name for h in limit_hosts(hosts, "~^web0[23]$,top", str(ini))] == ["top", "web02", "web03"]
+
+
+LIVE = {"S513", "S514", "S515", "S516", "S517", "S518"}
+
+
+def test_live_host_checks_fire_on_their_host_and_not_on_the_near_misses(fleet, tmp_path):
+    inventory = ini_inventory(fleet, tmp_path / "hosts.ini")
+    result = cli("lint", "--inventory", str(inventory), "--limit", "web:edge:!web5", "--format", "json",
+                 "--select", ",".join(sorted(LIVE)), *_ssh(fleet), "--isolated", check=False)
+    assert result.returncode == 1 and result.stderr == "", result.stderr
+    findings = json.loads(result.stdout)
+    codes = _by_host(findings)
+    # web3: a root child under a root parent, a main config readable by others.
+    assert codes.get("web3") == {"S513", "S515"}
+    # web4: a group-writable config directory, a PidFile and Mutex in a 0777 directory,
+    # a DocumentRoot its group www-data may write, and www-data with a login shell.
+    assert codes.get("web4") == {"S514", "S516", "S517", "S518"}
+    # web1 and web2: a root parent with a www-data child, root:root 0640, 0755 directories.
+    assert "web1" not in codes and "web2" not in codes
+    s516 = sorted(f["message"] for f in findings if f["code"] == "S516")
+    assert len(s516) == 2 and all("run-open" in message and "0777" in message for message in s516)
+    s517 = next(f for f in findings if f["code"] == "S517")
+    assert "www-prod" in s517["message"] and s517["file"] == "/etc/apache2/conf-enabled/zz-prod.conf"
+
+
+def test_a_saved_snapshot_that_is_not_json_is_one_line(tmp_path):
+    snapshot = tmp_path / "host.json"
+    snapshot.write_text("{not json")
+    conf = REPO / "corpus" / "rules" / "S513" / "root_child.conf"
+    assert_one_line_error(cli("lint", "--isolated", "--live-facts", str(snapshot), str(conf), check=False),
+                          f"--live-facts {snapshot} is not JSON")
+    assert_one_line_error(cli("lint", "--isolated", "--live-facts", str(tmp_path / "none.json"), str(conf),
+                              check=False), "cannot read --live-facts")

@@ -50,6 +50,9 @@ class LintOptions:
     """Text output: a finding repeated in many places in the same shape once."""
     statistics: bool = False
     """Counts per rule instead of the findings (text and JSON)."""
+    live_facts: str | None = None
+    """A saved snapshot of a running host (JSON, as advisor.lint.host.collect_live_facts
+    writes it) for the live-host rules: what rule fixtures and offline checks use."""
 
 
 class LintRun:
@@ -153,6 +156,7 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
         if key in host:
             setattr(facts, attribute, parse_size(str(host[key]), key))
 
+    facts.live = _live_snapshot(config, options)
     wants_memory = bool(enabled_codes & {"C201", "C202"})
     live = options.live
     if live is None:
@@ -175,7 +179,36 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
                 facts.worker_memory_source = f"measured from {count} running httpd children"
                 notes.append(f"per-worker memory {format_bytes(size)} "
                              f"(private memory of {count} running httpd children)")
-    return facts, probed
+    # A snapshot taken now is the host's state, never a cacheable input; a saved
+    # one (--live-facts) is a file the cache watches like the config's.
+    return facts, probed or (facts.live is not None and not options.live_facts)
+
+
+def _live_snapshot(config, options: LintOptions) -> dict | None:
+    """The running host's snapshot for the live-host rules: from --live-facts
+    FILE, or taken on this machine with an explicit --live; else None."""
+    if options.live_facts:
+        import json
+
+        try:
+            with open(options.live_facts, encoding="utf-8") as handle:
+                snapshot = json.load(handle)
+        except OSError as exc:
+            raise UsageError(f"cannot read --live-facts {options.live_facts}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"--live-facts {options.live_facts} is not JSON: {exc}",
+                             hint="pass a snapshot as `lint --host` takes it") from None
+        if not isinstance(snapshot, dict):
+            raise UsageError(f"--live-facts {options.live_facts} is not a JSON object")
+        return snapshot
+    if options.live is True:
+        from advisor.config.oracle import find_httpd
+        from advisor.lint.host import collect_live_facts
+
+        binary = find_httpd()
+        if binary is not None:
+            return collect_live_facts(config.main_file, binary, list(config.files))
+    return None
 
 
 def _cache_options(options: LintOptions) -> dict[str, Any]:
@@ -290,6 +323,8 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
                         options.server_root, options.allow_missing_includes,
                         mpm=_mpm_option(options, host))
     recorder = InputRecorder() if record else None
+    if recorder is not None and options.live_facts:
+        recorder.looked_at(options.live_facts)
     # The rules read the effective tree: built while reading, not copied after.
     load = replace(load, recorder=recorder, effective=True)
 
@@ -458,7 +493,7 @@ def register(app: typer.Typer) -> None:
         allow_missing_includes: AllowMissingIncludesOption = False,
         config: Optional[str] = typer.Option(None, "--config", help="Settings file (default: nearest .apache-advisor.toml or pyproject.toml)."),
         isolated: bool = typer.Option(False, "--isolated", help="Ignore any settings file."),
-        live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Measure RAM and worker memory on this host (default: when the config is under /etc)."),
+        live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Measure RAM and worker memory on this host (default: when the config is under /etc); an explicit --live also runs the live-host rules S513-S518 here."),
         evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Show each finding's evidence line in text output."),
         cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse the last result when no file, directory or variable it read has changed (also APACHE_ADVISOR_NO_CACHE=1)."),
         cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Where results are kept (default $APACHE_ADVISOR_CACHE_DIR, else ~/.cache/apache-advisor)."),
@@ -470,6 +505,7 @@ def register(app: typer.Typer) -> None:
         ssh_option: Optional[List[str]] = typer.Option(None, "--ssh-option", help="With --host or --inventory: an ssh -o option, e.g. UserKnownHostsFile=FILE (repeat)."),
         identity: Optional[str] = typer.Option(None, "--identity", help="With --host or --inventory: the private key ssh uses (an inventory's ansible_ssh_private_key_file wins)."),
         jobs: int = typer.Option(8, "--jobs", "-j", help="With --host or --inventory: hosts read at once."),
+        live_facts: Optional[str] = typer.Option(None, "--live-facts", help="A saved snapshot of a running host (JSON) for the live-host rules S513-S518."),
     ) -> None:
         """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
         from dataclasses import replace
@@ -485,7 +521,7 @@ def register(app: typer.Typer) -> None:
             server_root=server_root, allow_missing_includes=allow_missing_includes,
             config=config, isolated=isolated, live=live,
             show_evidence=evidence, cache=cache, cache_dir=cache_dir, group=group,
-            statistics=statistics,
+            statistics=statistics, live_facts=live_facts,
         )
         if host or inventory:
             # A host's tree is read afresh each time (no cache) and never measured on this machine.

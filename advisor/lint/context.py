@@ -33,6 +33,11 @@ class HostFacts:
     """Memory left to the OS and other services; None: the rule's default."""
     per_connection: int | None = None
     document_set: int | None = None
+    live: dict | None = None
+    """A snapshot of the running host (advisor.lint.host.collect_live_facts):
+    its httpd processes, modes of the files read and written, the server
+    account. None unless the host was read live (`--host`, `--live`,
+    `--live-facts`): the live-host rules (S513-S518) say nothing then."""
 
     @property
     def version_key(self) -> str:

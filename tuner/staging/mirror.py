@@ -167,16 +167,19 @@ def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
 def read_host_tree(conn, config: str, root: Path, with_facts: bool = False,
                    label: str | None = None) -> tuple[dict[str, bytes], dict]:
     """The files the host's httpd reads for `config`, copied under `root` (at
-    their host paths), and with `with_facts` what collect_httpd_facts found
-    there: one program, one round trip over `conn` (an SshConnection).
+    their host paths), and with `with_facts` what collect_httpd_facts and
+    collect_live_facts (advisor/lint/host.py) found there: one program, one round trip over `conn` (an SshConnection).
     Errors name the host by `label` (default: its ssh destination)."""
     import inspect
 
-    shipped = [collect_config_tree] + ([collect_httpd_facts] if with_facts else [])
+    from advisor.lint.host import collect_live_facts
+
+    shipped = [collect_config_tree] + ([collect_httpd_facts, collect_live_facts] if with_facts else [])
     program = ("import json, os, sys\n\n" + "\n\n".join(inspect.getsource(f) for f in shipped)
                + "\n\nanswer = collect_config_tree(sys.argv[1])\n"
                + ("if 'files' in answer:\n    answer['facts'] = collect_httpd_facts(sys.argv[1], answer['binary'])\n"
-                  if with_facts else "")
+                  "    answer['facts']['live'] = collect_live_facts(sys.argv[1], answer['binary'], "
+                  "sorted(answer['files']))\n" if with_facts else "")
                + "print(json.dumps(answer))\n")
     result = conn.run(["python3", "-c", program, config], timeout=90)
     files = decode_answer(result.stdout, label or str(conn.spec), config)
