@@ -258,3 +258,14 @@ def test_a_saved_snapshot_that_is_not_json_is_one_line(tmp_path):
                           f"--live-facts {snapshot} is not JSON")
     assert_one_line_error(cli("lint", "--isolated", "--live-facts", str(tmp_path / "none.json"), str(conf),
                               check=False), "cannot read --live-facts")
+
+
+def test_a_host_without_python3_is_one_line(netns_topology):
+    import netns_topology as topology_module
+
+    topo = netns_topology
+    host = f"root@{topo.server.addr}:{topology_module.NO_PYTHON_PORT}"
+    args = ["lint", "--host", host, "--identity", str(topo.user_key), "--isolated"]
+    for option in topo.ssh_options():
+        args += ["--ssh-option", option]
+    assert_one_line_error(cli(*args, check=False), f"python3 not found on {host}", "apt-get install")

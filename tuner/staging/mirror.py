@@ -181,7 +181,12 @@ def read_host_tree(conn, config: str, root: Path, with_facts: bool = False,
                   "    answer['facts']['live'] = collect_live_facts(sys.argv[1], answer['binary'], "
                   "sorted(answer['files']))\n" if with_facts else "")
                + "print(json.dumps(answer))\n")
-    result = conn.run(["python3", "-c", program, config], timeout=90)
+    # -S: the program needs the standard library alone, and site's start-up is
+    # a good part of a small host's answer time.
+    result = conn.run(["python3", "-S", "-c", program, config], timeout=90)
+    if result.returncode == 127 and not result.stdout:
+        raise AdvisorError(f"python3 not found on {label or conn.spec}: the config tree is read with it",
+                           hint="install it on the host (apt-get install python3-minimal)")
     files = decode_answer(result.stdout, label or str(conn.spec), config)
     facts = json.loads(result.stdout).get("facts", {}) if with_facts else {}
     write_mirror(files, root)
