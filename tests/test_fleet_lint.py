@@ -148,6 +148,8 @@ def test_yaml_inventory_text_report_names_hosts_and_sums_up(fleet, tmp_path):
     assert "== web1, web2: identical trees, linted once ==" in out
     assert "web3:/etc/apache2/conf-enabled/tuning.conf" in out
     assert "Fleet: 4 of 4 hosts linted (3 distinct trees)." in out
+    # The memory rules know each host's RAM: read there, not here.
+    assert "RAM " in out and " read on web3" in out
     summary = out.split("Fleet:", 1)[1]
     assert "  S501 warning: 3 hosts: web1, web2, web3\n" in summary
     assert "  E405 warning: 1 host: web3\n" in summary or "  E405 error: 1 host: web3\n" in summary

@@ -55,6 +55,8 @@ class HostGroup:
     findings: list = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     error: str | None = None
+    notes: list[str] = field(default_factory=list)
+    """What the lint said beside its findings (a rule skipped for want of a fact)."""
 
     @property
     def names(self) -> list[str]:
@@ -195,8 +197,10 @@ def _lint_group(group: HostGroup, options, setup, facts_of) -> None:
             ram, limit = facts.get("ram"), facts.get("memory_limit")
             if limit is not None and (ram is None or limit < ram):
                 host_facts.ram, host_facts.ram_source = limit, f"{name}'s memory limit ({format_bytes(limit)})"
+                notes.append(f"memory limit {format_bytes(limit)} read on {name} (below its RAM)")
             elif ram is not None:
                 host_facts.ram, host_facts.ram_source = ram, f"{name}'s RAM"
+                notes.append(f"RAM {format_bytes(ram)} read on {name}")
         result = lint_config(config, host_facts, setup.enabled, known_codes=setup.known_codes,
                              settings=setup.file_settings)
     except AdvisorError as error:
@@ -211,6 +215,7 @@ def _lint_group(group: HostGroup, options, setup, facts_of) -> None:
         finding.host = name
         finding.edit = None  # fix edits files on this machine, not on a host
     group.files = list(dict.fromkeys(result.files))
+    group.notes = list(dict.fromkeys(notes + list(result.notes)))
 
 
 def lint_fleet(hosts: list[FleetHost], options, ssh_options: list[str], jobs: int, setup, facts_of,
@@ -316,7 +321,7 @@ def render_fleet(run: FleetRun, options) -> str:
             buffer.write(f"== {group.names[0]} ==\n")
         label = group.hosts[0].name
         text.render([_shown(f, label, f"{label}:{f.file}") for f in group.findings], buffer,
-                    files_checked=len(group.files), show_evidence=options.show_evidence, colour=False,
+                    notes=group.notes, files_checked=len(group.files), show_evidence=options.show_evidence, colour=False,
                     group=options.group)
         buffer.write("\n")
     buffer.write(f"Fleet: {total - len(run.failed)} of {total} hosts linted "
