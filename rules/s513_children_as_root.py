@@ -42,9 +42,9 @@ def check(ctx: LintContext, report: Report) -> None:
     processes = live.get("processes") or {}
     children = int(processes.get("children_as_root") or 0)
     if children > 0:
-        total = int(processes.get("children") or 0)
         report(at_directive(ctx, "User"),
-               f"{children} of {total} httpd child processes run as root on this host: only the parent should.",
+               f"{children} httpd child process{'es run' if children > 1 else ' runs'} as root on this host: "
+               "only the parent should.",
                fix="let the children switch to the unprivileged User")
 
 

@@ -184,10 +184,10 @@ def _sshds(fleet: Fleet) -> None:
         base._wait_listening(node, fleet.work / f"sshd_{node.name}.log")  # type: ignore[arg-type]
 
 
-def fake_httpd(work: Path, child_user: str | None) -> str:
+def fake_httpd(work: Path, child_user: str | None, children: int = 1) -> str:
     """Setup shell that starts an `apache2` parent (a copy of dash) as root with
-    one `apache2` child (a copy of sleep), run as root or as `child_user`:
-    what the live checks see of a running server's processes."""
+    `children` `apache2` children (copies of sleep), run as root or as
+    `child_user`: what the live checks see of a running server's processes."""
     parent, child = work / "fake-parent" / "apache2", work / "fake-child" / "apache2"
     for path, source in ((parent, "/bin/dash"), (child, "/bin/sleep")):
         if not path.exists():
@@ -196,7 +196,7 @@ def fake_httpd(work: Path, child_user: str | None) -> str:
     run_child = shlex.quote(str(child)) + " 600"
     if child_user:
         run_child = f"setpriv --reuid={child_user} --regid={child_user} --clear-groups {run_child}"
-    inner = shlex.quote(f"{run_child} & wait")
+    inner = shlex.quote(f"{run_child} & " * max(1, children) + "wait")
     return f"({shlex.quote(str(parent))} -c {inner} &)\n"
 
 

@@ -48,12 +48,15 @@ def fleet(tmp_path_factory):
     (trees["broken"] / "conf-enabled" / "zz-bad.conf").write_text("# a typo\nKeepAliveTimeout five\n")
     os.chmod(trees["prefork"] / "apache2.conf", 0o644)  # readable by others (S515)
     os.chmod(trees["prod"], 0o775)  # a group-writable config directory (S514)
-    quiet_child = fleet_topology.fake_httpd(work, child_user="33")  # near miss of S513: root parent, www-data child
+    # Near miss of S513: a root parent, www-data children (one on web1, three on web2: how many
+    # children run changes with the load, and does not split the identical pair).
+    quiet_child = fleet_topology.fake_httpd(work, child_user="33")
+    quiet_children = fleet_topology.fake_httpd(work, child_user="33", children=3)
     root_child = fleet_topology.fake_httpd(work, child_user=None)  # S513: a child left as root
     login = fleet_topology.passwd_with_shell(work, "www-data", "/bin/bash")  # S518
     try:
         topo = fleet_topology.build(work / "net", [("web1", trees["shared"], quiet_child),
-                                                   ("web2", trees["shared"], quiet_child),
+                                                   ("web2", trees["shared"], quiet_children),
                                                    ("web3", trees["prefork"], root_child),
                                                    ("web4", trees["prod"], login),
                                                    ("bad", trees["broken"])])

@@ -80,14 +80,15 @@ def measure_worker_memory(main_file: str) -> tuple[int | None, int]:
     return sum(sizes) // len(sizes), len(sizes)
 
 
-def collect_live_facts(config: str, binary: str, files: list[str]) -> dict:
+def collect_live_facts(config: str, binary: str, files: list[str], dumped: str | None = None) -> dict:
     """What only the running host shows, for the live-host rules (S513-S518):
     its httpd processes (who runs as root), the owner, group and mode of the
     config files read and of the paths the server writes or serves, and the
     server account's shell and lock state. Stdlib only and self-contained:
     `lint --host` runs it on the host (shipped by tuner/staging/mirror.py),
     `lint --live` here. Paths come from httpd itself (`-t -D DUMP_RUN_CFG`)
-    and, for what that does not print, from the lines of the files read."""
+    and, for what that does not print, from the lines of the files read.
+    `dumped`: that listing, when the caller's httpd run took it already."""
     import re
     import stat as stat_module
     import subprocess
@@ -95,16 +96,24 @@ def collect_live_facts(config: str, binary: str, files: list[str]) -> dict:
     envvars = os.path.join(os.path.dirname(config), "envvars")
     sourced = os.path.basename(config) == "apache2.conf" and os.path.isfile(envvars)
     prefix = '. "$2"; ' if sourced else ""
-    done = subprocess.run(["sh", "-c", prefix + 'exec "$0" -t -D DUMP_RUN_CFG -f "$1"', binary, config]
-                          + ([envvars] if sourced else []), capture_output=True, text=True, timeout=60)
-    dumped = done.stdout if done.returncode == 0 else ""
-    environ = dict(os.environ)
-    if sourced:
-        shown = subprocess.run(["sh", "-c", '. "$0"; env', envvars], capture_output=True, text=True, timeout=30)
-        for line in shown.stdout.splitlines():
-            name, sep, value = line.partition("=")
-            if sep:
-                environ[name] = value
+    if dumped is None:
+        done = subprocess.run(["sh", "-c", prefix + 'exec "$0" -t -D DUMP_RUN_CFG -f "$1"', binary, config]
+                              + ([envvars] if sourced else []), capture_output=True, text=True, timeout=60)
+        dumped = done.stdout if done.returncode == 0 else ""
+    environ = {}
+
+    def variables():
+        """The environment httpd gets (envvars sourced): read once, when a value needs it."""
+        if not environ:
+            environ.update(os.environ)
+            if sourced:
+                shown = subprocess.run(["sh", "-c", '. "$0"; env', envvars], capture_output=True, text=True,
+                                       timeout=30)
+                for line in shown.stdout.splitlines():
+                    name, sep, value = line.partition("=")
+                    if sep:
+                        environ[name] = value
+        return environ
 
     def quoted(pattern):
         found = re.search(pattern, dumped, re.M)
@@ -122,7 +131,8 @@ def collect_live_facts(config: str, binary: str, files: list[str]) -> dict:
 
     def expand(value):
         value = value.strip().strip('"').strip("'")
-        value = re.sub(r"\$\{(\w+)\}", lambda m: environ.get(m.group(1), ""), value)
+        if "${" in value:
+            value = re.sub(r"\$\{(\w+)\}", lambda m: variables().get(m.group(1), ""), value)
         return value if value.startswith("/") else os.path.normpath(os.path.join(server_root, value))
 
     roots = []
@@ -177,8 +187,10 @@ def collect_live_facts(config: str, binary: str, files: list[str]) -> dict:
         table[entry] = (comm, ppid, int(real_uid.group(1)) if real_uid else None)
     parents = [pid for pid, (comm, ppid, _uid) in table.items() if comm in names and table.get(ppid, ("",))[0] not in names]
     children = [(comm, uid) for pid, (comm, ppid, uid) in table.items() if comm in names and ppid in parents]
-    processes = {"parents": len(parents), "parents_as_root": sum(1 for p in parents if table[p][2] == 0),
-                 "children": len(children), "children_as_root": sum(1 for _c, uid in children if uid == 0)}
+    # Only what the rules judge: how many children a host runs changes with its
+    # load, and would keep hosts with identical trees from being one group.
+    processes = {"parents_as_root": sum(1 for p in parents if table[p][2] == 0),
+                 "children_as_root": sum(1 for _c, uid in children if uid == 0)}
 
     account = {"name": run["User"], "shell": None, "locked": None}
     if run["User"]:

@@ -21,9 +21,11 @@ from pathlib import Path
 from advisor.errors import AdvisorError
 
 
-def collect_config_tree(config: str) -> dict:
+def collect_config_tree(config: str, dumps=()) -> dict:
     """Run on the host: every file httpd reads for `config`, base64-encoded
-    by path, or what its config test said when it refused."""
+    by path, or what its config test said when it refused. `dumps` are more
+    of httpd's -D DUMP_* listings to take in the same run (`dump` holds its
+    output then)."""
     import re
     import shutil as shell
     import subprocess
@@ -35,7 +37,8 @@ def collect_config_tree(config: str) -> dict:
         return {"missing": "no apache2 or httpd binary found"}
     envvars = os.path.join(os.path.dirname(config), "envvars")
     sourced = os.path.basename(config) == "apache2.conf" and os.path.isfile(envvars)
-    script = ('. "$2"; ' if sourced else "") + 'exec "$0" -t -D DUMP_INCLUDES -f "$1"'
+    script = ('. "$2"; ' if sourced else "") + 'exec "$0" -t -D DUMP_INCLUDES ' \
+        + "".join("-D %s " % name for name in dumps) + '-f "$1"'
     done = subprocess.run(["sh", "-c", script, binary, config] + ([envvars] if sourced else []),
                           capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
@@ -50,14 +53,17 @@ def collect_config_tree(config: str) -> dict:
                 files[path] = b64encode(handle.read()).decode("ascii")
         except OSError as exc:
             return {"unreadable": "%s: %s" % (path, exc.strerror)}
-    return {"files": files, "binary": binary}
+    answer = {"files": files, "binary": binary}
+    if dumps:
+        answer["dump"] = done.stdout
+    return answer
 
 
-def collect_httpd_facts(config: str, binary: str) -> dict:
+def collect_httpd_facts(config: str, binary: str, dumped: str | None = None) -> dict:
     """Run on the host, after collect_config_tree: what that host's httpd
     itself says about the config (`-M`, `-v`) and the memory it has (RAM,
     and the cgroup limit of its running parent, or of the ssh session when
-    none runs)."""
+    none runs). `dumped`: httpd's -D DUMP_MODULES output, when taken already."""
     import re
     import subprocess
 
@@ -70,7 +76,8 @@ def collect_httpd_facts(config: str, binary: str) -> dict:
                               capture_output=True, text=True, timeout=60)
         return done.stdout if done.returncode == 0 else ""
 
-    modules = re.findall(r"^\s*([A-Za-z0-9_]+_module)\s*\((?:static|shared)\)", httpd("-M"), re.M)
+    listing = dumped if dumped is not None else httpd("-M")
+    modules = re.findall(r"^\s*([A-Za-z0-9_]+_module)\s*\((?:static|shared)\)", listing, re.M)
     version = re.search(r"Apache/(\d+\.\d+(?:\.\d+)?)", httpd("-v"))
     mpm = next((m[4:-7] for m in modules if m.startswith("mpm_") and m[4:-7] in ("prefork", "worker", "event")),
                None)
@@ -175,11 +182,15 @@ def read_host_tree(conn, config: str, root: Path, with_facts: bool = False,
     from advisor.lint.host import collect_live_facts
 
     shipped = [collect_config_tree] + ([collect_httpd_facts, collect_live_facts] if with_facts else [])
+    # With the facts, one httpd run lists the files, the modules and the run-time
+    # paths together (each run of httpd is a good part of a small host's answer).
     program = ("import json, os, sys\n\n" + "\n\n".join(inspect.getsource(f) for f in shipped)
-               + "\n\nanswer = collect_config_tree(sys.argv[1])\n"
-               + ("if 'files' in answer:\n    answer['facts'] = collect_httpd_facts(sys.argv[1], answer['binary'])\n"
+               + ("\n\nanswer = collect_config_tree(sys.argv[1], ('DUMP_MODULES', 'DUMP_RUN_CFG'))\n"
+                  "if 'files' in answer:\n    dumped = answer.pop('dump')\n"
+                  "    answer['facts'] = collect_httpd_facts(sys.argv[1], answer['binary'], dumped)\n"
                   "    answer['facts']['live'] = collect_live_facts(sys.argv[1], answer['binary'], "
-                  "sorted(answer['files']))\n" if with_facts else "")
+                  "sorted(answer['files']), dumped)\n" if with_facts
+                  else "\n\nanswer = collect_config_tree(sys.argv[1])\n")
                + "print(json.dumps(answer))\n")
     # -S: the program needs the standard library alone, and site's start-up is
     # a good part of a small host's answer time.
