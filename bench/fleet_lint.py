@@ -29,19 +29,30 @@ sys.path.insert(0, str(REPO / "tests"))
 import fleet_topology  # noqa: E402
 
 
-def lint(topo, nodes, jobs: int, timeout: float) -> tuple[float, subprocess.CompletedProcess]:
+def _children_cpu() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def lint(topo, nodes, jobs: int, timeout: float) -> tuple[float, float]:
+    """Wall time of the lint, and the CPU time of its side of the connections
+    (the lint process and its ssh clients; not the hosts' sshd and httpd)."""
     argv = [sys.executable, "-m", "advisor", "lint", "--isolated", "--fail-on", "never", "--format", "json",
             "--identity", str(topo.user_key), "--jobs", str(jobs)]
     for option in topo.ssh_options():
         argv += ["--ssh-option", option]
     for node in nodes:
         argv += ["--host", f"root@{node.addr}"]
+    cpu = _children_cpu()
     started = time.perf_counter()
     result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=REPO)
     elapsed = time.perf_counter() - started
+    cpu = _children_cpu() - cpu
     if result.returncode != 0:
         raise SystemExit(f"lint of {len(nodes)} host(s) exited {result.returncode}: {result.stderr.strip()[-500:]}")
-    return elapsed, result
+    return elapsed, cpu
 
 
 def main() -> None:
@@ -70,10 +81,11 @@ def main() -> None:
                 times = [lint(topo, [node], 1, 120)[0] for _ in range(args.runs)]
                 singles.append((statistics.median(times), node.name))
             singles.sort()
-            fleet_times = []
+            fleet_times, fleet_cpu = [], []
             for _ in range(args.runs):
-                elapsed, result = lint(topo, topo.nodes, args.jobs, 600)
+                elapsed, cpu = lint(topo, topo.nodes, args.jobs, 600)
                 fleet_times.append(elapsed)
+                fleet_cpu.append(cpu)
             slowest, name = singles[-1]
             fleet = statistics.median(fleet_times)
             print(f"single host (median of {args.runs}): fastest {singles[0][0]:.2f} s, "
@@ -81,7 +93,11 @@ def main() -> None:
             print(f"{args.hosts} hosts at --jobs {args.jobs}: " + ", ".join(f"{t:.2f}" for t in fleet_times)
                   + f" s (median {fleet:.2f} s)")
             print(f"ratio fleet / slowest single host: {fleet / slowest:.2f} (goal < 2); "
-                  f"per host {fleet / args.hosts:.3f} s; cores on this machine: {os.cpu_count()}")
+                  f"per host {fleet / args.hosts:.3f} s; cores on this machine: {os.cpu_count()}, "
+                  f"load average {os.getloadavg()[0]:.1f}")
+            cpu = statistics.median(fleet_cpu)
+            print(f"CPU on the linting side (lint and its ssh clients): {cpu:.2f} s, {cpu / args.hosts:.3f} s a host; "
+                  f"the rest of the machine's work is the hosts' (sshd, python3, httpd)")
         finally:
             left = topo.close()
             if left:
