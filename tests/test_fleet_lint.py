@@ -274,3 +274,15 @@ def test_a_host_without_python3_is_one_line(netns_topology):
     for option in topo.ssh_options():
         args += ["--ssh-option", option]
     assert_one_line_error(cli(*args, check=False), f"python3 not found on {host}", "apt-get install")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--host", "web1", "--jobs", "0"], "--jobs must be at least 1, got 0"),
+    (["--host", "web1:99999"], "bad port in --host 'web1:99999'"),
+    (["--host", "web1", "relative.conf"], "PATH 'relative.conf' must be an absolute path on the host"),
+    (["--host", "web1", "--statistics"], "--statistics does not go with --host or --inventory"),
+    (["--host", "web1", "--identity", "/nonexistent/key"], "identity file not found: /nonexistent/key"),
+    (["--host", "web1", "--limit", "web"], "--limit goes with --inventory"),
+])
+def test_bad_fleet_options_are_one_line_before_any_connection(args, fragment):
+    assert_one_line_error(cli("lint", "--isolated", *args, check=False), fragment)
