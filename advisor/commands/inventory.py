@@ -251,20 +251,28 @@ def _parse_yaml(path: str, text: str) -> Inventory:
 
 
 def _with_ansible(path: str) -> list[InventoryHost] | None:
-    """Ansible's own reading, when Ansible is installed (None otherwise)."""
+    """Ansible's own reading, when Ansible is installed (None otherwise, and
+    when it found no host: a file it could not parse gets our reader's
+    file:line error)."""
     try:
         from ansible.inventory.manager import InventoryManager  # type: ignore[import-not-found]
         from ansible.parsing.dataloader import DataLoader  # type: ignore[import-not-found]
+        from ansible.vars.manager import VariableManager  # type: ignore[import-not-found]
     except ImportError:
         return None
-    manager = InventoryManager(loader=DataLoader(), sources=[path])
-    hosts = []
-    for host in manager.get_hosts("all"):
-        variables = dict(host.get_vars())
-        for group in host.get_groups():
-            variables = {**group.get_vars(), **variables}
-        hosts.append(InventoryHost(host.name, variables, {g.name for g in host.get_groups()} | {"all"}))
-    return hosts
+    try:
+        loader = DataLoader()
+        manager = InventoryManager(loader=loader, sources=[path])
+        variables = VariableManager(loader=loader, inventory=manager)
+        hosts = []
+        for host in manager.get_hosts("all"):
+            # The variables as a play would see them: group precedence, host_vars/, group_vars/.
+            merged = dict(variables.get_vars(host=host, include_hostvars=False))
+            hosts.append(InventoryHost(host.name, merged, {g.name for g in host.get_groups()} | {"all"}))
+    except Exception as exc:  # noqa: BLE001 - AnsibleError and its kin, as one line
+        raise UsageError(f"Ansible cannot read inventory {path}: {str(exc).splitlines()[0] if str(exc) else exc!r}",
+                         hint="check it with ansible-inventory -i FILE --list") from None
+    return hosts or None
 
 
 def read_inventory(path: str) -> list[InventoryHost]:
