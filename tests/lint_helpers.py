@@ -55,6 +55,9 @@ def load_fixture(path: Path) -> Fixture:
             # A path under corpus/ (a php-fpm pool file) is the repository's.
             args = [str(REPO / word) if word.startswith("corpus/") else word
                     for word in shlex.split(body[len("lint-args:"):])]
+            # A live-host rule's fixture names its host snapshot beside it.
+            args = [str(path.parent / arg) if position and args[position - 1] == "--live-facts" else arg
+                    for position, arg in enumerate(args)]
     return Fixture(path, path.parent.name, path.stem.endswith("_fp"), expects, args)
 
 

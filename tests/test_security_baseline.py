@@ -295,7 +295,9 @@ def test_rules_json_maps_rules_to_baseline_controls():
             assert any(control in reference for reference in item["references"]), item["code"]
     covered = {control for item in data for control in item["baseline"]}
     config_controls = {control.id for control in DEV_SEC_APACHE if not control.live_host}
-    assert covered == config_controls
+    # The live-host rules (S513-S515) judge the processes and the files' owners and
+    # modes; apache-01/02 (installed and running, started at boot) stay out of reach.
+    assert covered == config_controls | {"apache-03", "apache-04", "apache-05"}
     assert len(DEV_SEC_APACHE) == 14 and len(config_controls) == 9
     assert by_code["S507"]["baseline"] == ["apache-06"] and by_code["S510"]["trade_off"] == "P110"
 

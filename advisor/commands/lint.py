@@ -59,6 +59,9 @@ class LintOptions:
     """php-fpm.conf, pool files or pool.d directories (issue 30)."""
     fpm_memory: str | None = None
     """Memory of one php-fpm child; default measured or assumed."""
+    live_facts: str | None = None
+    """A saved snapshot of a running host (JSON, as advisor.lint.host.collect_live_facts
+    writes it) for the live-host rules: what rule fixtures and offline checks use."""
 
 
 class LintRun:
@@ -164,6 +167,7 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
         if key in host:
             setattr(facts, attribute, parse_size(str(host[key]), key))
 
+    facts.live = _live_snapshot(config, options)
     wants_memory = bool(enabled_codes & {"C201", "C202"})
     live = options.live
     if live is None:
@@ -192,7 +196,9 @@ def _facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: se
                 notes.append(f"per-worker memory {format_bytes(size)} "
                              f"(private memory of {count} running httpd children)")
     fpm_probed = bool(enabled_codes & FPM_RULES) and _fpm_facts(config, options, facts, live, notes, recorder)
-    return facts, probed or fpm_probed
+    # A snapshot taken now is the host's state, never a cacheable input; a saved
+    # one (--live-facts) is a file the cache watches like the config's.
+    return facts, probed or fpm_probed or (facts.live is not None and not options.live_facts)
 
 
 def _fpm_facts(config, options: LintOptions, facts, live: bool, notes: list[str], recorder) -> bool:
@@ -243,6 +249,33 @@ def _clients_from_log(config, options: LintOptions, mpm: str | None, notes: list
     notes.append(f"expected clients {clients}: the busy workers of the busiest second in {', '.join(demand.files)} "
                  f"({utc(demand.peak_busy_at)}; {demand.busiest_second_rate} req/s at most in one second)")
     return clients
+
+
+def _live_snapshot(config, options: LintOptions) -> dict | None:
+    """The running host's snapshot for the live-host rules: from --live-facts
+    FILE, or taken on this machine with an explicit --live; else None."""
+    if options.live_facts:
+        import json
+
+        try:
+            with open(options.live_facts, encoding="utf-8") as handle:
+                snapshot = json.load(handle)
+        except OSError as exc:
+            raise UsageError(f"cannot read --live-facts {options.live_facts}: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"--live-facts {options.live_facts} is not JSON: {exc}",
+                             hint="pass a snapshot as `lint --host` takes it") from None
+        if not isinstance(snapshot, dict):
+            raise UsageError(f"--live-facts {options.live_facts} is not a JSON object")
+        return snapshot
+    if options.live is True:
+        from advisor.config.oracle import find_httpd
+        from advisor.lint.host import collect_live_facts
+
+        binary = find_httpd()
+        if binary is not None:
+            return collect_live_facts(config.main_file, binary, list(config.files))
+    return None
 
 
 def _cache_options(options: LintOptions) -> dict[str, Any]:
@@ -307,16 +340,22 @@ def run_lint(options: LintOptions) -> LintRun:
     return run
 
 
-def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
-    from dataclasses import replace
+@dataclass
+class LintSetup:
+    """What every tree of one lint run is checked with: the settings file,
+    the rules enabled, the failure threshold."""
 
+    file_settings: Any
+    enabled: list
+    enabled_codes: set[str]
+    known_codes: set[str]
+    fail_on: str
+
+
+def lint_setup(options: LintOptions, config_path: str | None) -> LintSetup:
     from advisor import rules as registry
-    from advisor.commands.options import load_options
-    from advisor.config.inputs import InputRecorder
-    from advisor.lint.engine import lint_config
-    from advisor.lint.rule import PROFILES, SEVERITY_RANK, max_severity
+    from advisor.lint.rule import PROFILES
     from advisor.lint.settings import FAIL_ON, FileSettings, check_choice, load_file_settings, select_rules
-    from advisor.config.loader import load_config
 
     file_settings = load_file_settings(config_path) if config_path else FileSettings()
     profile = check_choice(options.profile or file_settings.profile or "all", PROFILES, "--profile")
@@ -330,13 +369,29 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     for code in file_settings.severity:
         if code not in known_codes:
             raise UsageError(f"[severity] names unknown rule {code}", file_settings.path)
+    return LintSetup(file_settings, enabled, enabled_codes, known_codes, fail_on)
 
+
+def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
+    from dataclasses import replace
+
+    from advisor.commands.options import load_options
+    from advisor.config.inputs import InputRecorder
+    from advisor.lint.engine import lint_config
+    from advisor.lint.rule import SEVERITY_RANK, max_severity
+    from advisor.config.loader import load_config
+
+    setup = lint_setup(options, config_path)
+    file_settings, enabled, enabled_codes = setup.file_settings, setup.enabled, setup.enabled_codes
+    known_codes, fail_on = setup.known_codes, setup.fail_on
     host = file_settings.host
     version = options.apache_version or str(host.get("apache-version", "2.4"))
     load = load_options(options.defines, options.modules, options.modules_from, version,
                         options.server_root, options.allow_missing_includes,
                         mpm=_mpm_option(options, host))
     recorder = InputRecorder() if record else None
+    if recorder is not None and options.live_facts:
+        recorder.looked_at(options.live_facts)
     # The rules read the effective tree: built while reading, not copied after.
     load = replace(load, recorder=recorder, effective=True)
 
@@ -486,7 +541,7 @@ def _render_statistics(run: LintRun, options: LintOptions) -> str:
 def register(app: typer.Typer) -> None:
     @app.command()
     def lint(
-        paths: List[str] = typer.Argument(..., help="Main config file(s), or directories holding apache2.conf / httpd.conf."),
+        paths: Optional[List[str]] = typer.Argument(None, help="Main config file(s), or directories holding apache2.conf / httpd.conf (with --host or --inventory: the main config's path on each host, default /etc/apache2/apache2.conf)."),
         format: str = typer.Option("text", "--format", "-f", help="text, json, sarif or github."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Write the report to FILE instead of stdout."),
         select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rules: codes, prefixes, categories or slugs (comma-separated or repeated)."),
@@ -507,7 +562,7 @@ def register(app: typer.Typer) -> None:
         allow_missing_includes: AllowMissingIncludesOption = False,
         config: Optional[str] = typer.Option(None, "--config", help="Settings file (default: nearest .apache-advisor.toml or pyproject.toml)."),
         isolated: bool = typer.Option(False, "--isolated", help="Ignore any settings file."),
-        live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Measure RAM and worker memory on this host (default: when the config is under /etc)."),
+        live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Measure RAM and worker memory on this host (default: when the config is under /etc); an explicit --live also runs the live-host rules S513-S518 here."),
         evidence: bool = typer.Option(True, "--evidence/--no-evidence", help="Show each finding's evidence line in text output."),
         cache: bool = typer.Option(True, "--cache/--no-cache", help="Reuse the last result when no file, directory or variable it read has changed (also APACHE_ADVISOR_NO_CACHE=1)."),
         cache_dir: Optional[str] = typer.Option(None, "--cache-dir", help="Where results are kept (default $APACHE_ADVISOR_CACHE_DIR, else ~/.cache/apache-advisor)."),
@@ -515,12 +570,21 @@ def register(app: typer.Typer) -> None:
         statistics: bool = typer.Option(False, "--statistics", help="Print the number of findings per rule instead of the findings (text or JSON); the exit code is unchanged."),
         fpm_config: Optional[List[str]] = typer.Option(None, "--fpm-config", help="php-fpm.conf, a pool file or a pool.d directory the config hands PHP to (default on this host: /etc/php/*/fpm/pool.d, /etc/php-fpm.d); repeat for several."),
         fpm_memory: Optional[str] = typer.Option(None, "--fpm-memory", help="Memory of one php-fpm child, e.g. 48M (default: measured PSS of its running children, else 48M)."),
+        host: Optional[List[str]] = typer.Option(None, "--host", help="Lint the tree [USER@]HOST[:PORT] reads, over SSH, with that host's modules, version, MPM and RAM (repeat for several)."),
+        inventory: Optional[str] = typer.Option(None, "--inventory", "-i", help="Lint the hosts of an Ansible inventory (INI or YAML), over SSH."),
+        limit: Optional[str] = typer.Option(None, "--limit", help="With --inventory: an Ansible host pattern (group, host, glob, ~regex, !excluded, &also)."),
+        ssh_option: Optional[List[str]] = typer.Option(None, "--ssh-option", help="With --host or --inventory: an ssh -o option, e.g. UserKnownHostsFile=FILE (repeat)."),
+        identity: Optional[str] = typer.Option(None, "--identity", help="With --host or --inventory: the private key ssh uses (an inventory's ansible_ssh_private_key_file wins)."),
+        jobs: int = typer.Option(8, "--jobs", "-j", help="With --host or --inventory: hosts read at once."),
+        live_facts: Optional[str] = typer.Option(None, "--live-facts", help="A saved snapshot of a running host (JSON) for the live-host rules S513-S518."),
     ) -> None:
         """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
+        from dataclasses import replace
+
         from advisor.lint.settings import split_tokens
 
         options = LintOptions(
-            paths=list(paths), format=format.lower(), output=output,
+            paths=list(paths or []), format=format.lower(), output=output,
             select=split_tokens(select) or None, ignore=split_tokens(ignore), profile=profile,
             fail_on=fail_on, ram=ram, worker_memory=worker_memory,
             expected_clients=expected_clients, mpm=mpm, apache_version=apache_version,
@@ -530,7 +594,15 @@ def register(app: typer.Typer) -> None:
             show_evidence=evidence, cache=cache, cache_dir=cache_dir, group=group,
             statistics=statistics, log_paths=list(log or []), log_format=log_format,
             fpm_config=list(fpm_config or []), fpm_memory=fpm_memory,
+            live_facts=live_facts,
         )
+        if host or inventory:
+            # A host's tree is read afresh each time (no cache) and never measured on this machine.
+            _lint_hosts(list(host or []), inventory, limit, list(ssh_option or []), identity, jobs,
+                        replace(options, live=False, cache=False))
+        if ssh_option or identity or limit:
+            raise UsageError("--ssh-option, --identity and --limit go with --host or --inventory",
+                             hint="name the hosts to read over SSH")
         # The model (tens of thousands of nodes) lives until the command ends
         # and holds no garbage: the cycle collector would only rescan it
         # (~11 ms on a 2,000-file tree).
@@ -545,6 +617,40 @@ def register(app: typer.Typer) -> None:
         if report is not None:
             if output:
                 write_atomically(output, report)
+            else:
+                sys.stdout.write(report)
+                sys.stdout.flush()
+        raise typer.Exit(code=run.exit_code)
+
+    def _lint_hosts(host_texts: list[str], inventory: str | None, limit: str | None,
+                    ssh_options: list[str], identity: str | None, jobs: int, options: LintOptions) -> None:
+        """`lint --host` / `--inventory`: every host's tree over SSH (advisor/commands/fleet.py)."""
+        from advisor.commands import fleet
+
+        if options.format not in ("text", "json", "sarif", "github"):
+            raise UsageError(f"--format must be text, json, sarif or github, got {options.format!r}")
+        if options.statistics:
+            raise UsageError("--statistics does not go with --host or --inventory",
+                             hint="the fleet report ends with the count of hosts per rule")
+        if limit and not inventory:
+            raise UsageError("--limit goes with --inventory", hint="name the inventory with --inventory FILE")
+        if identity is not None and not os.path.isfile(identity):
+            raise UsageError(f"identity file not found: {identity}", hint="pass the private key ssh should use")
+        hosts = fleet.hosts_from_options(host_texts, options.paths, identity)
+        if inventory:
+            hosts += fleet.hosts_from_inventory(inventory, limit, options.paths, identity)
+        from advisor.lint.settings import find_config_file
+
+        if options.config and not os.path.isfile(options.config):
+            raise UsageError(f"config file {options.config} does not exist")
+        setup = lint_setup(options, None if options.isolated else options.config or find_config_file())
+        run = fleet.lint_fleet(hosts, options, ssh_options, jobs, setup, _facts)
+        for read in run.failed:
+            sys.stderr.write(f"apache-advisor: {read.error}\n")
+        if run.groups:
+            report = fleet.render_fleet(run, options)
+            if output_path := options.output:
+                write_atomically(output_path, report)
             else:
                 sys.stdout.write(report)
                 sys.stdout.flush()

@@ -39,6 +39,11 @@ class HostFacts:
     fpm_memory: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Memory of one php-fpm child per pool name (bytes, where it came from);
     a pool not named here gets the rules' default."""
+    live: dict | None = None
+    """A snapshot of the running host (advisor.lint.host.collect_live_facts):
+    its httpd processes, modes of the files read and written, the server
+    account. None unless the host was read live (`--host`, `--live`,
+    `--live-facts`): the live-host rules (S513-S518) say nothing then."""
 
     @property
     def version_key(self) -> str:

@@ -133,6 +133,10 @@ class Finding:
     later line that overrides this one). A suppression before that line
     silences the finding too: a drop-in that overrides on purpose says so
     where it overrides, not in the file it overrides."""
+    host: str | None = field(default=None, compare=False)
+    """The host whose tree this is, for `lint --host` and `--inventory` (None:
+    a tree on this machine). Not part of the seven-key contract: JSON adds a
+    `host` key only when it is set."""
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.file, self.line, self.code)

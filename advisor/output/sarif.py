@@ -43,6 +43,8 @@ def rule_descriptor(rule: Rule) -> dict:
 
 
 def _artifact(file: str) -> dict:
+    if file.startswith("ssh://"):
+        return {"uri": file}  # a host's file (lint --host): the URI names the host, already quoted
     if os.path.isabs(file):
         return {"uri": "file://" + quote(file)}
     return {"uri": quote(file.replace(os.sep, "/")), "uriBaseId": "%SRCROOT%"}

@@ -20,9 +20,12 @@ from pathlib import Path
 
 from advisor.errors import AdvisorError
 
-def collect_config_tree(config: str) -> dict:
+
+def collect_config_tree(config: str, dumps=()) -> dict:
     """Run on the host: every file httpd reads for `config`, base64-encoded
-    by path, or what its config test said when it refused."""
+    by path, or what its config test said when it refused. `dumps` are more
+    of httpd's -D DUMP_* listings to take in the same run (`dump` holds its
+    output then)."""
     import re
     import shutil as shell
     import subprocess
@@ -34,7 +37,8 @@ def collect_config_tree(config: str) -> dict:
         return {"missing": "no apache2 or httpd binary found"}
     envvars = os.path.join(os.path.dirname(config), "envvars")
     sourced = os.path.basename(config) == "apache2.conf" and os.path.isfile(envvars)
-    script = ('. "$2"; ' if sourced else "") + 'exec "$0" -t -D DUMP_INCLUDES -f "$1"'
+    script = ('. "$2"; ' if sourced else "") + 'exec "$0" -t -D DUMP_INCLUDES ' \
+        + "".join("-D %s " % name for name in dumps) + '-f "$1"'
     done = subprocess.run(["sh", "-c", script, binary, config] + ([envvars] if sourced else []),
                           capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
@@ -49,7 +53,76 @@ def collect_config_tree(config: str) -> dict:
                 files[path] = b64encode(handle.read()).decode("ascii")
         except OSError as exc:
             return {"unreadable": "%s: %s" % (path, exc.strerror)}
-    return {"files": files, "binary": binary}
+    answer = {"files": files, "binary": binary}
+    if dumps:
+        answer["dump"] = done.stdout
+    return answer
+
+
+def collect_httpd_facts(config: str, binary: str, dumped: str | None = None) -> dict:
+    """Run on the host, after collect_config_tree: what that host's httpd
+    itself says about the config (`-M`, `-v`) and the memory it has (RAM,
+    and the cgroup limit of its running parent, or of the ssh session when
+    none runs). `dumped`: httpd's -D DUMP_MODULES output, when taken already."""
+    import re
+    import subprocess
+
+    envvars = os.path.join(os.path.dirname(config), "envvars")
+    sourced = os.path.basename(config) == "apache2.conf" and os.path.isfile(envvars)
+
+    def httpd(*switches):
+        script = ('. "$2"; ' if sourced else "") + 'exec "$0" ' + " ".join(switches) + ' -f "$1"'
+        done = subprocess.run(["sh", "-c", script, binary, config] + ([envvars] if sourced else []),
+                              capture_output=True, text=True, timeout=60)
+        return done.stdout if done.returncode == 0 else ""
+
+    listing = dumped if dumped is not None else httpd("-M")
+    modules = re.findall(r"^\s*([A-Za-z0-9_]+_module)\s*\((?:static|shared)\)", listing, re.M)
+    version = re.search(r"Apache/(\d+\.\d+(?:\.\d+)?)", httpd("-v"))
+    mpm = next((m[4:-7] for m in modules if m.startswith("mpm_") and m[4:-7] in ("prefork", "worker", "event")),
+               None)
+    ram = None
+    try:
+        with open("/proc/meminfo") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    ram = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    parent = "self"
+    names = ("apache2", "httpd")
+    try:
+        comms = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    with open("/proc/%s/stat" % entry) as handle:
+                        stat = handle.read()
+                    comms[entry] = (stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+        for pid, (comm, ppid) in comms.items():
+            if comm in names and comms.get(ppid, ("",))[0] not in names:
+                parent = pid
+                break
+    except OSError:
+        pass
+    limit = None
+    try:
+        with open("/proc/%s/cgroup" % parent) as handle:
+            for line in handle:
+                _hierarchy, controllers, path = line.rstrip("\n").split(":", 2)
+                for candidate in ("/sys/fs/cgroup" + path + "/memory.max",
+                                  "/sys/fs/cgroup/memory" + path + "/memory.limit_in_bytes"):
+                    if (controllers == "" or "memory" in controllers.split(",")) and os.path.isfile(candidate):
+                        with open(candidate) as limit_file:
+                            text = limit_file.read().strip()
+                        if text.isdigit() and (ram is None or int(text) < ram):
+                            limit = int(text)
+    except (OSError, ValueError):
+        pass
+    return {"modules": modules, "version": version.group(1) if version else None, "mpm": mpm,
+            "ram": ram, "memory_limit": limit}
 
 
 def write_mirror(files: dict[str, bytes], root: Path) -> Path:
@@ -96,3 +169,36 @@ def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
         raise AdvisorError(f"cannot read a config file on {host}: {answer['unreadable']}", file=where,
                            hint="the ssh user must be able to read the whole config tree")
     return {path: base64.b64decode(text) for path, text in answer["files"].items()}
+
+
+def read_host_tree(conn, config: str, root: Path, with_facts: bool = False,
+                   label: str | None = None) -> tuple[dict[str, bytes], dict]:
+    """The files the host's httpd reads for `config`, copied under `root` (at
+    their host paths), and with `with_facts` what collect_httpd_facts and
+    collect_live_facts (advisor/lint/host.py) found there: one program, one round trip over `conn` (an SshConnection).
+    Errors name the host by `label` (default: its ssh destination)."""
+    import inspect
+
+    from advisor.lint.host import collect_live_facts
+
+    shipped = [collect_config_tree] + ([collect_httpd_facts, collect_live_facts] if with_facts else [])
+    # With the facts, one httpd run lists the files, the modules and the run-time
+    # paths together (each run of httpd is a good part of a small host's answer).
+    program = ("import json, os, sys\n\n" + "\n\n".join(inspect.getsource(f) for f in shipped)
+               + ("\n\nanswer = collect_config_tree(sys.argv[1], ('DUMP_MODULES', 'DUMP_RUN_CFG'))\n"
+                  "if 'files' in answer:\n    dumped = answer.pop('dump')\n"
+                  "    answer['facts'] = collect_httpd_facts(sys.argv[1], answer['binary'], dumped)\n"
+                  "    answer['facts']['live'] = collect_live_facts(sys.argv[1], answer['binary'], "
+                  "sorted(answer['files']), dumped)\n" if with_facts
+                  else "\n\nanswer = collect_config_tree(sys.argv[1])\n")
+               + "print(json.dumps(answer))\n")
+    # -S: the program needs the standard library alone, and site's start-up is
+    # a good part of a small host's answer time.
+    result = conn.run(["python3", "-S", "-c", program, config], timeout=90)
+    if result.returncode == 127 and not result.stdout:
+        raise AdvisorError(f"python3 not found on {label or conn.spec}: the config tree is read with it",
+                           hint="install it on the host (apt-get install python3-minimal)")
+    files = decode_answer(result.stdout, label or str(conn.spec), config)
+    facts = json.loads(result.stdout).get("facts", {}) if with_facts else {}
+    write_mirror(files, root)
+    return files, facts

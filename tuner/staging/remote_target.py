@@ -302,12 +302,10 @@ class RemoteTarget(ExistingServerTarget):
         """The host's config tree, copied here (tuner/staging/mirror.py) and
         read under that copy at the host's paths."""
         from advisor.config.load_options import LoadOptions
-        from advisor.tuner.staging.mirror import collect_config_tree, decode_answer, write_mirror
+        from advisor.tuner.staging.mirror import read_host_tree
 
-        program = _shipped(collect_config_tree) + "\n\nprint(json.dumps(collect_config_tree(sys.argv[1])))\n"
-        result = self.conn.run(["python3", "-c", program, self.config], timeout=90)
-        files = decode_answer(result.stdout, str(self.conn.spec), self.config)
-        root = write_mirror(files, self._state_dir / "tree")
+        root = self._state_dir / "tree"
+        read_host_tree(self.conn, self.config, root)
         # httpd on the host runs with its own environment, not this one: only
         # Debian's envvars (copied with the tree) is known.
         return self.config, LoadOptions(apache_version="2.4", root=str(root), environ={})

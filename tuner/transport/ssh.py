@@ -134,12 +134,16 @@ class SshConnection:
         return [*self.base_argv(), "--", self.spec.destination, remote]
 
     # -- connection --------------------------------------------------------------
-    def connect(self, require_python: bool = True) -> None:
-        """Open (or reuse) the master connection; check python3 is there when asked."""
+    def connect(self, require_python: bool = True, probe: bool = True) -> None:
+        """Open (or reuse) the master connection; check python3 is there when asked.
+        With probe=False no command is sent: the master opens with the first run()
+        (a round trip saved where the first command says enough when it fails)."""
         if shutil.which(self.ssh_bin) is None:
             raise UsageError(f"ssh client not found: {self.ssh_bin}", hint="install openssh-client")
         if self.control_path.exists() and not self.master_alive():
             self.control_path.unlink(missing_ok=True)  # left by a master that died; ssh would not replace it
+        if not probe:
+            return
         probe = "command -v python3 >/dev/null 2>&1 && echo python3=yes || echo python3=no"
         result = self.run(probe, timeout=self.connect_timeout_s + 20)
         if require_python and "python3=yes" not in result.stdout:
