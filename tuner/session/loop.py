@@ -55,14 +55,16 @@ SEARCHES = ("bayesian", "random")
 # Points httpd refused in a row before the session stops.
 MAX_REFUSED_IN_A_ROW = 3
 REFUSED = "config refused"
-# Rough costs for the plan's estimate (seconds): a reload or restart with its
+# Rough costs for the plan's estimate (seconds) when no earlier session on
+# this host measured them (session/pace.py): a reload or restart with its
 # settling, and around each probe the quiet wait, the part of the warm-up a
-# growing pool adds, and httperf's start and end. Measured on the sandbox
-# (2026-11-23): a probe took 18 s on average in a 15-trial session from the
-# stock config (34 min in all), 13 s in the benchmark's from the worst start;
-# with 2.5 s here the plan said 14 min for the 34.
+# growing pool adds, and httperf's start and end. A probe took 18 s on
+# average in a 15-trial session from the stock config on 2026-11-23, most
+# of it the quiet wait timing out on a shrinking pool; since that wait ends
+# when nothing is left to serve, a probe on the HTTPS sandbox took 7.4 s
+# (1.3 s quiet, 2 s warm-up, 4 s of load window).
 APPLY_S = 3.0
-PROBE_OVERHEAD_S = 11.0
+PROBE_OVERHEAD_S = 4.0
 REPORT_S = 15.0
 # The first step of a knee search that starts from the point's own peak.
 OWN_PEAK_STEP = 1.2
