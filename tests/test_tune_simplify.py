@@ -89,3 +89,24 @@ def test_a_real_model_of_simulated_trials_keeps_what_it_measured(stock):
         assert result.point["MaxRequestWorkers"] == best["MaxRequestWorkers"]
     else:
         assert result.point["MaxRequestWorkers"] == space.start["MaxRequestWorkers"] or abs(ratio - 1) > 0.02
+
+
+def test_settings_the_winners_mpm_ignores_go_back_to_the_start_without_a_note(stock, tmp_path):
+    """An event winner from a prefork start carries the prefork settings the
+    search drew for it; they are never written, so they are no change: left
+    in, a session ablated each (StartServers, MinSpareServers...) and
+    measured the winner again under their names (50 ablation runs where 20
+    were needed)."""
+    from advisor.tuner.search.space import derive_space
+
+    cfg, _, _ = stock
+    space = derive_space(cfg, {"prefork": 150, "worker": 900, "event": 900}, allow_mpm_switch=True)
+    winner = dict(space.start, MPM="event", StartServers=9, MinSpareServers=20, MaxSpareServers=60,
+                  ThreadsPerChild=50, KeepAlive="Off")
+    measured = {"MPM": (1.5, 1.3, 1.7), "ThreadsPerChild": (1.2, 1.1, 1.3), "KeepAlive": (1.3, 1.1, 1.5)}
+    result = simplify(space, winner, surrogate=Model(measured))
+    for name in ("StartServers", "MinSpareServers", "MaxSpareServers"):
+        assert result.point[name] == space.start[name]
+    assert not any(r.dimension in ("StartServers", "MinSpareServers", "MaxSpareServers") for r in result.reverted)
+    # What the event MPM does read stays for the measurements to judge.
+    assert result.point["MPM"] == "event" and result.point["ThreadsPerChild"] == 50

@@ -894,7 +894,8 @@ class TuneSession:
         from advisor.tuner.session.journal import GainRun
 
         space = self.space
-        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name)]
+        mpm = space.mpm_of(winner)
+        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name) and mpm in d.mpms]
         if len(changed) < 2:
             # One change: the gain's replicates are its ablation.
             return None
@@ -963,7 +964,8 @@ class TuneSession:
         from advisor.tuner.session.gain import measure_gain
 
         space = self.space
-        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name)]
+        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name)
+                   and space.mpm_of(winner) in d.mpms]
         if len(changed) != 1 or min(len(replicates.start), len(replicates.winner)) < 2:
             return winner, []
         try:
@@ -998,7 +1000,8 @@ class TuneSession:
         point = dict(winner)
         suppressions: dict[str, str] = {}
         notes: list[str] = []
-        changed = [d.name for d in space.free if point.get(d.name) != space.start.get(d.name)]
+        changed = [d.name for d in space.free if point.get(d.name) != space.start.get(d.name)
+                   and space.mpm_of(point) in d.mpms]
         brought = lint.brought(point)
         by_directive: dict[str, set[str]] = {}
         overridden: dict[str, list[str]] = {}

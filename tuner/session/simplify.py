@@ -74,8 +74,14 @@ def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateL
         name = dim.name
         if point.get(name) == start.get(name):
             continue
-        if not {space.mpm_of(point), space.mpm_of(start)} <= set(dim.mpms):
-            continue  # the start's MPM has no such directive (or the point's ignores it): nothing to go back to
+        if space.mpm_of(point) not in dim.mpms:
+            # The point's MPM ignores it (StartServers under event): never
+            # written, so it is no change, and an ablation of it would
+            # measure the winner again under another name.
+            point[name] = start[name]
+            continue
+        if space.mpm_of(start) not in dim.mpms:
+            continue  # the start's MPM has no such directive: nothing to go back to
         candidate = dict(point)
         candidate[name] = start[name]
         why = _reason(name, point, candidate, lint if judge_lint else None, surrogate, warnings_now)
