@@ -10,6 +10,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import shutil
 import time
 
 import pytest
@@ -21,7 +22,7 @@ from advisor.tuner.search.optimizer import (Observation, SearchSettings, TrialOu
 from advisor.tuner.search.simulated import (SimulatedHost, SimulatedObjective, best_of_grid, default_levels,
                                             grid)
 from advisor.tuner.search.space import derive_space
-from advisor.tuner.session.journal import (Journal, JournalHeader, journal_path, read_journal)
+from advisor.tuner.session.journal import (GainRun, Journal, JournalHeader, journal_path, read_journal)
 from advisor.tuner.trial.verdict import LABELS
 
 M = "/usr/lib/apache2/modules"
@@ -440,3 +441,18 @@ def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_
     fresh = Runner()
     session._replicates(fresh, other, again, read_journal(journal.path).gain_runs)
     assert len(fresh.calls) == 6
+
+
+def test_a_journal_removed_mid_session_is_one_line_not_a_traceback(tmp_path):
+    """The report directory removed while the session runs: the next append
+    is an AdvisorError (one line, exit 2 at the CLI, the server restored on
+    the way out), and the journal is not begun again without its header."""
+    from advisor.errors import AdvisorError
+
+    journal = Journal.create(tmp_path / "report", JournalHeader(space={}, workload={}, objective={}, seed=0,
+                                                                search="random", extra={}))
+    shutil.rmtree(tmp_path / "report")
+    with pytest.raises(AdvisorError) as raised:
+        journal.append_gain(GainRun(1, "start", {}, 1.0, True, "none", {}))
+    assert "cannot append to the tuning journal" in raised.value.render() and "journal.jsonl" in raised.value.render()
+    assert not (tmp_path / "report").exists()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from advisor.errors import UsageError
+from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.search.optimizer import Observation
 
 JOURNAL_NAME = "journal.jsonl"
@@ -237,7 +237,14 @@ class Journal:
         self._append(run.to_dict())
 
     def _append(self, record: Mapping[str, Any]) -> None:
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            # Never O_CREAT: a journal that vanished mid-session (its report
+            # directory removed) is not silently begun again without its header.
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except OSError as exc:
+            raise AdvisorError(f"cannot append to the tuning journal: {exc.strerror}", file=str(self.path),
+                               hint="the report directory was removed or made read-only during the session; "
+                                    "the server is put back on its original config") from None
         try:
             _write_line(descriptor, record)
         finally:
