@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
-import shutil
 import time
 
 import pytest
