@@ -25,7 +25,14 @@ def _knee(run: SandboxRun, workers: int, start: float, top: float):
     whose pool was still short of its limit)."""
     target = SandboxTarget(run.sandbox)
     work = make_workload("slow", run.dir, sleep_ms=SLEEP_MS)
-    directives = [f"MaxRequestWorkers {workers}"]
+    # The pool is started at its size and kept there: with the stock spares
+    # (5 to 10) prefork retires idle children one a second after each probe,
+    # so the next probe first waited for the pool to stop shrinking (up to
+    # the 20 s bound for 64) and then warmed it up again, and a pool still
+    # growing failed a probe it would pass (then retried). The peak the test
+    # asserts is the full pool's.
+    directives = [f"MaxRequestWorkers {workers}", f"StartServers {workers}", f"MinSpareServers {workers}",
+                  f"MaxSpareServers {workers}"]
     base = TrialInputs(workload="slow", uri=work.uri, rate=start, duration_s=2.0, timeout_s=2.0,
                        server_cpus=[0], client_cpus=[1], directives=directives, slo_reply_ms=SLO_MS)
     with ManagedConfig(target) as managed:
