@@ -456,3 +456,28 @@ def test_a_journal_removed_mid_session_is_one_line_not_a_traceback(tmp_path):
         journal.append_gain(GainRun(1, "start", {}, 1.0, True, "none", {}))
     assert "cannot append to the tuning journal" in raised.value.render() and "journal.jsonl" in raised.value.render()
     assert not (tmp_path / "report").exists()
+
+
+def test_a_recommendation_that_measured_no_gain_as_a_whole_keeps_the_start(stock_space):
+    """Every change may pass on its own (or, like an MPM switch lint cannot
+    revert alone, have no test of its own), yet the winner as a whole must
+    beat the start in the interleaved runs: a session over HTTPS recommended
+    seven changes that measured ×0.968 (95 % CI ×0.951 to ×0.986)."""
+    from types import SimpleNamespace
+
+    from advisor.tuner.session.gain import Replicates
+    from advisor.tuner.session.loop import TuneSession
+
+    session = TuneSession.__new__(TuneSession)
+    session.space = stock_space
+    session.settings = SimpleNamespace(gain_replicates=5)
+    winner = dict(stock_space.start, KeepAlive="Off" if stock_space.start["KeepAlive"] == "On" else "On",
+                  EnableSendfile="On")
+    loss = Replicates(start=[1248.0, 1247.2, 1253.3, 1234.5, 1256.9], winner=[1194.1, 1194.5, 1236.9, 1201.9, 1211.0])
+    kept, notes = session._keep_start_without_a_gain(winner, loss)
+    assert kept == stock_space.start and "a loss" in notes[0] and "×0.9" in notes[0]
+    noise = Replicates(start=[100.0, 104.0, 98.0, 101.0, 99.0], winner=[101.0, 99.0, 103.0, 100.0, 98.5])
+    kept, notes = session._keep_start_without_a_gain(winner, noise)
+    assert kept == stock_space.start and "not beyond noise" in notes[0]
+    gain = Replicates(start=[100.0, 101.0, 99.0, 100.5, 99.5], winner=[130.0, 128.0, 131.0, 129.5, 130.5])
+    assert session._keep_start_without_a_gain(winner, gain) == (winner, [])

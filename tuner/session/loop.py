@@ -748,6 +748,9 @@ class TuneSession:
         if ablations is None and replicates is not None:
             winner, single = self._drop_single_within_noise(winner, replicates)
             notes += single
+        if replicates is not None:
+            winner, unearned = self._keep_start_without_a_gain(winner, replicates)
+            notes += unearned
         winner, suppressions, lint_notes = self._lint_gate(winner, ablations, replicates)
         notes += lint_notes
         report = self._report(observations, winner, replicates, result, time.monotonic() - began,
@@ -984,6 +987,32 @@ class TuneSession:
         return candidate, [f"{name} stays {format_value(name, space.as_written(space.start)[name])} (the search's best point had "
                            f"{format_value(name, winner[name])}): it was the only change, and its measured gain "
                            f"×{gain.ratio:.3f} ({interval}) is not beyond noise"]
+
+    def _keep_start_without_a_gain(self, winner: dict[str, Value],
+                                   replicates) -> tuple[dict[str, Value], list[str]]:
+        """The recommendation as a whole must beat the start in the interleaved
+        runs: when the gain's 95 % interval does not lie above 1.0 (a loss,
+        or within noise), the start is kept. Each change may have passed its
+        own test (or, as an MPM switch lint cannot revert alone, had none),
+        yet their sum measured ×0.968 (95 % CI ×0.951 to ×0.986) of the
+        start in a session that recommended it all the same."""
+        from advisor.tuner.session.gain import measure_gain
+
+        space = self.space
+        if _key(space, winner) == _key(space, space.start) \
+                or min(len(replicates.start), len(replicates.winner)) < 2:
+            return winner, []
+        try:
+            gain = measure_gain(replicates)
+        except ValueError:
+            return winner, []
+        if gain.low is not None and gain.low > 1.0:
+            return winner, []
+        interval = (f"95 % CI ×{gain.low:.3f} to ×{gain.high:.3f}" if gain.low is not None and gain.high is not None
+                    else "no finite 95 % interval")
+        verdict = ("a loss" if gain.high is not None and gain.high < 1.0 else "not beyond noise")
+        return dict(space.start), [f"the starting config is kept: the recommendation as a whole measured "
+                                   f"×{gain.ratio:.3f} of it ({interval}), {verdict}"]
 
     def _lint_gate(self, winner: dict[str, Value], ablations, replicates):
         """The recommendation as the admin's `lint --fail-on` judges it: each
