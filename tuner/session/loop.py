@@ -964,18 +964,12 @@ class TuneSession:
         """With one change, the gain's replicates are its ablation: a change
         whose gain is within noise (or a loss) is not recommended."""
         from advisor.tuner.search.space import format_value
-        from advisor.tuner.session.gain import measure_gain
 
         space = self.space
         changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name)
                    and space.mpm_of(winner) in d.mpms]
-        if len(changed) != 1 or min(len(replicates.start), len(replicates.winner)) < 2:
-            return winner, []
-        try:
-            gain = measure_gain(replicates)
-        except ValueError:
-            return winner, []
-        if gain.low is not None and gain.low > 1.0:
+        gain = _gain_not_beyond_noise(replicates) if len(changed) == 1 else None
+        if gain is None:
             return winner, []
         name = changed[0]
         candidate = dict(winner)
@@ -996,17 +990,9 @@ class TuneSession:
         own test (or, as an MPM switch lint cannot revert alone, had none),
         yet their sum measured ×0.968 (95 % CI ×0.951 to ×0.986) of the
         start in a session that recommended it all the same."""
-        from advisor.tuner.session.gain import measure_gain
-
         space = self.space
-        if _key(space, winner) == _key(space, space.start) \
-                or min(len(replicates.start), len(replicates.winner)) < 2:
-            return winner, []
-        try:
-            gain = measure_gain(replicates)
-        except ValueError:
-            return winner, []
-        if gain.low is not None and gain.low > 1.0:
+        gain = _gain_not_beyond_noise(replicates) if _key(space, winner) != _key(space, space.start) else None
+        if gain is None:
             return winner, []
         interval = (f"95 % CI ×{gain.low:.3f} to ×{gain.high:.3f}" if gain.low is not None and gain.high is not None
                     else "no finite 95 % interval")
@@ -1377,6 +1363,21 @@ class TrialObjective:
 # overrides the admin's line by design.
 OVERRIDE_CODE = "E406"
 CANDIDATE_FILE = "candidate.conf"
+
+
+def _gain_not_beyond_noise(replicates):
+    """The measured gain (advisor.tuner.session.gain.Gain) when its 95 %
+    interval does not lie above 1.0, else None (a gain beyond noise, or too
+    few runs to tell)."""
+    from advisor.tuner.session.gain import measure_gain
+
+    if min(len(replicates.start), len(replicates.winner)) < 2:
+        return None
+    try:
+        gain = measure_gain(replicates)
+    except ValueError:
+        return None
+    return None if gain.low is not None and gain.low > 1.0 else gain
 
 
 def _today() -> str:
