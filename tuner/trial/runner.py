@@ -1152,6 +1152,20 @@ class KneeResult:
                            for p in self.probes]}
 
 
+def _limiting(probes: list[TrialResult], bad: TrialResult | None, good: TrialResult | None) -> Verdict | None:
+    """The verdict of what held the peak down: the lowest failing probe above
+    the peak whose verdict names a cause. A search that brackets closely
+    (KneeBracket probes just above what the server served) can fail its
+    lowest probe by a hair, with nothing saturated enough to name; a probe
+    further above shows the same limit plainly."""
+    if bad is None:
+        return None
+    floor = good.inputs.rate if good is not None else 0.0
+    named = [p for p in probes if not p.meets_slo and p.inputs.rate > floor and p.verdict.label != "none"
+             and p.verdict.label != "client-bound"]
+    return min(named, key=lambda p: p.inputs.rate).verdict if named else bad.verdict
+
+
 def served_share(result: TrialResult) -> float:
     """The replies served over those offered (1.0 when the offer is not known)."""
     offered = result.inputs.target_request_rate
@@ -1316,7 +1330,7 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
             reason = bracket.reason
             break
     return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
-                      False, probes, bad.verdict if bad else None, reason)
+                      False, probes, _limiting(probes, bad, good), reason)
 
 
 def median(values: list[float]) -> float:
