@@ -215,7 +215,13 @@ def test_handshakes_that_fill_the_server_cpu_are_named_with_their_line():
         # still answers (with KeepAlive Off each read waits in the accept queue).
         light = run_at(100, "1")
         assert light["verdict"]["label"] != "server CPU"
-        trial = run_at(1.2 * 500.0 / light["server_cpu_per_reply_ms"], "3")
+        # Under xdist a non-load test can share the server's core for a while
+        # and keep httpd from its quota (a fresh-clone run saw httpd at 47 % of
+        # a core, 15 % taken by others, verdict "none"): one more try, further up.
+        for factor in (1.2, 1.5):
+            trial = run_at(factor * 500.0 / light["server_cpu_per_reply_ms"], "3")
+            if trial["verdict"]["label"] == "server CPU":
+                break
         verdict, tls = trial["verdict"], trial["tls"]
         assert verdict["label"] == "server CPU", verdict
         assert tls["handshake_cpu_share"] >= 0.3, tls
