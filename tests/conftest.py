@@ -93,17 +93,9 @@ def netns_topology(tmp_path_factory):
     under CI with the reason; teardown removes it even after a failure."""
     import netns_topology
 
-    try:
-        topo = netns_topology.build(tmp_path_factory.mktemp("netns"))
-    except netns_topology.TopologyUnavailable as exc:
-        if os.environ.get("CI"):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    try:
+    with netns_topology.held(lambda: netns_topology.build(tmp_path_factory.mktemp("netns")),
+                             "the test network") as topo:
         yield topo
-    finally:
-        left = topo.close()
-        assert not left, f"the test network left {left} behind"
 
 
 @pytest.fixture(scope="session")

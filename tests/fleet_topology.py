@@ -117,17 +117,7 @@ def build(work: Path, trees: list[tuple], subnet_base: str = SUBNET_BASE) -> Fle
     for index, (name, tree, *setup) in enumerate(trees, start=1):
         fleet.nodes.append(FleetNode(name, f"ff-{index}-{tag}", f"{prefix}.{10 + index}", tree,
                                      work / f"{name}_host_key", setup[0] if setup else ""))
-    try:
-        _network(fleet)
-        _sshds(fleet)
-    except BaseException as exc:
-        left = fleet.close()
-        if isinstance(exc, (subprocess.CalledProcessError, OSError, TimeoutError)):
-            detail = exc.stderr.strip() if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else str(exc)
-            raise base.TopologyUnavailable(f"cannot build the test fleet: {detail}"
-                                           + (f" (left behind: {', '.join(left)})" if left else "")) from exc
-        raise
-    return fleet
+    return base.set_up(fleet, (_network, _sshds), "the test fleet")
 
 
 def _network(fleet: Fleet) -> None:

@@ -29,6 +29,7 @@ import socket
 import shlex
 import subprocess
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -165,17 +166,44 @@ def build(work: Path) -> Topology:
         root_addr=f"{prefix}.2", root_link=f"aa{tag}h",
         user_key=work / "user_key", known_hosts=work / "known_hosts",
     )
+    return set_up(topo, (_build_network, _start_sshds), "the test network")
+
+
+def set_up(net, steps, what: str):
+    """Run the build `steps` on `net` (a Topology or a fleet); on any failure
+    take down what was made, and a failure of the machine (a command, the
+    kernel, a timeout) becomes TopologyUnavailable with what was left behind."""
     try:
-        _build_network(topo)
-        _start_sshds(topo)
+        for step in steps:
+            step(net)
     except BaseException as exc:
-        left = topo.close()
+        left = net.close()
         if isinstance(exc, (subprocess.CalledProcessError, OSError, TimeoutError)):
             detail = exc.stderr.strip() if isinstance(exc, subprocess.CalledProcessError) and exc.stderr else str(exc)
-            raise TopologyUnavailable(f"cannot build the test network: {detail}"
+            raise TopologyUnavailable(f"cannot build {what}: {detail}"
                                       + (f" (left behind: {', '.join(left)})" if left else "")) from exc
         raise
-    return topo
+    return net
+
+
+@contextmanager
+def held(build, what: str):
+    """A fixture's network: built (a machine that cannot skips, and FAILS
+    under CI with the reason), yielded, and taken down even after a failure,
+    nothing left behind."""
+    import pytest
+
+    try:
+        net = build()
+    except TopologyUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield net
+    finally:
+        left = net.close()
+        assert not left, f"{what} left {left} behind"
 
 
 def _sh(*argv: str) -> None:
