@@ -47,7 +47,7 @@ class TrialOutcome:
 
 Objective = Callable[[Point], TrialOutcome]
 
-ORIGINS = ("start", "evidence", "first", "design", "model", "evidence repair", "replicate", "random")
+ORIGINS = ("start", "evidence", "first", "mpm", "design", "model", "evidence repair", "replicate", "random")
 """Why a point was tried: the config in use, lint's fixes applied to it,
 another given first point, the space-filling design, the GP's acquisition,
 the incumbent with lint's fixes, a second look, or the random baseline."""
@@ -543,11 +543,22 @@ class _bounded_lbfgs:
 
 
 def _first_points(space: Space, given: list[Point] | None) -> list[tuple[Point, str]]:
-    """The starting config first, then (by default) the evidence point."""
+    """The starting config first, then (by default) the evidence point, then
+    the evidence point under each other MPM when the MPM is searched.
+
+    The MPM changes what every other dimension means, and skopt's Latin
+    hypercube does not stratify a categorical dimension (five design points
+    from a worker start tried worker three times and never prefork): each
+    MPM gets one trial before the design, so the model sees all three."""
     if given is not None:
         points = [(dict(p), "start" if i == 0 else "first") for i, p in enumerate(given)]
     else:
-        points = [(dict(space.start), "start"), (space.evidence_point(), "evidence")]
+        evidence = space.evidence_point()
+        points = [(dict(space.start), "start"), (evidence, "evidence")]
+        mpm = space.dimension("MPM")
+        if mpm is not None and not mpm.is_fixed:
+            points += [(dict(evidence, MPM=other), "mpm") for other in mpm.choices
+                       if other != space.mpm_of(evidence)]
     unique: dict[tuple, tuple[Point, str]] = {}
     for point, origin in points:
         unique.setdefault(_key(space, point), (point, origin))

@@ -103,6 +103,29 @@ class CandidateLint:
         self._base: dict[str, set[Key]] = {}
         self._related: dict[Key, tuple[str, int]] = {}
         """A finding's related line (E406: the line that overrides), by its key."""
+        self._frozen = None
+        """The admin's tree as this session first read it (see freeze)."""
+
+    def freeze(self) -> None:
+        """Judge every later candidate against the tree as it is now.
+
+        A session that switches the MPM edits the admin's tree on disk (the
+        LoadModule line, the files a wildcard finds); a candidate judged on
+        the live tree mid-switch would meet the other MPM's module and be
+        refused for the original MPM's own directives. Reading errors are
+        the session's to report: the tree is read here as it was read for
+        the plan."""
+        from advisor.config import LoadOptions
+        from advisor.config.snapshot import freeze_tree
+
+        if self._frozen is None:
+            self._frozen = freeze_tree(self.cfg.main_file, self._options(LoadOptions))
+            self._base.clear()
+
+    def close(self) -> None:
+        if self._frozen is not None:
+            self._frozen.close()
+            self._frozen = None
 
     def check(self, point: Mapping[str, "Value"], *, reload_safe: bool = False) -> LintVerdict:
         lines = self.space.directives(point, reload_safe=reload_safe, own_lines=False)
@@ -216,6 +239,8 @@ class CandidateLint:
                 f'Include "{candidate}"\n')
 
     def _options(self, LoadOptions):
+        if self._frozen is not None:
+            return self._frozen.options
         version = ".".join(str(part) for part in self.cfg.apache_version[:2])
         if self.options is not None:
             return replace(self.options, server_root=self.cfg.server_root)

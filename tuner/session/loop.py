@@ -547,6 +547,8 @@ class TuneSession:
         self.cfg, self.space = cfg, space
         self._load_pace(space)
         self.lint = CandidateLint(cfg, space, options if options.root else None, policy=self.settings.lint_policy)
+        if self.settings.allow_mpm_switch:
+            self.lint.freeze()  # the switch edits the tree the candidates are judged on
         path = self.journal_path
         if self.settings.resume:
             from advisor.tuner.session.journal import check_compatible
