@@ -475,3 +475,30 @@ def test_a_winner_on_another_mpm_says_which_module_to_load(debian):
     assert by["MaxConnectionsPerChild"].written is None and by["MaxConnectionsPerChild"].current == "0"
     assert {c.mpm_block for c in rec.changes if c.directive in ("ThreadsPerChild", "ServerLimit")} == {
         "mpm_event_module"}
+
+
+def test_a_change_measured_in_a_group_shows_the_groups_measure_and_its_members(session, legacy):
+    """The changes the model saw no effect of are ablated together; the
+    table gives each of them the group's measured figure, and says with which."""
+    from advisor.tuner.session.ablation import GROUP_JOIN, measure_effects, role_without
+
+    space, winner = session["space"], session["winner"]
+    group = GROUP_JOIN.join(["MaxConnectionsPerChild", "ListenBacklog"])
+    runs = [(r, v, True) for r, v in [("winner", 640.0), (role_without(group), 120.0), ("winner", 655.0),
+                                      (role_without(group), 125.0), ("winner", 631.0), (role_without(group), 118.0)]]
+    ablations = measure_effects(runs, {group: ("0, 1024", "4000, 511")})
+    facts = SessionFacts(workload="almeida-sessions", budget=14, seed=3, stop_reason="budget",
+                         produced_at="2026-01-02T03:04:05+00:00", target="simulated")
+    report = build_report(legacy, space, session["observations"], winner, facts, ablations=ablations,
+                          surrogate=session["surrogate"])
+    out = session["dir"] / "grouped"
+    out.mkdir()
+    markdown = fmt.write_report(report, out, {})["markdown"].read_text()
+    table = markdown.split("## Effect of each change", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith(("| MaxRequestsPerChild",
+                                                                     "| MaxConnectionsPerChild", "| ListenBacklog"))]
+    assert len(rows) == 2, rows
+    for row in rows:
+        assert "measured together with" in row and "(a gain)" in row
+        assert "+4" in row  # ×5.2: +4xx %
+    assert any("together with ListenBacklog" in row for row in rows)

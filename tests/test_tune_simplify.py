@@ -110,3 +110,28 @@ def test_settings_the_winners_mpm_ignores_go_back_to_the_start_without_a_note(st
     assert not any(r.dimension in ("StartServers", "MinSpareServers", "MaxSpareServers") for r in result.reverted)
     # What the event MPM does read stays for the measurements to judge.
     assert result.point["MPM"] == "event" and result.point["ThreadsPerChild"] == 50
+
+
+def test_with_ablations_to_follow_the_model_sends_no_change_back(stock):
+    """The HTTPS session at 50 ms: the GP's intervals for MaxRequestWorkers,
+    KeepAliveTimeout, MaxKeepAliveRequests and ListenBacklog were all
+    x1.00 to x1.00 (the model ignoring them), simplify sent the four back,
+    and the simplified winner measured 1,172-1,246 replies/s against
+    1,673-2,006 for the search's best point. With ablations to follow, each
+    change waits for its measured effect; only what cannot matter goes back."""
+    cfg, space, lint = stock
+    best = dict(space.start, MaxRequestWorkers=547, KeepAliveTimeout=1255, MaxKeepAliveRequests=500,
+                ListenBacklog=300, KeepAlive="On")
+    ignored = Model({name: (1.0, 1.0, 1.0) for name in best})
+    on_the_model = simplify(space, best, lint=lint, surrogate=ignored, judge_lint=False)
+    assert {r.dimension for r in on_the_model.reverted} >= {"MaxRequestWorkers", "ListenBacklog"}
+    measured = simplify(space, best, lint=lint, surrogate=ignored, judge_lint=False, judge_model=False)
+    assert measured.reverted == []
+    assert measured.point == best
+    # ...listed for one ablation of them together.
+    assert {r.dimension for r in measured.deferred} == {r.dimension for r in on_the_model.reverted}
+    assert all("no effect of it" in r.why for r in measured.deferred)
+    # Structural returns still happen without the model.
+    off = dict(best, KeepAlive="Off")
+    structural = simplify(space, off, lint=lint, surrogate=ignored, judge_lint=False, judge_model=False)
+    assert {r.dimension for r in structural.reverted} == {"KeepAliveTimeout", "MaxKeepAliveRequests"}

@@ -219,18 +219,24 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     out += ["## Effect of each change", ""]
     sens = {s.dimension: s for s in report.sensitivity}
     measured = (report.ablations or {}).get("effects", {})
+    # A change measured in a group (the model saw no effect of each) is
+    # found under the group's name.
+    group_of = (report.ablations or {}).get("by_dimension", {})
     only_change = len([c for c in rec.changes if c.start != c.value]) == 1
     rows = []
     for change in rec.changes:
         s = sens.get(change.directive)
         cites = report.evidence.get(change.directive, [])
         evidence = "; ".join(f"{c.reference}: {c.figure}" if c.figure else c.reference for c in cites) or "-"
-        ablation = measured.get(change.dimension)
+        ablation = measured.get(group_of.get(change.dimension, change.dimension))
+        together = [m for m in (ablation or {}).get("members", []) if m != change.dimension]
         if ablation is not None and ablation.get("ratio") is not None:
             effect = _percent(ablation["ratio"])
             band = (f"{_percent(ablation['low'])} to {_percent(ablation['high'])}"
                     if ablation.get("low") is not None and ablation.get("high") is not None else "no finite band")
-            how = f"measured: the winner against the winner without it ({ablation['verdict']})"
+            how = (f"measured together with {', '.join(together)}: the winner against the winner without them "
+                   f"({ablation['verdict']})" if together else
+                   f"measured: the winner against the winner without it ({ablation['verdict']})")
         elif ablation is not None and ablation.get("without_served_nothing"):
             effect, band, how = "decisive", "-", "measured: without it no rate met the SLO"
         elif only_change and change.start != change.value and report.gain is not None:

@@ -23,6 +23,16 @@ from advisor.tuner.session.gain import CONFIDENCE, ratio_interval
 
 WINNER = "winner"
 WITHOUT = "without:"
+GROUP_JOIN = " + "
+"""Joins the members of a change measured as one: the changes the model of
+the trials saw no effect of are reverted together in one ablation, so a
+search's finds the model ignored are measured, not dropped, at the cost of
+one ablation rather than one each."""
+
+
+def members(name: str) -> list[str]:
+    """The dimensions of an ablated change: one, or a group's several."""
+    return name.split(GROUP_JOIN)
 
 
 def role_without(dimension: str) -> str:
@@ -68,6 +78,10 @@ class ChangeEffect:
     winner did: no ratio, and no doubt either."""
 
     @property
+    def members(self) -> list[str]:
+        return members(self.dimension)
+
+    @property
     def measured(self) -> bool:
         return self.ratio is not None or self.without_served_nothing
 
@@ -103,7 +117,7 @@ class ChangeEffect:
                 f"{len(self.without_runs)} without it)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dimension": self.dimension, "winner_value": self.winner_value, "start_value": self.start_value,
+        return {"dimension": self.dimension, "members": self.members, "winner_value": self.winner_value, "start_value": self.start_value,
                 "winner_runs": list(self.winner_runs), "without_runs": list(self.without_runs),
                 "ratio": self.ratio, "low": self.low, "high": self.high, "confidence": self.confidence,
                 "verdict": self.verdict(), "note": self.note,
@@ -120,9 +134,18 @@ class Ablations:
         """The measured changes that do not earn their place: within noise or a loss."""
         return [e for e in self.effects.values() if e.measured and not e.beyond_noise]
 
+    def effect_of(self, dimension: str) -> ChangeEffect | None:
+        """The measured effect that covers `dimension`, alone or in a group."""
+        for effect in self.effects.values():
+            if dimension in effect.members:
+                return effect
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         return {"order": list(self.order), "notes": list(self.notes),
-                "effects": {name: effect.to_dict() for name, effect in self.effects.items()}}
+                "effects": {name: effect.to_dict() for name, effect in self.effects.items()},
+                "by_dimension": {member: name for name, effect in self.effects.items()
+                                 for member in effect.members}}
 
 
 def measure_effects(runs: Sequence[tuple[str, float | None, bool]], values: Mapping[str, tuple[str, str]]

@@ -32,7 +32,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
 from advisor.tuner.search.optimizer import Observation, SearchResult, SearchSettings, TrialOutcome, make_searcher, run_search
@@ -68,9 +68,10 @@ PROBE_OVERHEAD_S = 4.0
 REPORT_S = 15.0
 # The first step of a knee search that starts from the point's own peak.
 OWN_PEAK_STEP = 1.2
-# Changes the ablations are expected to revert one at a time (the plan's
-# estimate; the stock sessions kept two after simplify).
-EXPECTED_ABLATED = 2
+# Ablations expected per round besides the winner (the plan's estimate):
+# the stock sessions kept two changes the model credited, and the changes it
+# saw no effect of are measured together as one more.
+EXPECTED_ABLATED = 3
 
 
 def workload_names() -> tuple[str, ...]:
@@ -740,7 +741,11 @@ class TuneSession:
         notes = simplified.notes()
         ablations = None
         if s.ablation_rounds and normal:
-            ablations = self._ablate(runner, winner, journal, earlier_ablation)
+            together = [r.dimension for r in simplified.deferred]
+            if together:
+                self.events.note(f"the model of the trials sees no effect of {', '.join(together)}: "
+                                 "measured together, as one ablation, before any goes back")
+            ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together)
             if ablations is not None:
                 winner, reverted = self._drop_unearned(winner, ablations)
                 notes += reverted
@@ -772,7 +777,8 @@ class TuneSession:
         # With measurements to follow, a change that brings a lint finding is
         # judged on them (the lint gate after the gain), not on the model.
         measured_later = bool(self.settings.gain_replicates or self.settings.ablation_rounds)
-        return simplify(self.space, best, lint=self.lint, surrogate=surrogate, judge_lint=not measured_later)
+        return simplify(self.space, best, lint=self.lint, surrogate=surrogate, judge_lint=not measured_later,
+                        judge_model=not self.settings.ablation_rounds)
 
     def _search(self, searcher, runner: "TrialObjective", journal, done: list[Observation],
                 began: float) -> SearchResult:
@@ -890,12 +896,15 @@ class TuneSession:
 
     # ---- the ablations ----------------------------------------------------
 
-    def _ablate(self, runner: "TrialObjective", winner: dict[str, Value], journal, earlier: list):
+    def _ablate(self, runner: "TrialObjective", winner: dict[str, Value], journal, earlier: list,
+                together: Sequence[str] = ()):
         """The winner and the winner less each of its changes, in interleaved
         rounds, each run journalled; runs an interrupted session journalled
-        for the same points are taken from the journal."""
+        for the same points are taken from the journal. The changes in
+        `together` (the model saw no effect of each) are reverted as one."""
         from advisor.tuner.search.space import format_value
-        from advisor.tuner.session.ablation import WINNER, ablation_order, measure_effects, role_without
+        from advisor.tuner.session.ablation import (GROUP_JOIN, WINNER, ablation_order, measure_effects,
+                                                    members, role_without)
         from advisor.tuner.session.journal import GainRun
 
         space = self.space
@@ -904,18 +913,27 @@ class TuneSession:
         if len(changed) < 2:
             # One change: the gain's replicates are its ablation.
             return None
+        grouped = [name for name in changed if name in together]
+        ablated = [name for name in changed if name not in grouped]
+        if len(grouped) > 1:
+            ablated.append(GROUP_JOIN.join(grouped))
+        else:
+            ablated += grouped
         points: dict[str, dict[str, Value]] = {WINNER: dict(winner)}
         values: dict[str, tuple[str, str]] = {}
-        for name in changed:
+        written = space.as_written(space.start)
+        for name in ablated:
             without = dict(winner)
-            without[name] = space.start[name]
+            for member in members(name):
+                without[member] = space.start[member]
             errors = self.lint.check(without).errors if self.lint is not None else []
             if errors:
                 self.events.note(f"{name} cannot be reverted alone (lint: {errors[0]}): "
                                  "its effect is not measured on its own")
                 continue
             points[role_without(name)] = without
-            values[name] = (format_value(name, winner[name]), format_value(name, space.as_written(space.start)[name]))
+            values[name] = (", ".join(format_value(m, winner[m]) for m in members(name)),
+                            ", ".join(format_value(m, written[m]) for m in members(name)))
         if not values:
             return None
         roles = ablation_order(list(values), self.settings.ablation_rounds)
@@ -953,10 +971,16 @@ class TuneSession:
         notes = []
         for effect in ablations.reverted():
             candidate = dict(point)
-            candidate[effect.dimension] = space.start[effect.dimension]
+            for member in effect.members:
+                candidate[member] = space.start[member]
             if self.lint is not None and self.lint.check(candidate).errors:
                 continue
             point = candidate
+            if len(effect.members) > 1:
+                notes.append(f"{', '.join(effect.members)} stay {effect.start_value} (the search's best point had "
+                             f"{effect.winner_value}): the model saw no effect of each, and their measured effect "
+                             f"together is {effect.verdict()}, {effect.sentence()}")
+                continue
             notes.append(f"{effect.dimension} stays {effect.start_value} (the search's best point had "
                          f"{effect.winner_value}): its measured effect is {effect.verdict()}, "
                          f"{effect.sentence()}")
@@ -1064,9 +1088,13 @@ class TuneSession:
         """The change's own measured gain, as a phrase, when beyond noise."""
         from advisor.tuner.session.gain import measure_gain
 
-        if ablations is not None and dimension in ablations.effects:
-            effect = ablations.effects[dimension]
-            return f"{effect.sentence()} against the winner without it" if effect.beyond_noise else None
+        effect = ablations.effect_of(dimension) if ablations is not None else None
+        if effect is not None:
+            if not effect.beyond_noise:
+                return None
+            if len(effect.members) > 1:
+                return f"{effect.sentence()} against the winner without {', '.join(effect.members)}"
+            return f"{effect.sentence()} against the winner without it"
         if changed == [dimension] and replicates is not None and min(len(replicates.start),
                                                                      len(replicates.winner)) >= 2:
             try:
