@@ -89,7 +89,7 @@ def _grouped_session(space, lint):
 
     session = TuneSession.__new__(TuneSession)
     session.space, session.events, session.lint = space, SessionEvents(), lint
-    session.settings = SimpleNamespace(ablation_rounds=3)
+    session.settings = SimpleNamespace(ablation_rounds=3, gain_replicates=3)
     return session
 
 
@@ -136,8 +136,10 @@ def test_the_changes_the_model_ignored_are_one_ablation_kept_or_returned_on_its_
     journal = _Journal()
     ablations = session._ablate(runner, winner, journal, [], together=group)
     roles = {run.role for run in journal.runs}
-    assert roles == {WINNER, role_without("KeepAliveTimeout"), role_without(GROUP_JOIN.join(group))}
-    assert len(journal.runs) == 3 * 3  # one run less per round than one ablation each
+    assert roles == {WINNER, role_without("KeepAliveTimeout"), role_without(GROUP_JOIN.join(group)), "start"}
+    assert len(journal.runs) == 3 * 4  # one run less per round than one ablation each (the start runs too)
+    starts = [run for run in journal.runs if run.role == "start"]
+    assert len(starts) == 3 and all(run.point == space.start for run in starts)
     together = ablations.effect_of("ListenBacklog")
     assert together is ablations.effect_of("MaxRequestWorkers") and together.members == group
     assert ablations.to_dict()["by_dimension"]["ListenBacklog"] == GROUP_JOIN.join(group)
@@ -153,3 +155,13 @@ def test_the_changes_the_model_ignored_are_one_ablation_kept_or_returned_on_its_
                    for note in notes)
     # KeepAliveTimeout did nothing in either world: it goes back on its own measure.
     assert point["KeepAliveTimeout"] == space.start["KeepAliveTimeout"]
+    gain = session._gain_from_rounds(point, ablations)
+    if carries:
+        # The recommended point is the winner less KeepAliveTimeout, which
+        # one role of the rounds measured beside the start: no second set of runs.
+        assert gain is not None and len(gain.start) == len(gain.winner) == 3
+        assert min(gain.winner) > 1700 > 1300 > max(gain.start)
+    else:
+        # Two returns: no role measured what is recommended (here the start
+        # itself, which has no gain to measure).
+        assert gain is None

@@ -23,6 +23,9 @@ from advisor.tuner.session.gain import CONFIDENCE, ratio_interval
 
 WINNER = "winner"
 WITHOUT = "without:"
+START = "start"
+"""The starting point, run in each round beside the winner when the gain
+is to come from the same rounds (the winner less every change)."""
 GROUP_JOIN = " + "
 """Joins the members of a change measured as one: the changes the model of
 the trials saw no effect of are reverted together in one ablation, so a
@@ -43,18 +46,19 @@ def dimension_of(role: str) -> str | None:
     return role[len(WITHOUT):] if role.startswith(WITHOUT) else None
 
 
-def ablation_order(dimensions: Sequence[str], rounds: int) -> list[str]:
-    """winner, then each ablation, per round; the ablations rotate, so none
-    always runs right after the winner's warm pool, and every other round
-    runs backwards, so a round begins with the point the last one ended on
-    and keeps its warm pool (no reload in between: ManagedConfig.apply)."""
+def ablation_order(dimensions: Sequence[str], rounds: int, with_start: bool = False) -> list[str]:
+    """winner, then each ablation (and the start, `with_start`), per round;
+    the ablations rotate, so none always runs right after the winner's warm
+    pool, and every other round runs backwards, so a round begins with the
+    point the last one ended on and keeps its warm pool (no reload in
+    between: ManagedConfig.apply)."""
     if rounds < 1:
         raise ValueError("at least one round")
     order: list[str] = []
-    names = list(dimensions)
+    others = [role_without(name) for name in dimensions] + ([START] if with_start else [])
     for round_index in range(rounds):
-        shift = (round_index // 2) % len(names) if names else 0
-        one = [WINNER] + [role_without(name) for name in names[shift:] + names[:shift]]
+        shift = (round_index // 2) % len(others) if others else 0
+        one = [WINNER] + others[shift:] + others[:shift]
         order += one if round_index % 2 == 0 else one[::-1]
     return order
 
@@ -129,6 +133,25 @@ class Ablations:
     effects: dict[str, ChangeEffect] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    winner_point: dict[str, Any] | None = None
+    """The winner the rounds measured (before any change went back)."""
+    outcomes: list[tuple[str, Any]] = field(default_factory=list)
+    """(role, TrialOutcome) of every run, in order: the gain's replicates
+    when the start ran in the rounds (see replicates_for)."""
+
+    def replicates_for(self, role: str):
+        """The start's runs against the runs of `role` (the winner, or the
+        winner less one change), as the gain's Replicates, when the start
+        ran in these rounds; else None. The rounds interleave every role, so
+        the comparison sees the host's drift on both sides as the gain's
+        own ABBA runs would."""
+        from advisor.tuner.session.gain import Replicates
+
+        if not any(r == START for r, _ in self.outcomes):
+            return None
+        runs = [("start" if r == START else "winner", outcome) for r, outcome in self.outcomes
+                if r in (START, role)]
+        return Replicates.from_outcomes(runs)
 
     def reverted(self) -> list[ChangeEffect]:
         """The measured changes that do not earn their place: within noise or a loss."""

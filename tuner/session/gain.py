@@ -28,6 +28,8 @@ class Replicates:
     """"start"/"winner" in the order they ran."""
     start_verdicts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     winner_verdicts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    source: str = ""
+    """Where the runs came from when not the gain's own ABBA runs."""
 
     @classmethod
     def from_outcomes(cls, runs: Sequence[tuple[str, TrialOutcome]]) -> "Replicates":

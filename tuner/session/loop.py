@@ -376,10 +376,14 @@ class Plan:
         out.append(f"budget: {self.budget} trials{resumed}, {self.search} search, seed {self.seed}{limit}")
         if self.ablation_rounds:
             out.append(f"then: {self.ablation_rounds} interleaved rounds of the winner and the winner less each "
-                       "of its changes (one at a time), so each change the recommendation keeps has its own "
-                       "measured effect; a change within noise goes back to the start's value")
+                       "of its changes (one at a time; those the model saw no effect of together), so each change "
+                       "the recommendation keeps has its own measured effect; a change within noise goes back to "
+                       "the start's value" + ("; the starting config runs in each round too, and gives the gain "
+                                              "when a round's point is the one recommended" if self.gain_replicates
+                                              else ""))
         if self.gain_replicates:
-            out.append(f"then: {self.gain_replicates} interleaved replicates each of the starting config and "
+            out.append(("then, when no round measured the point recommended: " if self.ablation_rounds else "then: ")
+                       + f"{self.gain_replicates} interleaved replicates each of the starting config and "
                        "the winner, for the gain and its 95 % confidence interval")
         if self.lint_gate:
             out.append(f"lint: {self.lint_gate}")
@@ -681,13 +685,20 @@ class TuneSession:
             search = self._trial_s(first=done == 0) + (left - 1) * self._trial_s(first=False)
         if self.settings.max_time_s is not None:
             search = min(search, self.settings.max_time_s)
-        replicates = 2 * self.settings.gain_replicates * self._trial_s(first=False, uncapped=True)
-        # Ablations: a round is the winner and each kept change reverted;
-        # how many changes survive is not known before the search, two is
-        # what the stock sessions kept.
-        ablations = self.settings.ablation_rounds * (1 + EXPECTED_ABLATED) * self._trial_s(first=False,
-                                                                                         uncapped=True)
-        return search + replicates + ablations + REPORT_S
+        return search + self._after_search_s() + REPORT_S
+
+    def _after_search_s(self) -> float:
+        """The ablation rounds and the gain. A round is the winner, each
+        change the model credited reverted, the changes it did not credit
+        reverted together, and (with a gain to measure) the start, whose
+        runs then give the gain: how many changes survive is not known
+        before the search (EXPECTED_ABLATED). Without ablations the gain
+        is its own 2 x --gain-replicates runs."""
+        s = self.settings
+        own = self._trial_s(first=False, uncapped=True)
+        if s.ablation_rounds:
+            return s.ablation_rounds * (1 + EXPECTED_ABLATED + (1 if s.gain_replicates else 0)) * own
+        return 2 * s.gain_replicates * own
 
     # ---- the search --------------------------------------------------------
 
@@ -740,6 +751,7 @@ class TuneSession:
         winner = simplified.point
         notes = simplified.notes()
         ablations = None
+        replicates = None
         if s.ablation_rounds and normal:
             together = [r.dimension for r in simplified.deferred]
             if together:
@@ -749,8 +761,10 @@ class TuneSession:
             if ablations is not None:
                 winner, reverted = self._drop_unearned(winner, ablations)
                 notes += reverted
-        replicates = None
-        if s.gain_replicates and normal:
+                replicates = self._gain_from_rounds(winner, ablations)
+                if replicates is not None:
+                    notes.append(replicates.source)
+        if s.gain_replicates and normal and replicates is None:
             replicates = self._replicates(runner, winner, journal, earlier_gain)
         if ablations is None and replicates is not None:
             winner, single = self._drop_single_within_noise(winner, replicates)
@@ -846,10 +860,7 @@ class TuneSession:
         the later ones (a mean that included it said 92 min left where 30
         were): each kind of run is timed on its own (session/pace.py)."""
         left = max(0, self.settings.budget - len(observations))
-        s = self.settings
-        own = self._trial_s(first=False, uncapped=True)
-        after = 2 * s.gain_replicates * own + s.ablation_rounds * (1 + EXPECTED_ABLATED) * own
-        return left * self._trial_s(first=False) + after
+        return left * self._trial_s(first=False) + self._after_search_s()
 
     # ---- the gain ----------------------------------------------------------
 
@@ -903,7 +914,7 @@ class TuneSession:
         for the same points are taken from the journal. The changes in
         `together` (the model saw no effect of each) are reverted as one."""
         from advisor.tuner.search.space import format_value
-        from advisor.tuner.session.ablation import (GROUP_JOIN, WINNER, ablation_order, measure_effects,
+        from advisor.tuner.session.ablation import (GROUP_JOIN, START, WINNER, ablation_order, measure_effects,
                                                     members, role_without)
         from advisor.tuner.session.journal import GainRun
 
@@ -936,7 +947,14 @@ class TuneSession:
                             ", ".join(format_value(m, written[m]) for m in members(name)))
         if not values:
             return None
-        roles = ablation_order(list(values), self.settings.ablation_rounds)
+        # With a gain to measure, the start runs in every round too: the
+        # gain of the winner, or of the winner less the one change the rounds
+        # send back, then comes from the same interleaved runs (no second
+        # set of ten).
+        with_start = bool(self.settings.gain_replicates)
+        if with_start:
+            points[START] = dict(space.start)
+        roles = ablation_order(list(values), self.settings.ablation_rounds, with_start=with_start)
         same = all(run.role in points and _key(space, run.point) == _key(space, points[run.role]) for run in earlier)
         kept = {run.index: run for run in earlier if same and run.index <= len(roles)
                 and roles[run.index - 1] == run.role}
@@ -944,10 +962,13 @@ class TuneSession:
             self.events.note(f"{len(kept)} ablation run(s) taken from the journal")
         runner.uncapped = True
         runs: list[tuple[str, float | None, bool]] = []
+        outcomes: list[tuple[str, TrialOutcome]] = []
         for index, role in enumerate(roles, start=1):
             if index in kept:
                 run = kept[index]
                 runs.append((role, run.objective, run.valid))
+                outcomes.append((role, TrialOutcome(run.objective if run.objective is not None else 0.0, run.valid,
+                                                    run.verdict, dict(run.details))))
                 continue
             point = points[role]
             try:
@@ -960,8 +981,56 @@ class TuneSession:
             journal.append_gain(GainRun(index, role, dict(point), float(outcome.objective), outcome.valid,
                                         outcome.verdict, outcome.details, kind="ablation"))
             runs.append((role, float(outcome.objective), outcome.valid))
+            outcomes.append((role, outcome))
             self.events.ablation_done(index, len(roles), role, outcome)
-        return measure_effects(runs, values)
+        ablations = measure_effects(runs, values)
+        ablations.outcomes = outcomes
+        ablations.winner_point = dict(winner)
+        return ablations
+
+    def _gain_from_rounds(self, winner: dict[str, Value], ablations):
+        """The gain's replicates from the ablation rounds, when the start ran
+        in them and some role of them is exactly the recommended point (the
+        winner, or the winner less the one change sent back); else None, and
+        the gain is measured on its own."""
+        from advisor.tuner.session.ablation import START, WINNER, role_without
+
+        space = self.space
+        if not any(role == START for role, _ in ablations.outcomes):
+            return None
+        target = _key(space, winner)
+        if target == _key(space, space.start):
+            return None
+        roles = [WINNER] + [role_without(name) for name in ablations.effects]
+        for role in roles:
+            point = self._ablation_point(winner, role, ablations)
+            if point is not None and _key(space, point) == target:
+                replicates = ablations.replicates_for(role)
+                if replicates is not None and min(len(replicates.start), len(replicates.winner)) >= 2:
+                    replicates.source = (f"the gain comes from the ablation rounds: the starting config ran in "
+                                         f"each round beside the recommended point ({len(replicates.start)} "
+                                         f"runs of each, interleaved with the ablations)")
+                    self.events.note(replicates.source)
+                    return replicates
+        return None
+
+    def _ablation_point(self, winner: dict[str, Value], role: str, ablations) -> dict[str, Value] | None:
+        """The point a role of the rounds measured, rebuilt from the winner
+        before the rounds sent anything back."""
+        from advisor.tuner.session.ablation import WINNER, dimension_of, members
+
+        measured = getattr(ablations, "winner_point", None)
+        if measured is None:
+            return None
+        if role == WINNER:
+            return dict(measured)
+        name = dimension_of(role)
+        if name is None:
+            return None
+        point = dict(measured)
+        for member in members(name):
+            point[member] = self.space.start[member]
+        return point
 
     def _drop_unearned(self, winner: dict[str, Value], ablations) -> tuple[dict[str, Value], list[str]]:
         """Each change whose measured effect is within noise (or a loss) goes
