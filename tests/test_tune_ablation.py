@@ -165,3 +165,60 @@ def test_the_changes_the_model_ignored_are_one_ablation_kept_or_returned_on_its_
         # Two returns: no role measured what is recommended (here the start
         # itself, which has no gain to measure).
         assert gain is None
+
+
+class _EitherRunner(_Runner):
+    """Two changes that stand in for each other: either one gives the gain."""
+
+    def __call__(self, point):
+        from advisor.tuner.search.optimizer import TrialOutcome
+
+        self.points.append(dict(point))
+        either = any(point[name] != self.space.start[name] for name in self.group)
+        return TrialOutcome((1800.0 if either else 1200.0) + next(self.jitter), True, "server CPU", {})
+
+
+def test_changes_that_stand_in_for_each_other_are_kept_together_on_the_rounds_measure(tmp_path):
+    """Each reverted alone changes nothing (the other covers for it); both
+    reverted lose the gain. Pruning one at a time would recommend the start,
+    which the same rounds measured a third below the winner."""
+    from test_tune_core import load_stock
+
+    from advisor.tuner.search.space_lint import CandidateLint
+
+    cfg, space = load_stock(tmp_path)
+    session = _grouped_session(space, CandidateLint(cfg, space))
+    pair = ["MaxRequestWorkers", "ListenBacklog"]
+    winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300)
+    ablations = session._ablate(_EitherRunner(space, pair, True), winner, _Journal(), [])
+    assert all(not ablations.effect_of(name).beyond_noise for name in pair)
+    pruned, _ = session._drop_unearned(winner, ablations)
+    assert pruned == space.start
+    point, replicates, why = session._whole_when_no_part_earns(pruned, ablations)
+    assert point == winner
+    assert min(replicates.winner) > 1700 > 1300 > max(replicates.start)
+    assert "kept together" in why and "no single change carries the gain" in why
+    # A whole that did not beat the start keeps the start.
+    flat = session._ablate(_EitherRunner(space, [], True), winner, _Journal(), [])
+    assert session._whole_when_no_part_earns(session._drop_unearned(winner, flat)[0], flat) is None
+
+
+def test_the_rounds_start_runs_are_read_back_from_the_journal_on_resume(tmp_path):
+    """A resume takes the completed ablation runs from the journal, the
+    start's included (it gives the gain), in the order they ran."""
+    from test_tune_core import header, load_stock
+
+    from advisor.tuner.search.space_lint import CandidateLint
+    from advisor.tuner.session.journal import Journal, read_journal
+
+    cfg, space = load_stock(tmp_path)
+    session = _grouped_session(space, CandidateLint(cfg, space))
+    winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300)
+    journal = Journal.create(tmp_path / "report", header(space))
+    first = session._ablate(_Runner(space, ["ListenBacklog"], True), winner, journal, [])
+    runs = read_journal(journal.path).ablation_runs
+    assert [r.role for r in runs].count("start") == 3
+    again = _Runner(space, ["ListenBacklog"], True)
+    resumed = session._ablate(again, winner, journal, runs)
+    assert again.points == []  # every run was taken from the journal
+    assert resumed.replicates_for("winner").start == first.replicates_for("winner").start

@@ -97,7 +97,7 @@ class GainRun:
         role = str(data["role"])
         kind = str(data.get("kind", "gain"))
         if kind == "ablation":
-            if role != "winner" and not role.startswith("without:"):
+            if role not in ("winner", "start") and not role.startswith("without:"):
                 raise ValueError(f"ablation role {role!r}")
         elif role not in ("start", "winner"):
             raise ValueError(f"role {role!r}")

@@ -758,12 +758,13 @@ class TuneSession:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(together)}: "
                                  "measured together, as one ablation, before any goes back")
             ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together)
-            if ablations is not None:
-                winner, reverted = self._drop_unearned(winner, ablations)
-                notes += reverted
-                replicates = self._gain_from_rounds(winner, ablations)
-                if replicates is not None:
-                    notes.append(replicates.source)
+        before_pruning = list(notes)
+        if ablations is not None:
+            winner, reverted = self._drop_unearned(winner, ablations)
+            notes += reverted
+            replicates = self._gain_from_rounds(winner, ablations)
+            if replicates is not None:
+                notes.append(replicates.source)
         if s.gain_replicates and normal and replicates is None:
             replicates = self._replicates(runner, winner, journal, earlier_gain)
         if ablations is None and replicates is not None:
@@ -772,6 +773,10 @@ class TuneSession:
         if replicates is not None:
             winner, unearned = self._keep_start_without_a_gain(winner, replicates)
             notes += unearned
+        whole = self._whole_when_no_part_earns(winner, ablations)
+        if whole is not None:
+            winner, replicates, why = whole
+            notes = before_pruning + [why]
         winner, suppressions, lint_notes = self._lint_gate(winner, ablations, replicates)
         notes += lint_notes
         report = self._report(observations, winner, replicates, result, time.monotonic() - began,
@@ -987,6 +992,39 @@ class TuneSession:
         ablations.outcomes = outcomes
         ablations.winner_point = dict(winner)
         return ablations
+
+    def _whole_when_no_part_earns(self, winner: dict[str, Value], ablations):
+        """(the rounds' winner, its replicates against the start, why) when the
+        pruning left the start (every change within noise on its own, or the
+        pruned point measured no gain) although the winner as a whole beat
+        the start beyond noise in the same interleaved rounds; else None.
+
+        Changes can stand in for one another (either of two would do), and
+        then each is within noise when reverted alone while reverting both
+        loses the gain: the whole is what was measured, so the whole is
+        recommended, and the report says no single change carries it."""
+        from advisor.tuner.session.ablation import WINNER
+        from advisor.tuner.session.gain import measure_gain
+
+        space = self.space
+        if ablations is None or ablations.winner_point is None or _key(space, winner) != _key(space, space.start):
+            return None
+        if _key(space, ablations.winner_point) == _key(space, space.start):
+            return None
+        replicates = ablations.replicates_for(WINNER)
+        if replicates is None or min(len(replicates.start), len(replicates.winner)) < 2:
+            return None
+        try:
+            gain = measure_gain(replicates)
+        except ValueError:
+            return None
+        if gain.low is None or gain.low <= 1.0:
+            return None
+        replicates.source = (f"the changes are kept together: none earned the gain when reverted on its own, but "
+                             f"as a whole they measured ×{gain.ratio:.2f} (95 % CI ×{gain.low:.2f} to "
+                             f"×{gain.high:.2f}) over the starting config in the same interleaved rounds "
+                             f"({len(replicates.start)} runs of each); no single change carries the gain")
+        return dict(ablations.winner_point), replicates, replicates.source
 
     def _gain_from_rounds(self, winner: dict[str, Value], ablations):
         """The gain's replicates from the ablation rounds, when the start ran
