@@ -222,3 +222,56 @@ def test_the_rounds_start_runs_are_read_back_from_the_journal_on_resume(tmp_path
     resumed = session._ablate(again, winner, journal, runs)
     assert again.points == []  # every run was taken from the journal
     assert resumed.replicates_for("winner").start == first.replicates_for("winner").start
+
+
+# ---- the rounds stop once every comparison is settled --------------------------
+
+
+def test_settled_needs_three_rounds_and_a_decided_interval_for_every_role():
+    from advisor.tuner.session.ablation import START, settled
+
+    clear = _runs([1800, 1810, 1795], {"A": [1200, 1190, 1210], "B": [1802, 1799, 1805]})
+    clear += [(START, v, True) for v in (600, 610, 590)]
+    assert settled(clear, [WINNER, role_without("A"), role_without("B"), START])
+    # Two rounds settle nothing, however clear.
+    assert not settled(clear[:6], [WINNER, role_without("A"), role_without("B")])
+    # A role whose interval straddles 1.0 widely is not settled: more rounds are needed.
+    noisy = _runs([1800, 1500, 2100], {"A": [1200, 1900, 1600]})
+    assert not settled(noisy, [WINNER, role_without("A")])
+
+
+class _NoisyRunner(_Runner):
+    """KeepAliveTimeout's effect is noise as wide as the effect itself."""
+
+    def __init__(self, space, noisy):
+        super().__init__(space, ["ListenBacklog"], True)
+        self.noisy = noisy
+        self.wide = iter([300.0, -280.0, 260.0, -310.0, 290.0, -250.0] * 10)
+
+    def __call__(self, point):
+        outcome = super().__call__(point)
+        if self.noisy and point["KeepAliveTimeout"] == self.space.start["KeepAliveTimeout"]:
+            outcome.objective += next(self.wide)
+        return outcome
+
+
+@pytest.mark.parametrize("noisy", [False, True], ids=["every effect clear", "one effect in the noise"])
+def test_the_rounds_stop_early_only_when_every_comparison_is_settled(noisy, tmp_path):
+    from test_tune_core import load_stock
+
+    from advisor.tuner.search.space_lint import CandidateLint
+
+    cfg, space = load_stock(tmp_path)
+    session = _grouped_session(space, CandidateLint(cfg, space))
+    session.settings.ablation_rounds = 5
+    winner = dict(space.start, ListenBacklog=300, KeepAliveTimeout=2000)
+    journal = _Journal()
+    ablations = session._ablate(_NoisyRunner(space, noisy), winner, journal, [])
+    per_round = 4  # winner, two ablations, the start
+    if noisy:
+        assert len(journal.runs) == 5 * per_round and not ablations.notes
+    else:
+        assert len(journal.runs) == 3 * per_round
+        assert "stopped after 3 of 5 rounds" in ablations.notes[0]
+        assert ablations.effect_of("ListenBacklog").beyond_noise
+        assert not ablations.effect_of("KeepAliveTimeout").beyond_noise

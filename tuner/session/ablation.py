@@ -192,3 +192,44 @@ def measure_effects(runs: Sequence[tuple[str, float | None, bool]], values: Mapp
                 effect.note = f"not measurable: {exc}"
         out.effects[name] = effect
     return out
+
+
+# --------------------------------------------------------------------------
+# Stopping the rounds once every comparison is settled
+
+MIN_ROUNDS = 3
+INTERIM_CONFIDENCE = 0.99
+"""A look before the last round uses a stricter interval, so that looking
+more than once does not make a chance difference look settled (the final
+verdicts still use the 95 % interval on every run made)."""
+NEGLIGIBLE = 0.05
+"""An interim interval inside x0.95 to x1.05 settles a comparison as no
+effect worth a line in the config."""
+
+
+def settled(runs: Sequence[tuple[str, float | None, bool]], roles: Sequence[str]) -> bool:
+    """Whether every role's comparison with the winner is settled on the
+    runs so far: its 99 % interval lies above 1.0 (a gain), below it (a
+    loss), or inside x0.95 to x1.05 (nothing to keep). Fewer than
+    MIN_ROUNDS runs of a side settle nothing."""
+    winner = [float(v) for role, v, ok in runs if role == WINNER and ok and v is not None]
+    if len(winner) < MIN_ROUNDS:
+        return False
+    for role in roles:
+        if role == WINNER:
+            continue
+        other = [float(v) for r, v, ok in runs if r == role and ok and v is not None]
+        if len(other) < MIN_ROUNDS:
+            return False
+        if role != START and max(other) <= 0 < min(winner):
+            continue  # without the change nothing met the SLO: as settled as it gets
+        try:
+            _, low, high, _ = ratio_interval(other, winner, INTERIM_CONFIDENCE)
+        except ValueError:
+            return False
+        if low is None or high is None:
+            return False
+        if not (low > 1.0 or high < 1.0 or (low >= 1.0 - NEGLIGIBLE and high <= 1.0 + NEGLIGIBLE)):
+            return False
+    return True
+

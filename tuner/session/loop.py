@@ -919,8 +919,8 @@ class TuneSession:
         for the same points are taken from the journal. The changes in
         `together` (the model saw no effect of each) are reverted as one."""
         from advisor.tuner.search.space import format_value
-        from advisor.tuner.session.ablation import (GROUP_JOIN, START, WINNER, ablation_order, measure_effects,
-                                                    members, role_without)
+        from advisor.tuner.session.ablation import (GROUP_JOIN, MIN_ROUNDS, START, WINNER, ablation_order,
+                                                    measure_effects, members, role_without, settled)
         from advisor.tuner.session.journal import GainRun
 
         space = self.space
@@ -968,7 +968,16 @@ class TuneSession:
         runner.uncapped = True
         runs: list[tuple[str, float | None, bool]] = []
         outcomes: list[tuple[str, TrialOutcome]] = []
+        per_round = len(points)
+        stopped = ""
         for index, role in enumerate(roles, start=1):
+            if index > 1 and (index - 1) % per_round == 0 and (index - 1) // per_round >= MIN_ROUNDS \
+                    and settled(runs, list(points)):
+                stopped = (f"the ablations stopped after {(index - 1) // per_round} of "
+                           f"{self.settings.ablation_rounds} rounds: every comparison was settled (its 99 % "
+                           "interval above 1.0, below it, or within ±5 %)")
+                self.events.note(stopped)
+                break
             if index in kept:
                 run = kept[index]
                 runs.append((role, run.objective, run.valid))
@@ -989,6 +998,8 @@ class TuneSession:
             outcomes.append((role, outcome))
             self.events.ablation_done(index, len(roles), role, outcome)
         ablations = measure_effects(runs, values)
+        if stopped:
+            ablations.notes.append(stopped)
         ablations.outcomes = outcomes
         ablations.winner_point = dict(winner)
         return ablations
