@@ -79,6 +79,29 @@ def needs_the_host(item) -> bool:
     return any(item.get_closest_marker(mark) is not None for mark in EXCLUSIVE_MARKS)
 
 
+@contextmanager
+def host_alone(host_lock: Path = HOST_LOAD_LOCK) -> Iterator[None]:
+    """The host-wide load lock alone, for a `load` test run outside xdist.
+
+    One pytest process runs one test at a time, so it needs no lock of its
+    own; but two people running load tests by hand, or a bench script, would
+    otherwise load the host at once and each measure the other.
+    """
+    try:
+        handle = open(host_lock, "a+")
+    except OSError:
+        handle = None  # another user's lock file: run unguarded, as the suite does
+    if handle is None:
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def worker_lock() -> HostLock | None:
     """The lock of this xdist run, or None outside xdist (one test at a time anyway)."""
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
