@@ -7,6 +7,8 @@ host-wide lock."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -84,3 +86,21 @@ def test_a_load_test_outside_xdist_waits_for_a_suites_load_test(tmp_path):
     # host-wide lock, and so waits for x, a load test of an xdist run.
     found = run_holders(tmp_path, [("exclusive", "x", 0.0, 0.8), ("alone", "y", 0.2, 0.3)])
     assert found["y"][0] >= found["x"][1]
+
+
+def test_a_run_started_under_the_host_lock_does_not_wait_for_itself(tmp_path):
+    # `flock /tmp/advisor-load.lock pytest ...` holds the lock in the parent:
+    # the load test inside must go on, not wait for its own parent.
+    host = tmp_path / "host.lock"
+    script = (f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r})\n"
+              "from pathlib import Path\nfrom exclusive import host_alone\n"
+              f"with host_alone(Path({str(host)!r})):\n    print('ran')\n")
+    process = subprocess.Popen(["flock", str(host), sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:  # waiting for itself: end it and the child with it
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 0 and out.strip() == "ran", err
