@@ -108,13 +108,9 @@ def test_a_small_session_end_to_end_produces_a_report_whose_include_passes_apach
     two_cores()
     report = tmp_path / "report"
     with SandboxRun(mpm="prefork") as run:
-        # No ablation: with its default (as many rounds as the gain's) it ran
-        # 20 of the session's 23 runs, reverted every change as within
-        # noise at two runs a side, and so left no winner for the gain runs
-        # this test checks. test_tune_lint_agreement runs a real ablation.
         result = tune(run, report, "--workload", "1k", "--budget", "3", "--duration", "1", "--start-rate", "250",
-                      "--first-probes", "2", "--max-probes", "2", "--gain-replicates", "2", "--ablation-replicates", "0",
-                      "--warmup", "0", "--yes", check=False)
+                      "--first-probes", "2", "--max-probes", "2", "--gain-replicates", "2", "--warmup", "0", "--yes",
+                      check=False)
         assert result.returncode in (0, 1), result.stderr
         if result.returncode == 1:  # stopped by a disturbed trial: said so, with advice, and still reported
             assert "stopped early" in result.stderr and "invalid twice" in result.stderr
