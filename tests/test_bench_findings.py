@@ -39,14 +39,14 @@ KEEPALIVE_QUOTA_PCT = 50
 
 
 def _knee(run: SandboxRun, directives: list[str], *, num_calls: int = 1, start: float = 250.0,
-          max_rate: float = 16000, step: float = 2.0) -> dict:
+          max_rate: float = 16000) -> dict:
     target = SandboxTarget(run.sandbox)
     inputs = TrialInputs(workload="1k", uri="/1k.html", rate=start, duration_s=2.0, num_calls=num_calls,
                          timeout_s=2.0, server_cpus=[0], client_cpus=[1], directives=directives)
     with ManagedConfig(target) as managed:
         managed.apply(directives)
         knee = knee_search(target, inputs, start_rate=start, max_rate=max_rate, min_rate=10, tolerance=0.2,
-                           max_probes=8, retries=1, interval=0.4, step=step)
+                           max_probes=8, retries=1, interval=0.4)
     run.assert_stock_restored()
     return {"peak_rate": knee.peak_rate or 0.0, "reply_rate": knee.peak_reply_rate or 0.0,
             "lower_bound": knee.lower_bound_only, "stop": knee.stop_reason,
@@ -64,26 +64,13 @@ def _cost(probe) -> str:
             f"({warm.stopped_by if warm else 'none'}) + drain {warm.drain_s if warm else 0:.1f} s, run {probe.wall_s:.1f} s")
 
 
-def _compare(run: SandboxRun, arm_a: dict, arm_b: dict, rounds: int = ROUNDS, from_first_peak: bool = False
-             ) -> tuple[list[dict], list[dict]]:
-    """Each arm's knee, `rounds` times, alternating which arm goes first.
-
-    With `from_first_peak`, the rounds after the first start each arm's
-    search at the peak its first round found, with a first step of 1.2
-    rather than a doubling, as tune's replicates do: at the searches' 20 %
-    tolerance two or three probes bracket it again, where a search from a
-    doubling below took five to eight. The bracket's resolution is the
-    same, and each round still needs a passing probe with a failing one
-    within 20 % above it.
-    """
+def _compare(run: SandboxRun, arm_a: dict, arm_b: dict, rounds: int = ROUNDS) -> tuple[list[dict], list[dict]]:
     results_a, results_b = [], []
     for round_index in range(rounds):
         order = [(arm_a, results_a), (arm_b, results_b)]
         if round_index % 2:
             order.reverse()
         for arm, sink in order:
-            if from_first_peak and sink and sink[0]["peak_rate"] and not sink[0]["lower_bound"]:
-                arm = {**arm, "start": sink[0]["peak_rate"], "step": 1.2}
             sink.append(_knee(run, **arm))
     return results_a, results_b
 
@@ -140,14 +127,13 @@ def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
     with SandboxRun(mpm="prefork", cpu_quota_pct=KEEPALIVE_QUOTA_PCT) as run:
         # Three rounds: the absolute peaks move with what else the machine
         # runs (3,500 to 8,000/s for Off here); the ratio within a run holds.
-        # The second and third rounds search again from the first's peaks.
         # Each search starts a doubling below the knees seen here (Off
-        # 8,000 replies/s; On 1,150-2,000 connections/s, x8 replies): a
+        # 6,800-11,300 replies/s; On 1,100-2,000 connections/s, x8 replies): a
         # slower machine only halves from there, a faster one doubles on.
         # (Off from 2,000/s spent a probe more on a rate every run passed.)
         off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 4000.0},
                            {"directives": PREFORK_POOL + ["KeepAlive On", "MaxKeepAliveRequests 100"], "num_calls": 8,
-                            "start": 1000.0}, rounds=3, from_first_peak=True)
+                            "start": 1000.0}, rounds=3)
     peak_off = statistics.median(r["reply_rate"] for r in off)
     peak_on = statistics.median(r["reply_rate"] for r in on)
     print(f"\nKeepAlive Off:\n{_brief(off)}\nKeepAlive On x8:\n{_brief(on)}")
