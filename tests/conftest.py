@@ -126,8 +126,12 @@ def pytest_runtest_protocol(item, nextitem):
 
     if _host_lock is None:
         _host_lock = exclusive.worker_lock() or False
-    if not _host_lock:
-        yield
+    if not _host_lock:  # one process, one test at a time: only the host-wide lock matters
+        if exclusive.needs_the_host(item):
+            with exclusive.host_alone():
+                yield
+        else:
+            yield
         return
     with _host_lock.exclusive() if exclusive.needs_the_host(item) else _host_lock.shared():
         yield

@@ -79,6 +79,53 @@ def needs_the_host(item) -> bool:
     return any(item.get_closest_marker(mark) is not None for mark in EXCLUSIVE_MARKS)
 
 
+@contextmanager
+def host_alone(host_lock: Path = HOST_LOAD_LOCK) -> Iterator[None]:
+    """The host-wide load lock alone, for a `load` test run outside xdist.
+
+    One pytest process runs one test at a time, so it needs no lock of its
+    own; but two people running load tests by hand, or a bench script, would
+    otherwise load the host at once and each measure the other.
+    """
+    try:
+        handle = open(host_lock, "a+")
+    except OSError:
+        handle = None  # another user's lock file: run unguarded, as the suite does
+    if handle is None or _held_by_an_ancestor(handle):  # `flock LOCK pytest ...`: already ours
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _held_by_an_ancestor(handle) -> bool:
+    """Whether a process this one descends from holds the flock on `handle`'s
+    file (read from /proc/locks): taking it again would wait for ourselves."""
+    inode = os.fstat(handle.fileno()).st_ino
+    holders = set()
+    try:
+        with open("/proc/locks") as locks:
+            for line in locks:
+                parts = line.split()  # "1: FLOCK ADVISORY WRITE <pid> <maj:min:inode> 0 EOF"; waiters have "->"
+                if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5].rsplit(":", 1)[-1] == str(inode):
+                    holders.add(int(parts[4]))
+        pid = os.getppid()
+        for _ in range(64):  # bounded walk up the process tree
+            if pid in holders:
+                return True
+            if pid <= 1:
+                return False
+            with open(f"/proc/{pid}/stat") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return False
+    return False
+
+
 def worker_lock() -> HostLock | None:
     """The lock of this xdist run, or None outside xdist (one test at a time anyway)."""
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")

@@ -1,11 +1,14 @@
 """The lock that lets `load` and `netns` tests run alone while the rest of
-the suite runs side by side (tests/exclusive.py), held to its three promises
+the suite runs side by side (tests/exclusive.py), held to its promises
 by real processes: shared holders overlap, an exclusive holder overlaps
-nobody, and a waiting exclusive holder goes before shared ones that come
-after it."""
+nobody, a waiting exclusive holder goes before shared ones that come
+after it, and a load test run in one process (no xdist) waits for the
+host-wide lock."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,10 +20,11 @@ HOLDER = """
 import sys, time
 sys.path.insert(0, {tests!r})
 from pathlib import Path
-from exclusive import HostLock
+from exclusive import HostLock, host_alone
 lock = HostLock(Path({directory!r}), "selftest", host_lock=Path({host!r}))
 kind, name, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
-with (lock.exclusive() if kind == "exclusive" else lock.shared()):
+held = {{"exclusive": lock.exclusive, "alone": lambda: host_alone(Path({host!r}))}}.get(kind, lock.shared)
+with held():
     with open({log!r}, "a") as log:
         log.write(f"{{time.monotonic():.6f}} start {{name}}\\n")
     time.sleep(hold)
@@ -75,3 +79,28 @@ def test_a_waiting_exclusive_holder_goes_before_later_shared_ones(tmp_path):
                                    ("shared", "c", 0.6, 0.2)])
     assert found["x"][0] >= found["a"][1]
     assert found["c"][0] >= found["x"][1]
+
+
+def test_a_load_test_outside_xdist_waits_for_a_suites_load_test(tmp_path):
+    # y is a load test run by hand (one process, no xdist): it takes only the
+    # host-wide lock, and so waits for x, a load test of an xdist run.
+    found = run_holders(tmp_path, [("exclusive", "x", 0.0, 0.8), ("alone", "y", 0.2, 0.3)])
+    assert found["y"][0] >= found["x"][1]
+
+
+def test_a_run_started_under_the_host_lock_does_not_wait_for_itself(tmp_path):
+    # `flock /tmp/advisor-load.lock pytest ...` holds the lock in the parent:
+    # the load test inside must go on, not wait for its own parent.
+    host = tmp_path / "host.lock"
+    script = (f"import sys; sys.path.insert(0, {str(REPO / 'tests')!r})\n"
+              "from pathlib import Path\nfrom exclusive import host_alone\n"
+              f"with host_alone(Path({str(host)!r})):\n    print('ran')\n")
+    process = subprocess.Popen(["flock", str(host), sys.executable, "-c", script], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=20)
+    finally:
+        if process.poll() is None:  # waiting for itself: end it and the child with it
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 0 and out.strip() == "ran", err

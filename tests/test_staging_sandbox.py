@@ -90,7 +90,7 @@ def test_bench_set_applies_then_restores_the_stock_config():
     require("apache2", "httperf")
     with SandboxRun(mpm="event") as run:
         assert keepalive_header(run.state.base_url) is not None
-        docs = run.bench_json("--set", "KeepAlive Off", "--rate", "20", "--duration", "1")
+        docs = run.bench_json("--set", "KeepAlive Off", "--rate", "20", "--duration", "1", "--warmup", "0")
         trial = docs[0]
         assert trial["inputs"]["directives"] == ["KeepAlive Off"]
         assert trial["httperf"]["replies"] == 20 and trial["verdict"]["label"] == "none"
@@ -102,11 +102,12 @@ def test_keepalive_off_with_persistent_connections_names_the_cause_and_the_line(
     """httperf does not reconnect when the server closes a connection: those errors are its own."""
     require("apache2", "httperf")
     with SandboxRun(mpm="prefork") as run:
-        off = run.bench_json("--num-calls", "8", "--set", "KeepAlive Off", "--rate", "20", "--duration", "1")[0]
+        off = run.bench_json("--num-calls", "8", "--set", "KeepAlive Off", "--rate", "20", "--duration", "1",
+                             "--warmup", "0")[0]
         capped = run.bench_json("--num-calls", "4", "--set", "MaxKeepAliveRequests 1", "--rate", "20",
-                                "--duration", "1")[0]
+                                "--duration", "1", "--warmup", "0")[0]
         sessions = run.bench_json("--num-calls", "4", "--think", "0.05", "--set", "KeepAlive Off", "--rate", "10",
-                                  "--duration", "1")[0]
+                                  "--duration", "1", "--warmup", "0")[0]
     verdict = off["verdict"]
     assert verdict["label"] == "connections closed by server", verdict
     assert verdict["evidence"]["config"].endswith("managed.conf:3: KeepAlive Off")
