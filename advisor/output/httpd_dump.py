@@ -20,19 +20,32 @@ from advisor.config.model import Config, Directive, Include, Node, Section
 _SKIPPED = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
 
 
-def _effective_children(section: Section, out: list[Node]) -> list[Node]:
+# What httpd does with a node of one spelling: keeps it, consumes it while
+# reading (read-time directives, <Macro>), or splices its content in place
+# (a conditional that held). Decided once per spelling: a large tree repeats
+# a few hundred.
+_KEEP, _DROP, _SPLICE = 0, 1, 2
+
+
+def _effective_children(section: Section, out: list[Node], kinds: dict[str, int]) -> list[Node]:
     """A raw section's children as httpd keeps them: inactive nodes and
     read-time directives dropped, conditionals and Includes spliced open."""
+    append = out.append
     for child in section.children:
         if not child.active:
             continue
+        kind = kinds.get(child.name)
+        if kind is None:
+            lname = child.name.lower()
+            kind = kinds[child.name] = (_DROP if lname in _SKIPPED else
+                                        _SPLICE if lname in CONDITIONAL_SECTIONS else _KEEP)
         if type(child) is Directive:
-            if child.name.lower() not in _SKIPPED:
-                out.append(child)
-        elif isinstance(child, Include) or child.name.lower() in CONDITIONAL_SECTIONS:
-            _effective_children(child, out)  # type: ignore[arg-type]
-        elif child.name.lower() not in _SKIPPED:
-            out.append(child)
+            if kind != _DROP:
+                append(child)
+        elif type(child) is Include or kind == _SPLICE:
+            _effective_children(child, out, kinds)  # type: ignore[arg-type]
+        elif kind == _KEEP:
+            append(child)
     return out
 
 
@@ -43,11 +56,19 @@ def dump_lines(raw_root: Section) -> list[str]:
     append = out.append
     spelling = catalog_spellings()
     spelled: dict[str, str] = {}
+    kinds: dict[str, int] = {}
+    # Per nesting level, the `#NNNN:` head of each line number: the hosts of
+    # a large tree repeat the same few numbers in every file.
+    heads: list[dict[int, str]] = []
     current_file: str | None = None
+    directive_type = Directive
 
     def walk(nodes: list[Node], level: int) -> None:
         nonlocal current_file
         indent = "  " * level
+        while len(heads) <= level:
+            heads.append({})
+        heads_here = heads[level]
         for node in nodes:
             written = node.name
             name = spelled.get(written)
@@ -61,11 +82,14 @@ def dump_lines(raw_root: Section) -> list[str]:
             if file != current_file:
                 current_file = file
                 append(f"# In file: {file}")
-            if type(node) is Directive:
-                append(f"{indent}#{line:4d}:\n{indent}{name} {node.raw_args}")
+            head = heads_here.get(line)
+            if head is None:
+                head = heads_here[line] = f"{indent}#{line:4d}:\n{indent}"
+            if type(node) is directive_type:
+                append(f"{head}{name} {node.raw_args}")
                 continue
-            append(f"{indent}#{line:4d}:\n{indent}<{name} {node.raw_args}")
-            kids = _effective_children(node, [])  # type: ignore[arg-type]
+            append(f"{head}<{name} {node.raw_args}")
+            kids = _effective_children(node, [], kinds)  # type: ignore[arg-type]
             if kids:
                 walk(kids, level + 1)
                 if file != current_file:
@@ -73,7 +97,7 @@ def dump_lines(raw_root: Section) -> list[str]:
                     append(f"# In file: {file}")
                 append(f"{indent}</{name}>")
 
-    walk(_effective_children(raw_root, []), 0)
+    walk(_effective_children(raw_root, [], kinds), 0)
     return out
 
 
