@@ -416,13 +416,15 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     # the working directory, a slice instead of relpath (a mass-hosting tree
     # has tens of thousands of findings in as many files).
     shown: dict[str, str] = {}
-    below = os.getcwd().rstrip(os.sep) + os.sep
+    cwd = os.getcwd().rstrip(os.sep)
+    below = cwd + os.sep
     for finding in findings:
         path = finding.file
         display = shown.get(path)
         if display is None:
-            if path.startswith(below) and _plain_path(path):
-                display = path[len(below):]
+            if path[:1] == os.sep and path != cwd and _plain_path(path):
+                # Already absolute and normal: shown as it is unless below.
+                display = path[len(below):] if path.startswith(below) else path
             else:
                 display = _display_path(path)
             shown[path] = display

@@ -315,7 +315,7 @@ class _Reader:
             raise ConfigError(f"{name} directive missing closing '>'", path, end,
                               f"write </{closing.name}>")
         bare = name[2:-1] if name.endswith(">") else name[2:]
-        if bare.lower() != closing.name.lower():
+        if bare != closing.name and bare.lower() != closing.name.lower():
             raise ConfigError(f"expected </{closing.name}> but saw </{bare}>", path, end,
                               f"<{closing.name}> opened on line {closing.line} is still open")
 
