@@ -105,6 +105,8 @@ class _Reader:
         self.names: dict[str, str] = {}
         """Spelling -> itself, for names the fast path may read (see build)."""
         self.words: dict[str, tuple[str, list[str]]] = {}
+        self.lines: dict[str, tuple[str, str, list[str]]] = {}
+        """Whole lines of the fast path -> (name, argument text, words)."""
 
     # ---- files ------------------------------------------------------------
 
@@ -189,6 +191,7 @@ class _Reader:
         fast = state.fast
         names = self.names
         words = self.words
+        lines = self.lines
         slow_names = _SLOW_PATH_DIRECTIVES
         while cursor:
             logical = popleft()
@@ -198,6 +201,17 @@ class _Reader:
                 # section, not one the reader acts on) needs nothing but a
                 # split, and its words were likely split before.
                 text, start, end = logical  # type: ignore[misc]
+                known = lines.get(text)
+                if known is not None:
+                    # A whole line met before (`Require all granted` in
+                    # every host): not even a split.
+                    shared, rest, args = known
+                    node = Directive(shared, args, rest, file_path, start, end, active, container)
+                    append(node)
+                    if effective_append is not None:
+                        effective_append(Directive(shared, args, rest, file_path, start, end, True, effective,
+                                                   node))
+                    continue
                 parts = text.split(None, 1)
                 shared = names.get(parts[0])
                 if shared is not None:
@@ -207,6 +221,10 @@ class _Reader:
                             rest = parts[1]
                             found = words[rest] = (rest, rest.split() if '"' not in rest and "'" not in rest
                                                    else split_words(rest, True))
+                        else:
+                            # Its words were met before: the line is likely
+                            # to come again (a line met once is not kept).
+                            lines[text] = (shared, found[0], found[1])
                         rest, args = found
                     else:
                         rest, args = "", []
@@ -220,12 +238,16 @@ class _Reader:
                 if name[0] == "<":
                     # A section's opening or closing tag, read as the careful
                     # path below reads it (but for <Macro>, left to it).
-                    rest = parts[1] if len(parts) == 2 else ""
                     if name[1:2] == "/":
-                        self.close(name, rest, start, end, file_path, active, closing)
+                        # The tag that closes this level, spelled as it was
+                        # opened, needs no check (see close).
+                        if closing is None or name != f"</{closing.name}>":
+                            self.close(name, parts[1] if len(parts) == 2 else "", start, end, file_path,
+                                       active, closing)
                         if closing is not None:
                             closing.close_line = end
                         return
+                    rest = parts[1] if len(parts) == 2 else ""
                     if not (active and "macro_module" in state.modules and name.lower() == "<macro"):
                         self.section(name, rest, start, end, cursor, container, file_path, active, effective)
                         fast = state.fast  # a macro used in the section may have ended it
