@@ -206,28 +206,24 @@ class _Reader:
                     # A whole line met before (`Require all granted` in
                     # every host): not even a split.
                     shared, rest, args = known
-                    node = Directive(shared, args, rest, file_path, start, end, active, container)
-                    append(node)
-                    if effective_append is not None:
-                        effective_append(Directive(shared, args, rest, file_path, start, end, True, effective,
-                                                   node))
-                    continue
-                parts = text.split(None, 1)
-                shared = names.get(parts[0])
-                if shared is not None:
-                    if len(parts) == 2:
-                        found = words.get(parts[1])
-                        if found is None:
-                            rest = parts[1]
-                            found = words[rest] = (rest, rest.split() if '"' not in rest and "'" not in rest
-                                                   else split_words(rest, True))
+                else:
+                    parts = text.split(None, 1)
+                    shared = names.get(parts[0])
+                    if shared is not None:
+                        if len(parts) == 2:
+                            found = words.get(parts[1])
+                            if found is None:
+                                rest = parts[1]
+                                found = words[rest] = (rest, rest.split() if '"' not in rest and "'" not in rest
+                                                       else split_words(rest, True))
+                            else:
+                                # Its words were met before: the line is likely
+                                # to come again (a line met once is not kept).
+                                lines[text] = (shared, found[0], found[1])
+                            rest, args = found
                         else:
-                            # Its words were met before: the line is likely
-                            # to come again (a line met once is not kept).
-                            lines[text] = (shared, found[0], found[1])
-                        rest, args = found
-                    else:
-                        rest, args = "", []
+                            rest, args = "", []
+                if shared is not None:
                     node = Directive(shared, args, rest, file_path, start, end, active, container)
                     append(node)
                     if effective_append is not None:
