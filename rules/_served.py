@@ -132,7 +132,7 @@ def _prefixes(target: str) -> list[str]:
     return prefixes
 
 
-@dataclass
+@dataclass(slots=True)
 class DirIndex:
     """Directory sections by exact path, so finding the ones that cover a
     path costs one lookup per path component, not a scan of every section."""
@@ -190,7 +190,7 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
         path = normalize_dir(section.args[0])
         index = grouped.get(id(owner))
         if index is None:
-            index = grouped[id(owner)] = DirIndex()
+            index = grouped[id(owner)] = DirIndex({}, [])
         index.add(DirSection(path, path.count("/"), section, not owner.is_root, position,
                              "*" in path or "?" in path or "[" in path))
     for index in grouped.values():

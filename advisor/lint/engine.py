@@ -229,11 +229,15 @@ def lint_config(
     state = collect_suppressions(config, ctx, known_codes)
     state.enabled_codes = {rule.code for rule in enabled}
     silenced = _silenced(findings, state.suppressions) if state.suppressions else None
-    kept: list[Finding] = []
-    for position, finding in enumerate(findings):
-        if (silenced is not None and position in silenced) or path_ignored(finding.file, finding.code, settings):
-            continue
-        kept.append(finding)
+    if silenced is None and not settings.per_path_ignores:
+        kept = findings  # nothing silenced, nothing ignored by path (the usual run)
+    else:
+        kept = []
+        for position, finding in enumerate(findings):
+            if (silenced is not None and position in silenced) or path_ignored(finding.file, finding.code,
+                                                                                 settings):
+                continue
+            kept.append(finding)
 
     ctx.suppression_state = state
     post_findings: list[Finding] = []
