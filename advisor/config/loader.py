@@ -161,12 +161,11 @@ class _Reader:
                                   where[1] if where else None, "remove the Include that closes the loop")
         state.files.append(path)
         state.sources[path] = text
-        if "<macro" in text or "<Macro" in text or "<MACRO" in text:
-            state.physical_lines[path] = text.split("\n")
         state.include_stack.append((path, identity))
         saved_plain, saved_fast = state.plain, state.fast
         state.plain = plain = splits_like_httpd(text)
-        state.fast = plain and "${" not in text and "\\" not in text
+        # (A one-character search first: memchr, far cheaper than a substring.)
+        state.fast = plain and ("$" not in text or "${" not in text) and "\\" not in text
         try:
             cursor = deque(logical_lines(text, path))
             self.build(cursor, container, path, True, None, effective)
