@@ -27,31 +27,18 @@ _SKIPPED = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
 _KEEP, _DROP, _SPLICE = 0, 1, 2
 
 
-def _effective_children(section: Section, out: list[Node], kinds: dict[str, int]) -> list[Node]:
-    """A raw section's children as httpd keeps them: inactive nodes and
-    read-time directives dropped, conditionals and Includes spliced open."""
-    append = out.append
-    for child in section.children:
-        if not child.active:
-            continue
-        kind = kinds.get(child.name)
-        if kind is None:
-            lname = child.name.lower()
-            kind = kinds[child.name] = (_DROP if lname in _SKIPPED else
-                                        _SPLICE if lname in CONDITIONAL_SECTIONS else _KEEP)
-        if type(child) is Directive:
-            if kind != _DROP:
-                append(child)
-        elif type(child) is Include or kind == _SPLICE:
-            _effective_children(child, out, kinds)  # type: ignore[arg-type]
-        elif kind == _KEEP:
-            append(child)
-    return out
+def _kind(name: str, kinds: dict[str, int]) -> int:
+    lname = name.lower()
+    kind = kinds[name] = (_DROP if lname in _SKIPPED else _SPLICE if lname in CONDITIONAL_SECTIONS else _KEEP)
+    return kind
 
 
 def dump_lines(raw_root: Section) -> list[str]:
     """The dump as text chunks (one or two lines each), walking the raw tree
-    directly: no copy of the effective tree is needed."""
+    directly: no copy of the effective tree is needed. Inactive nodes and
+    read-time directives are passed over, conditionals that held and
+    Include lines are read through as if their content stood in their
+    place, as httpd keeps them."""
     out: list[str] = []
     append = out.append
     spelling = catalog_spellings()
@@ -62,15 +49,34 @@ def dump_lines(raw_root: Section) -> list[str]:
     heads: list[dict[int, str]] = []
     current_file: str | None = None
     directive_type = Directive
+    include_type = Include
 
-    def walk(nodes: list[Node], level: int) -> None:
+    def walk(nodes: list[Node], level: int) -> bool:
+        """Print what httpd keeps of `nodes`; whether anything was printed."""
         nonlocal current_file
         indent = "  " * level
         while len(heads) <= level:
             heads.append({})
         heads_here = heads[level]
+        printed = False
         for node in nodes:
+            if not node.active:
+                continue
             written = node.name
+            kind = kinds.get(written)
+            if kind is None:
+                kind = _kind(written, kinds)
+            node_type = type(node)
+            if node_type is directive_type:
+                if kind == _DROP:
+                    continue
+            elif node_type is include_type or kind == _SPLICE:
+                if walk(node.children, level):  # type: ignore[attr-defined]
+                    printed = True
+                continue
+            elif kind != _KEEP:
+                continue
+            printed = True
             name = spelled.get(written)
             if name is None:
                 name = spelled[written] = spelling.get(written.lower(), written)
@@ -85,19 +91,18 @@ def dump_lines(raw_root: Section) -> list[str]:
             head = heads_here.get(line)
             if head is None:
                 head = heads_here[line] = f"{indent}#{line:4d}:\n{indent}"
-            if type(node) is directive_type:
+            if node_type is directive_type:
                 append(f"{head}{name} {node.raw_args}")
                 continue
             append(f"{head}<{name} {node.raw_args}")
-            kids = _effective_children(node, [], kinds)  # type: ignore[arg-type]
-            if kids:
-                walk(kids, level + 1)
+            if walk(node.children, level + 1):  # type: ignore[attr-defined]
                 if file != current_file:
                     current_file = file
                     append(f"# In file: {file}")
                 append(f"{indent}</{name}>")
+        return printed
 
-    walk(_effective_children(raw_root, [], kinds), 0)
+    walk(raw_root.children, 0)
     return out
 
 
