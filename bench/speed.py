@@ -16,7 +16,13 @@ default hosts) and `logged` (a mass-hosting tree: three findings on every
 host, each message naming the host's own paths), since the cost of rules
 and formatters grows with the findings.
 
+With `--baseline PATH` (another apache-advisor, e.g. a regular install of
+main in its own venv), its dump and lints run in the same rounds as the
+ones measured, and are printed below them with the same ratios: a before/
+after comparison that a machine whose speed drifts cannot skew.
+
     python bench/speed.py [--vhosts 20000] [--runs 7] [--shapes plain,logged] [--tree DIR] [--advisor PATH]
+                          [--baseline PATH]
 """
 
 from __future__ import annotations
@@ -160,6 +166,8 @@ def main() -> int:
                         "one shape only)")
     parser.add_argument("--advisor", help="the apache-advisor executable to time (default: the one on PATH; "
                         "an editable install adds ~40 ms of import hooks that a regular install does not have)")
+    parser.add_argument("--baseline", help="another apache-advisor executable (a regular install of the "
+                        "code to compare with), timed in the same rounds and printed as `(baseline)`")
     args = parser.parse_args()
     httpd = find_httpd()
     if httpd is None:
@@ -178,11 +186,12 @@ def main() -> int:
     for position, shape in enumerate(shapes):
         if position:
             print()
-        measure_shape(shape, args, base, httpd)
+        measure_shape(shape, args, base, httpd, [args.baseline] if args.baseline else None)
     return 0
 
 
-def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: str) -> None:
+def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: str,
+                  baseline: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tree = args.tree or Path(tmp) / "tree"
         main_file = tree / "httpd.conf"
@@ -211,6 +220,21 @@ def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: 
                 Job("lint, cold (--no-cache)", lint + ["--no-cache"], env),
                 Job("lint, first (saves to cache)", lint, cached, empty_cache),
                 Job("lint, unchanged tree", lint, cached, saved_entry)]
+        if baseline is not None:
+            # Its own cache directory: the two versions' entries differ.
+            old_cache = Path(tmp) / "baseline-cache"
+            old_cached = {**env, "APACHE_ADVISOR_CACHE_DIR": str(old_cache)}
+            old_lint = baseline + ["lint", "--fail-on", "never", str(main_file)]
+
+            def old_saved_entry() -> None:
+                if not any(old_cache.glob("lint-*.json")):
+                    # The first round: the baseline's entry is made, untimed.
+                    subprocess.run(old_lint, env=old_cached, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, check=False)
+
+            jobs += [Job("  dump (baseline)", baseline + ["dump", str(main_file)], env),
+                     Job("  lint, cold (baseline)", old_lint + ["--no-cache"], env),
+                     Job("  lint, unchanged (baseline)", old_lint, old_cached, old_saved_entry)]
         # The cache saves no result for a tree changed within its racy window.
         _wait_out_racy_window(tree)
         timings = interleaved(jobs, args.runs, warm=_page_cache_warmer(tree))

@@ -37,11 +37,7 @@ def _normalize_dir(path: str) -> str:
     return path if path.endswith("/") else path + "/"
 
 
-def _depth(path: str) -> int:
-    return path.count("/")
-
-
-@dataclass
+@dataclass(slots=True)
 class DirSection:
     path: str
     depth: int
@@ -59,7 +55,7 @@ class DirSection:
         return fnmatch.fnmatchcase(prefix, self.path)
 
 
-@dataclass
+@dataclass(slots=True)
 class Site:
     """The main server or one virtual host, with what it serves."""
 
@@ -71,7 +67,10 @@ class Site:
     dir_groups: tuple["DirIndex", ...] = ()
     """The main server's sections, then (for a vhost) its own."""
     cache: dict = field(default_factory=dict, repr=False)
-    """Shared by all sites of one run: answers keyed by (id(dir_groups), path)."""
+    """Answers of `applicable` by path: shared by every site with the same
+    `dir_groups` (every vhost without <Directory> of its own shares the
+    main server's), else the site's own."""
+    _served: list[tuple[str, Directive | None]] | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -80,27 +79,46 @@ class Site:
         return f"<VirtualHost {' '.join(self.section.args)}>"
 
     def served_paths(self) -> list[tuple[str, Directive | None]]:
-        paths: list[tuple[str, Directive | None]] = []
-        if self.document_root:
-            paths.append((self.document_root, self.root_node))
-        paths.extend(self.aliases)
+        """The document root, then the alias targets; made once per site
+        (four rules ask), and not to be changed by the caller."""
+        paths = self._served
+        if paths is None:
+            paths = []
+            if self.document_root:
+                paths.append((self.document_root, self.root_node))
+            paths.extend(self.aliases)
+            self._served = paths
         return paths
 
     def applicable(self, target: str) -> list[DirSection]:
-        # Sites that share the same sections (every vhost without <Directory>
-        # of its own) share the answer too.
-        key = (id(self.dir_groups), target)
-        found = self.cache.get(key)
+        found = self.cache.get(target)
         if found is not None:
             return found
         found = []
-        prefixes = _prefixes(target)
+        prefixes = None
+        absolute = target[:1] == "/"
         for group in self.dir_groups:
+            if group.few is not None and absolute:
+                # A host's own one or two sections: a scan costs less than
+                # a lookup per path component. (For an absolute target, a
+                # section path covers it exactly when it is one of
+                # `_prefixes`: both end with '/'. A relative one, as
+                # `_prefixes` reads it, is covered by none.)
+                for dir_section in group.few:
+                    if target.startswith(dir_section.path):
+                        found.append(dir_section)
+                continue
+            if prefixes is None:
+                prefixes = _prefixes(target)
             found.extend(group.covering(target, prefixes))
         if len(found) > 1:
-            found.sort(key=lambda d: (d.depth, d.in_vhost, d.order))
-        self.cache[key] = found
+            found.sort(key=_applying_order)
+        self.cache[target] = found
         return found
+
+
+def _applying_order(dir_section: DirSection) -> tuple[int, bool, int]:
+    return (dir_section.depth, dir_section.in_vhost, dir_section.order)
 
 
 def _prefixes(target: str) -> list[str]:
@@ -114,19 +132,27 @@ def _prefixes(target: str) -> list[str]:
     return prefixes
 
 
-@dataclass
+@dataclass(slots=True)
 class DirIndex:
     """Directory sections by exact path, so finding the ones that cover a
     path costs one lookup per path component, not a scan of every section."""
 
     by_path: dict[str, list[DirSection]] = field(default_factory=dict)
     wildcards: list[DirSection] = field(default_factory=list)
+    few: list[DirSection] | None = None
+    """All the sections, when they are few and none is a wildcard (see
+    `finish`): `Site.applicable` scans them instead."""
 
     def add(self, section: DirSection) -> None:
         if section.wildcard:
             self.wildcards.append(section)
         else:
             self.by_path.setdefault(section.path, []).append(section)
+
+    def finish(self) -> "DirIndex":
+        if not self.wildcards and len(self.by_path) <= _FEW:
+            self.few = [section for found in self.by_path.values() for section in found]
+        return self
 
     def covering(self, target: str, prefixes: list[str]) -> list[DirSection]:
         found: list[DirSection] = []
@@ -140,6 +166,10 @@ class DirIndex:
             found.extend(d for d in self.wildcards if d.covers(target))
         return found
 
+
+# Up to this many paths, a scan of the sections beats a lookup per path
+# component of the target (a document root is often five or six deep).
+_FEW = 3
 
 _ALIAS_NAMES = ("alias", "scriptalias")
 
@@ -158,10 +188,13 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
         if not (owner.is_root or owner.lname == "virtualhost"):
             continue
         path = normalize_dir(section.args[0])
-        grouped.setdefault(id(owner), DirIndex()).add(
-            DirSection(path=path, depth=_depth(path), section=section,
-                       in_vhost=not owner.is_root, order=position,
-                       wildcard="*" in path or "?" in path or "[" in path))
+        index = grouped.get(id(owner))
+        if index is None:
+            index = grouped[id(owner)] = DirIndex({}, [])
+        index.add(DirSection(path, path.count("/"), section, not owner.is_root, position,
+                             "*" in path or "?" in path or "[" in path))
+    for index in grouped.values():
+        index.finish()
     return grouped
 
 
@@ -196,19 +229,26 @@ def sites(ctx: LintContext) -> list[Site]:
     root_id = id(ctx.config.effective)
     main_dirs = grouped.get(root_id, DirIndex())
     main_aliases = _aliases(alias_nodes.get(root_id, []))
-    cache: dict = {}
+    main_dirs.finish()
+    shared: dict = {}
     main_only = (main_dirs,)
     main = Site(None, normalize_dir(server_root.arg(0)) if server_root and server_root.args else None,
-                server_root, main_aliases, main_only, cache)
+                server_root, main_aliases, main_only, shared)
     result = [main]
+    main_has_dirs = bool(main_dirs.by_path or main_dirs.wildcards)
+    site = Site
     for vhost in ctx.virtual_hosts():
-        own_roots = roots.get(id(vhost))
+        key = id(vhost)
+        own_roots = roots.get(key)
         root_node = own_roots[-1] if own_roots else server_root
-        document_root = normalize_dir(root_node.arg(0)) if root_node and root_node.args else None
-        own_dirs = grouped.get(id(vhost))
-        dirs = (main_dirs, own_dirs) if own_dirs else main_only
-        own_aliases = alias_nodes.get(id(vhost))
-        result.append(Site(vhost, document_root, root_node,
+        document_root = normalize_dir(root_node.args[0]) if root_node and root_node.args else None
+        own_dirs = grouped.get(key)
+        if own_dirs is None:
+            dirs, cache = main_only, shared
+        else:
+            dirs, cache = ((main_dirs, own_dirs) if main_has_dirs else (own_dirs,)), {}
+        own_aliases = alias_nodes.get(key)
+        result.append(site(vhost, document_root, root_node,
                            main_aliases + _aliases(own_aliases) if own_aliases else main_aliases,
                            dirs, cache))
     ctx.shared["served_sites"] = result

@@ -6,7 +6,7 @@ from advisor.config.model import Node, Section
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._served import deciding, normalize_dir, owned, sites
+from ._served import normalize_dir, owned, sites
 
 DOC = Doc(
     summary="No restriction of HTTP methods (LimitExcept, Require method, AllowMethods) on a served tree",
@@ -112,16 +112,28 @@ def check(ctx: LintContext, report: Report) -> None:
         else:
             by_vhost.setdefault(id(owner), []).append(inner)
     requires = owned(ctx, "Require")
+    # Whether a Require line denies all, judged once per line: a large tree
+    # decides thousands of hosts with the same few.
+    denies: dict[int, bool] = {}
     for site in sites(ctx):
         own = by_vhost.get(id(site.section)) if site.section is not None else None
         visible = server_level + own if own else server_level
         for path, origin in site.served_paths():
-            url = origin.arg(0) if origin is not None and origin.lname != "documentroot" else None
-            if visible and any(_reaches(inner, path, url) for inner in visible):
-                continue
-            decided, _ = deciding(requires, site, path)
-            if decided is not None and [a.lower() for a in decided.args] == ["all", "denied"]:
-                continue
+            if visible:
+                url = origin.arg(0) if origin is not None and origin.name.lower() != "documentroot" else None
+                if any(_reaches(inner, path, url) for inner in visible):
+                    continue
+            decided = None
+            for dir_section in site.applicable(path):
+                found = requires.get(id(dir_section.section))
+                if found:
+                    decided = found[-1]
+            if decided is not None:
+                denied = denies.get(id(decided))
+                if denied is None:
+                    denied = denies[id(decided)] = [a.lower() for a in decided.args] == ["all", "denied"]
+                if denied:
+                    continue
             where = origin if origin is not None else ctx.context_location(site.section)
             report(where, f"{path.rstrip('/') or '/'} accepts every HTTP method its handlers "
                           "honour: no <LimitExcept>, Require method or AllowMethods reaches it.")

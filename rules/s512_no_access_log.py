@@ -74,33 +74,38 @@ def check(ctx: LintContext, report: Report) -> None:
     # them), not from a scan of every host's children.
     access_by_parent = owned(ctx, "CustomLog", "TransferLog")
     error_by_parent = owned(ctx, "ErrorLog")
-    hosts: list[tuple[str, Section | None, list[Directive], Directive | None]] = []
+    hosts: list[tuple[Section | None, list[Directive], Directive | None]] = []
     if not vhosts:
-        hosts.append(("the main server", None, server_logs, server_error))
+        hosts.append((None, server_logs, server_error))
+    nothing: list[Directive] = []
     for vhost in vhosts:
-        own_logs = access_by_parent.get(id(vhost), [])
-        own_error = error_by_parent.get(id(vhost), [])
+        own_logs = access_by_parent.get(id(vhost))
+        own_error = error_by_parent.get(id(vhost))
         if not complete and not own_logs and not own_error:
             continue  # a fragment: the main config may give it both
-        hosts.append((f"<VirtualHost {' '.join(vhost.args)}>", vhost,
-                      own_logs or (server_logs if complete else []),
+        hosts.append((vhost, own_logs or (server_logs if complete else nothing),
                       own_error[-1] if own_error else server_error))
-    for label, section, logs, error in hosts:
+    # The hosts that inherit share the main server's logs: those are judged
+    # once, not once per host.
+    server_kept = [node for node in server_logs if not _discards(node)]
+    server_error_dropped = server_error is not None and _discards(server_error)
+    for section, logs, error in hosts:
         problems = []
         where = None
         if not global_logs:
-            kept = [node for node in logs if not _discards(node)]
+            kept = server_kept if logs is server_logs else [node for node in logs if not _discards(node)]
             if logs and not kept:
                 problems.append("its access log goes to /dev/null")
                 where = logs[-1]
             elif not logs and complete:
                 problems.append("it has no access log (none of its own, none in the main "
                                 "server to inherit, no GlobalLog)")
-        if error is not None and _discards(error):
+        if error is not None and (server_error_dropped if error is server_error else _discards(error)):
             problems.append("its error log goes to /dev/null")
             where = where or error
         if not problems:
             continue
+        label = "the main server" if section is None else f"<VirtualHost {' '.join(section.args)}>"
         location = where if where is not None else ctx.context_location(section)
         report(location, f"{label}: {' and '.join(problems)}; its requests leave no audit "
                          f"trail. {TRADE_OFF}")

@@ -102,6 +102,12 @@ class LintRun:
         return self._findings
 
 
+def _run_order(run: tuple) -> tuple[int, str]:
+    """A file's findings (position in read order, file, findings) sort by
+    read order, then by name (files not read: after all the others)."""
+    return run[0], run[1]
+
+
 def _display_path(path: str) -> str:
     """Relative to the working directory when below it (what CI annotations
     and SARIF want), absolute otherwise."""
@@ -411,18 +417,33 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
         trees.append((config.main_file, config.server_root))
     # Files in the order httpd reads them (main file first), then by line.
     read_order = {path: position for position, path in enumerate(dict.fromkeys(files))}
-    findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
+    if len(options.paths) == 1:
+        # One tree: the engine sorted its findings by (file, line, code), so
+        # ordering the runs of each file by read order (a stable sort of one
+        # key per file, not per finding) gives the same order.
+        from itertools import chain, groupby
+        from operator import attrgetter
+
+        last = len(read_order)
+        runs = [(read_order.get(file, last), file, list(run))
+                for file, run in groupby(findings, key=attrgetter("file"))]
+        runs.sort(key=_run_order)
+        findings = list(chain.from_iterable(run for _, _, run in runs))
+    else:
+        findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
     # Once per file, not per finding; and for a plain absolute path below
     # the working directory, a slice instead of relpath (a mass-hosting tree
     # has tens of thousands of findings in as many files).
     shown: dict[str, str] = {}
-    below = os.getcwd().rstrip(os.sep) + os.sep
+    cwd = os.getcwd().rstrip(os.sep)
+    below = cwd + os.sep
     for finding in findings:
         path = finding.file
         display = shown.get(path)
         if display is None:
-            if path.startswith(below) and _plain_path(path):
-                display = path[len(below):]
+            if path[:1] == os.sep and path != cwd and _plain_path(path):
+                # Already absolute and normal: shown as it is unless below.
+                display = path[len(below):] if path.startswith(below) else path
             else:
                 display = _display_path(path)
             shown[path] = display

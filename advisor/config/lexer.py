@@ -68,7 +68,8 @@ def logical_lines(text: str, path: str, keep_blank: bool = False, first_line: in
     """
     if "\0" in text:
         raise _nul_error(text, path)
-    if "\\\n" not in text and "\\\r\n" not in text and not keep_blank and len(text) <= MAX_LINE_LENGTH:
+    if ("\\" not in text or ("\\\n" not in text and "\\\r\n" not in text)) and not keep_blank \
+            and len(text) <= MAX_LINE_LENGTH:
         # No continuation anywhere (the common case): one line per line.
         return [
             (line, number, number)

@@ -62,6 +62,12 @@ def define(state: ReadState, name: str, rest: str, start: int, end: int,
         raise ConfigError(f"macro '{macro_name}': expected </Macro> before end of file", path, start,
                           "add </Macro>")
     physical = state.physical_lines.get(path)
+    if physical is None:
+        # The file's physical lines, split on the first macro defined in
+        # it (the reader does not split every file it reads for this).
+        source = state.sources.get(path)
+        if source is not None and ("<macro" in source or "<Macro" in source or "<MACRO" in source):
+            physical = state.physical_lines[path] = source.split("\n")
     if physical is None:  # a macro produced by another macro: no blank lines to recover
         body = [(c.raw_args, c.line, c.end_line) for c in node.children]
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import os
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable
 
@@ -228,11 +229,15 @@ def lint_config(
     state = collect_suppressions(config, ctx, known_codes)
     state.enabled_codes = {rule.code for rule in enabled}
     silenced = _silenced(findings, state.suppressions) if state.suppressions else None
-    kept: list[Finding] = []
-    for position, finding in enumerate(findings):
-        if (silenced is not None and position in silenced) or path_ignored(finding.file, finding.code, settings):
-            continue
-        kept.append(finding)
+    if silenced is None and not settings.per_path_ignores:
+        kept = findings  # nothing silenced, nothing ignored by path (the usual run)
+    else:
+        kept = []
+        for position, finding in enumerate(findings):
+            if (silenced is not None and position in silenced) or path_ignored(finding.file, finding.code,
+                                                                                 settings):
+                continue
+            kept.append(finding)
 
     ctx.suppression_state = state
     post_findings: list[Finding] = []
@@ -241,9 +246,11 @@ def lint_config(
         if rule.post:
             rule.check(ctx, runner(rule))
     kept.extend(f for f in post_findings if not path_ignored(f.file, f.code, settings))
-    kept.sort(key=Finding.sort_key)
+    kept.sort(key=_FILE_LINE_CODE)  # Finding.sort_key, in C
     return LintResult(kept, notes, list(config.files))
 
+
+_FILE_LINE_CODE = attrgetter("file", "line", "code")
 
 _HINTS = {
     "ram": "RAM unknown (pass --ram, set [host] ram, or lint this host's own config under /etc)",

@@ -114,7 +114,7 @@ class Rule:
         return f"{self.code} {self.slug}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Finding:
     """One problem found. These seven fields are the JSON contract."""
 

@@ -20,36 +20,63 @@ from advisor.config.model import Config, Directive, Include, Node, Section
 _SKIPPED = READ_TIME_DIRECTIVES - CONDITIONAL_SECTIONS
 
 
-def _effective_children(section: Section, out: list[Node]) -> list[Node]:
-    """A raw section's children as httpd keeps them: inactive nodes and
-    read-time directives dropped, conditionals and Includes spliced open."""
-    for child in section.children:
-        if not child.active:
-            continue
-        if type(child) is Directive:
-            if child.name.lower() not in _SKIPPED:
-                out.append(child)
-        elif isinstance(child, Include) or child.name.lower() in CONDITIONAL_SECTIONS:
-            _effective_children(child, out)  # type: ignore[arg-type]
-        elif child.name.lower() not in _SKIPPED:
-            out.append(child)
-    return out
+# What httpd does with a node of one spelling: keeps it, consumes it while
+# reading (read-time directives, <Macro>), or splices its content in place
+# (a conditional that held). Decided once per spelling: a large tree repeats
+# a few hundred.
+_KEEP, _DROP, _SPLICE = 0, 1, 2
+
+
+def _kind(name: str, kinds: dict[str, int]) -> int:
+    lname = name.lower()
+    kind = kinds[name] = (_DROP if lname in _SKIPPED else _SPLICE if lname in CONDITIONAL_SECTIONS else _KEEP)
+    return kind
 
 
 def dump_lines(raw_root: Section) -> list[str]:
     """The dump as text chunks (one or two lines each), walking the raw tree
-    directly: no copy of the effective tree is needed."""
+    directly: no copy of the effective tree is needed. Inactive nodes and
+    read-time directives are passed over, conditionals that held and
+    Include lines are read through as if their content stood in their
+    place, as httpd keeps them."""
     out: list[str] = []
     append = out.append
     spelling = catalog_spellings()
     spelled: dict[str, str] = {}
+    kinds: dict[str, int] = {}
+    # Per nesting level, the `#NNNN:` head of each line number: the hosts of
+    # a large tree repeat the same few numbers in every file.
+    heads: list[dict[int, str]] = []
     current_file: str | None = None
+    directive_type = Directive
+    include_type = Include
 
-    def walk(nodes: list[Node], level: int) -> None:
+    def walk(nodes: list[Node], level: int) -> bool:
+        """Print what httpd keeps of `nodes`; whether anything was printed."""
         nonlocal current_file
         indent = "  " * level
+        while len(heads) <= level:
+            heads.append({})
+        heads_here = heads[level]
+        printed = False
         for node in nodes:
+            if not node.active:
+                continue
             written = node.name
+            kind = kinds.get(written)
+            if kind is None:
+                kind = _kind(written, kinds)
+            node_type = type(node)
+            if node_type is directive_type:
+                if kind == _DROP:
+                    continue
+            elif node_type is include_type or kind == _SPLICE:
+                if walk(node.children, level):  # type: ignore[attr-defined]
+                    printed = True
+                continue
+            elif kind != _KEEP:
+                continue
+            printed = True
             name = spelled.get(written)
             if name is None:
                 name = spelled[written] = spelling.get(written.lower(), written)
@@ -61,19 +88,21 @@ def dump_lines(raw_root: Section) -> list[str]:
             if file != current_file:
                 current_file = file
                 append(f"# In file: {file}")
-            if type(node) is Directive:
-                append(f"{indent}#{line:4d}:\n{indent}{name} {node.raw_args}")
+            head = heads_here.get(line)
+            if head is None:
+                head = heads_here[line] = f"{indent}#{line:4d}:\n{indent}"
+            if node_type is directive_type:
+                append(f"{head}{name} {node.raw_args}")
                 continue
-            append(f"{indent}#{line:4d}:\n{indent}<{name} {node.raw_args}")
-            kids = _effective_children(node, [])  # type: ignore[arg-type]
-            if kids:
-                walk(kids, level + 1)
+            append(f"{head}<{name} {node.raw_args}")
+            if walk(node.children, level + 1):  # type: ignore[attr-defined]
                 if file != current_file:
                     current_file = file
                     append(f"# In file: {file}")
                 append(f"{indent}</{name}>")
+        return printed
 
-    walk(_effective_children(raw_root, []), 0)
+    walk(raw_root.children, 0)
     return out
 
 
