@@ -502,3 +502,24 @@ def test_a_change_measured_in_a_group_shows_the_groups_measure_and_its_members(s
         assert "measured together with" in row and "(a gain)" in row
         assert "+4" in row  # ×5.2: +4xx %
     assert any("together with ListenBacklog" in row for row in rows)
+
+
+def test_a_measured_mpm_switch_has_its_own_row(session, legacy):
+    """The MPM is changed by a LoadModule line, not by a line of the
+    drop-in; its ablation (the winner under the start's MPM) gets a row."""
+    from advisor.tuner.session.ablation import measure_effects, role_without
+
+    space, winner = session["space"], session["winner"]
+    runs = [(r, v, True) for r, v in [("winner", 2182.8), (role_without("MPM"), 2149.8), ("winner", 2150.7),
+                                      (role_without("MPM"), 1988.6), ("winner", 2219.1), (role_without("MPM"), 2062.2),
+                                      ("winner", 2077.3), (role_without("MPM"), 1825.0), ("winner", 2310.7),
+                                      (role_without("MPM"), 2050.0)]]
+    ablations = measure_effects(runs, {"MPM": ("worker", "prefork")})
+    report = build_report(legacy, space, session["observations"], winner, SessionFacts(), ablations=ablations,
+                          surrogate=session["surrogate"])
+    out = session["dir"] / "mpm-row"
+    out.mkdir()
+    markdown = fmt.write_report(report, out, {})["markdown"].read_text()
+    table = markdown.split("## Effect of each change", 1)[1].split("\n## ", 1)[0]
+    row = next(line for line in table.splitlines() if line.startswith("| MPM (LoadModule)"))
+    assert "prefork → worker" in row and "+8." in row and "under prefork (a gain)" in row

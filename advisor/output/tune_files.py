@@ -224,6 +224,18 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     group_of = (report.ablations or {}).get("by_dimension", {})
     only_change = len([c for c in rec.changes if c.start != c.value]) == 1
     rows = []
+    mpm = measured.get("MPM")
+    if mpm is not None:
+        # The MPM is a LoadModule line, not a line of the drop-in: its own row.
+        if mpm.get("ratio") is not None:
+            band = (f"{_percent(mpm['low'])} to {_percent(mpm['high'])}"
+                    if mpm.get("low") is not None and mpm.get("high") is not None else "no finite band")
+            rows.append(["MPM (LoadModule)", f"{mpm['start_value']} → {mpm['winner_value']}", _percent(mpm["ratio"]),
+                         band, f"measured: the winner against the winner under {mpm['start_value']} "
+                               f"({mpm['verdict']})", "-"])
+        elif mpm.get("without_served_nothing"):
+            rows.append(["MPM (LoadModule)", f"{mpm['start_value']} → {mpm['winner_value']}", "decisive", "-",
+                         f"measured: under {mpm['start_value']} no rate met the SLO", "-"])
     for change in rec.changes:
         s = sens.get(change.directive)
         cites = report.evidence.get(change.directive, [])
