@@ -39,13 +39,13 @@ KEEPALIVE_QUOTA_PCT = 50
 
 
 def _knee(run: SandboxRun, directives: list[str], *, num_calls: int = 1, start: float = 250.0,
-          max_rate: float = 16000) -> dict:
+          max_rate: float = 16000, tolerance: float = 0.2) -> dict:
     target = SandboxTarget(run.sandbox)
     inputs = TrialInputs(workload="1k", uri="/1k.html", rate=start, duration_s=2.0, num_calls=num_calls,
                          timeout_s=2.0, server_cpus=[0], client_cpus=[1], directives=directives)
     with ManagedConfig(target) as managed:
         managed.apply(directives)
-        knee = knee_search(target, inputs, start_rate=start, max_rate=max_rate, min_rate=10, tolerance=0.2,
+        knee = knee_search(target, inputs, start_rate=start, max_rate=max_rate, min_rate=10, tolerance=tolerance,
                            max_probes=8, retries=1, interval=0.4)
     run.assert_stock_restored()
     return {"peak_rate": knee.peak_rate or 0.0, "reply_rate": knee.peak_reply_rate or 0.0,
@@ -131,9 +131,14 @@ def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
         # 6,800-11,300 replies/s; On 1,100-2,000 connections/s, x8 replies): a
         # slower machine only halves from there, a faster one doubles on.
         # (Off from 2,000/s spent a probe more on a rate every run passed.)
-        off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 4000.0},
+        # Both arms bracket their peaks within 10 %: at 20 % each median
+        # could sit up to a fifth below its peak, and a true ratio of 1.5
+        # then measured anywhere from 1.25 to 1.8 (a fresh-clone CI run
+        # read 1.20 with On bracketed at 1,707-2,000 sessions/s).
+        off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 4000.0,
+                                 "tolerance": 0.1},
                            {"directives": PREFORK_POOL + ["KeepAlive On", "MaxKeepAliveRequests 100"], "num_calls": 8,
-                            "start": 1000.0}, rounds=3)
+                            "start": 1000.0, "tolerance": 0.1}, rounds=3)
     peak_off = statistics.median(r["reply_rate"] for r in off)
     peak_on = statistics.median(r["reply_rate"] for r in on)
     print(f"\nKeepAlive Off:\n{_brief(off)}\nKeepAlive On x8:\n{_brief(on)}")
@@ -146,7 +151,7 @@ def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
     for result in off:
         assert not result["lower_bound"] and result["limit"] not in (None, "client-bound"), result
     # Medians of three alternating runs, apart by more than the knee search's
-    # 20 % resolution (measured here: 1.55 to 1.72; Arlitt: 1.53).
+    # 10 % resolution (measured here: 1.41 to 1.72; Arlitt: 1.53).
     assert peak_on > 1.3 * peak_off
 
 
