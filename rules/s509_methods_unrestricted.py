@@ -6,7 +6,7 @@ from advisor.config.model import Node, Section
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._served import normalize_dir, owned, sites
+from ._served import deciding, normalize_dir, owned, sites
 
 DOC = Doc(
     summary="No restriction of HTTP methods (LimitExcept, Require method, AllowMethods) on a served tree",
@@ -123,11 +123,7 @@ def check(ctx: LintContext, report: Report) -> None:
                 url = origin.arg(0) if origin is not None and origin.name.lower() != "documentroot" else None
                 if any(_reaches(inner, path, url) for inner in visible):
                     continue
-            decided = None
-            for dir_section in site.applicable(path):
-                found = requires.get(id(dir_section.section))
-                if found:
-                    decided = found[-1]
+            decided, _ = deciding(requires, site, path)
             if decided is not None:
                 denied = denies.get(id(decided))
                 if denied is None:
