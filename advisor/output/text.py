@@ -68,8 +68,8 @@ shape, fix and evidence) is printed once, with its count and first places."""
 GROUP_PLACES = 3
 """How many of a group's other places are named."""
 
-_DIGIT_RUNS = re.compile(r"[0-9]+")
 # 0xFF never occurs in UTF-8: a marked digit cannot be confused with text.
+_DIGIT_RUNS = re.compile(rb"[0-9]+")
 _DIGITS_MARKED = bytes.maketrans(b"0123456789", b"\xff" * 10)
 _MARK_RUNS = re.compile(rb"\xff+")
 
@@ -78,9 +78,13 @@ def shape(finding: Finding) -> tuple:
     """What makes two findings "the same" for grouping: every field a reader
     reads, with each run of digits made one mark (site1 and site20000, line
     numbers in messages), so a mass-hosting tree's per-host findings fall
-    together."""
-    return (finding.code, finding.severity, _DIGIT_RUNS.sub("#", finding.message),
-            None if finding.fix is None else _DIGIT_RUNS.sub("#", finding.fix), finding.evidence)
+    together. The mark is a byte UTF-8 never holds, so a written '#' is not
+    taken for a number (a '#' marker grouped "site#" with "site1").
+    `_groups` reaches the same keys a cheaper way."""
+    fix = finding.fix
+    return (finding.code, finding.severity, _DIGIT_RUNS.sub(b"\xff", finding.message.encode("utf-8", "surrogatepass")),
+            None if fix is None else _DIGIT_RUNS.sub(b"\xff", fix.encode("utf-8", "surrogatepass")),
+            finding.evidence)
 
 
 def _coarse(finding: Finding) -> tuple:
