@@ -77,18 +77,11 @@ def freeze_tree(main_file: str, options: LoadOptions, prefix: str = "advisor-fro
             os.makedirs(os.path.dirname(target), exist_ok=True)
             if os.path.lexists(target):
                 continue
-            if path in read or (options.envvars and path == options.envvars):
+            if path in read:
                 shutil.copyfile(source, target)
                 copied.append(path)
             else:
                 os.symlink(os.path.realpath(source), target)
-        for path in read - set(copied):
-            # Read through a path the recorder names differently: copy it too.
-            target = root + os.path.normpath(path)
-            if not os.path.lexists(target):
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                shutil.copyfile(source_root + path, target)
-                copied.append(path)
     except BaseException:
         directory.cleanup()
         raise

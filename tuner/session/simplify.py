@@ -125,9 +125,9 @@ def _structural(name: str, point: Mapping[str, "Value"]) -> bool:
 def _reason(name: str, point: Mapping[str, "Value"], candidate: Mapping[str, "Value"],
             lint: "CandidateLint | None", surrogate: "Surrogate | None", warnings_now: list[str]) -> str | None:
     """Why `name` goes back to its start value, or None to keep the search's."""
-    inert = INERT_WHEN.get(name)
-    if inert is not None and point.get(inert[0]) == inert[1]:
-        return f"it has no effect while {inert[0]} is {inert[1]}"
+    if _structural(name, point):
+        switch, value = INERT_WHEN[name]
+        return f"it has no effect while {switch} is {value}"
     ratio = low = high = None
     if surrogate is not None:
         ratio, low, high = surrogate.ratio(point, candidate)
