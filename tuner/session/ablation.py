@@ -121,8 +121,8 @@ class ChangeEffect:
                 f"{len(self.without_runs)} without it)")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dimension": self.dimension, "members": self.members, "winner_value": self.winner_value, "start_value": self.start_value,
-                "winner_runs": list(self.winner_runs), "without_runs": list(self.without_runs),
+        return {"dimension": self.dimension, "members": self.members, "winner_value": self.winner_value,
+                "start_value": self.start_value, "winner_runs": list(self.winner_runs), "without_runs": list(self.without_runs),
                 "ratio": self.ratio, "low": self.low, "high": self.high, "confidence": self.confidence,
                 "verdict": self.verdict(), "note": self.note,
                 "without_served_nothing": self.without_served_nothing}
@@ -152,6 +152,21 @@ class Ablations:
         runs = [("start" if r == START else "winner", outcome) for r, outcome in self.outcomes
                 if r in (START, role)]
         return Replicates.from_outcomes(runs)
+
+    def point_of(self, role: str, start: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The point a role of the rounds measured: the winner, or the
+        winner with a change's members at the start's values."""
+        if self.winner_point is None:
+            return None
+        if role == WINNER:
+            return dict(self.winner_point)
+        name = dimension_of(role)
+        if name is None:
+            return None
+        point = dict(self.winner_point)
+        for member in members(name):
+            point[member] = start[member]
+        return point
 
     def reverted(self) -> list[ChangeEffect]:
         """The measured changes that do not earn their place: within noise or a loss."""

@@ -970,13 +970,12 @@ class TuneSession:
         if kept:
             self.events.note(f"{len(kept)} ablation run(s) taken from the journal")
         runner.uncapped = True
-        runs: list[tuple[str, float | None, bool]] = []
         outcomes: list[tuple[str, TrialOutcome]] = []
         per_round = len(points)
         stopped = ""
         for index, role in enumerate(roles, start=1):
             if index > 1 and (index - 1) % per_round == 0 and (index - 1) // per_round >= MIN_ROUNDS \
-                    and settled(runs, list(points)):
+                    and settled(_as_runs(outcomes), list(points)):
                 stopped = (f"the ablations stopped after {(index - 1) // per_round} of "
                            f"{self.settings.ablation_rounds} rounds: every comparison was settled (its 99 % "
                            "interval above 1.0, below it, or within ±5 %)")
@@ -984,9 +983,10 @@ class TuneSession:
                 break
             if index in kept:
                 run = kept[index]
-                runs.append((role, run.objective, run.valid))
-                outcomes.append((role, TrialOutcome(run.objective if run.objective is not None else 0.0, run.valid,
-                                                    run.verdict, dict(run.details))))
+                # A run journalled without a figure counts for nothing.
+                outcomes.append((role, TrialOutcome(run.objective if run.objective is not None else 0.0,
+                                                    run.valid and run.objective is not None, run.verdict,
+                                                    dict(run.details))))
                 continue
             point = points[role]
             try:
@@ -998,10 +998,9 @@ class TuneSession:
                 continue
             journal.append_gain(GainRun(index, role, dict(point), float(outcome.objective), outcome.valid,
                                         outcome.verdict, outcome.details, kind="ablation"))
-            runs.append((role, float(outcome.objective), outcome.valid))
             outcomes.append((role, outcome))
             self.events.ablation_done(index, len(roles), role, outcome)
-        ablations = measure_effects(runs, values)
+        ablations = measure_effects(_as_runs(outcomes), values)
         if stopped:
             ablations.notes.append(stopped)
         ablations.outcomes = outcomes
@@ -1046,17 +1045,15 @@ class TuneSession:
         in them and some role of them is exactly the recommended point (the
         winner, or the winner less the one change sent back); else None, and
         the gain is measured on its own."""
-        from advisor.tuner.session.ablation import START, WINNER, role_without
+        from advisor.tuner.session.ablation import WINNER, role_without
 
         space = self.space
-        if not any(role == START for role, _ in ablations.outcomes):
-            return None
         target = _key(space, winner)
         if target == _key(space, space.start):
             return None
         roles = [WINNER] + [role_without(name) for name in ablations.effects]
         for role in roles:
-            point = self._ablation_point(winner, role, ablations)
+            point = ablations.point_of(role, space.start)
             if point is not None and _key(space, point) == target:
                 replicates = ablations.replicates_for(role)
                 if replicates is not None and min(len(replicates.start), len(replicates.winner)) >= 2:
@@ -1066,24 +1063,6 @@ class TuneSession:
                     self.events.note(replicates.source)
                     return replicates
         return None
-
-    def _ablation_point(self, winner: dict[str, Value], role: str, ablations) -> dict[str, Value] | None:
-        """The point a role of the rounds measured, rebuilt from the winner
-        before the rounds sent anything back."""
-        from advisor.tuner.session.ablation import WINNER, dimension_of, members
-
-        measured = getattr(ablations, "winner_point", None)
-        if measured is None:
-            return None
-        if role == WINNER:
-            return dict(measured)
-        name = dimension_of(role)
-        if name is None:
-            return None
-        point = dict(measured)
-        for member in members(name):
-            point[member] = self.space.start[member]
-        return point
 
     def _drop_unearned(self, winner: dict[str, Value], ablations) -> tuple[dict[str, Value], list[str]]:
         """Each change whose measured effect is within noise (or a loss) goes
@@ -1515,6 +1494,11 @@ class TrialObjective:
 # overrides the admin's line by design.
 OVERRIDE_CODE = "E406"
 CANDIDATE_FILE = "candidate.conf"
+
+
+def _as_runs(outcomes: list[tuple[str, TrialOutcome]]) -> list[tuple[str, float | None, bool]]:
+    """(role, objective, valid) of each run, as the ablation arithmetic reads them."""
+    return [(role, outcome.objective, outcome.valid) for role, outcome in outcomes]
 
 
 def _gain_not_beyond_noise(replicates):
