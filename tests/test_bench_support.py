@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -138,3 +139,14 @@ def keepalive_header(base_url: str) -> str | None:
 
     response = requests.get(base_url + "/1k.html", timeout=5)
     return response.headers.get("Keep-Alive") if response.headers.get("Connection", "").lower() != "close" else None
+
+
+def stop_group(process: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM to a process started with start_new_session=True and all it
+    started (apache2 under strace, say); SIGKILL after `timeout`."""
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)

@@ -64,3 +64,19 @@ def test_every_search_ends_with_the_peak_inside_a_bracket_within_the_tolerance(c
     assert bracket.lo <= capacity < bracket.hi
     # Integer midpoints can stop a bracket of small rates short of the tolerance.
     assert (bracket.hi - bracket.lo) / bracket.lo <= 0.1 or bracket.reason == "bracket cannot be split further"
+
+
+def test_a_first_step_of_the_tolerance_brackets_a_peak_within_it_in_two_probes():
+    """tune's replicate and ablation runs: the point's own earlier peak was
+    the lower end of a bracket of 10 %, so the true one lies within 10 % of
+    it, and a first step of 1.1 closes the bracket with the next probe (a
+    step of 1.2 needed a third, to halve a bracket of 20 %)."""
+    for capacity in (407.75, 420.0, 447.0, 380.0):
+        bracket, rates = search(capacity, 407.75, 1.1, hint=False)
+        assert bracket.lo <= capacity < bracket.hi
+        assert len(rates) == 2, rates
+        wide, wide_rates = search(capacity, 407.75, 1.2, hint=False)
+        assert len(wide_rates) == 3, wide_rates
+    # Near miss: a peak beyond the tolerance takes more probes, and is still bracketed.
+    far, far_rates = search(480.0, 407.75, 1.1, hint=False)
+    assert far.lo <= 480.0 < far.hi and len(far_rates) > 2

@@ -3,9 +3,7 @@ whole corpus, and linear cost on a large tree."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +22,7 @@ from advisor.rules import all_rules
 from advisor.rules._mpm import effective_workers
 from advisor.rules.s505_ssl_protocol import admitted
 from conftest import sample_index
+from test_bench_support import stop_group
 from lint_helpers import REPO, lint_json, run_cli
 
 M = "/usr/lib/apache2/modules"
@@ -164,12 +163,7 @@ def test_live_measures_ram_and_private_memory_of_running_children(tmp_path, http
         assert f"no tighter cgroup limit for httpd's parent (PID {server.pid})" in result.stdout
         assert "running httpd children" in result.stdout
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=5)
+        stop_group(server, timeout=15)
 
 
 def test_no_live_measurement_for_a_config_outside_etc(tmp_path, monkeypatch):

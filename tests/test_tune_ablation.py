@@ -275,3 +275,64 @@ def test_the_rounds_stop_early_only_when_every_comparison_is_settled(noisy, tmp_
         assert "stopped after 3 of 5 rounds" in ablations.notes[0]
         assert ablations.effect_of("ListenBacklog").beyond_noise
         assert not ablations.effect_of("KeepAliveTimeout").beyond_noise
+
+
+class _RankingModel:
+    """What the session asks of its surrogate when it ranks the winner's
+    changes: the modelled ratio of the winner to the winner less one change."""
+
+    def __init__(self, space, strength):
+        self.space, self.strength = space, strength
+
+    def ratio(self, point, other):
+        reverted = [name for name in point if point[name] != other[name]]
+        return self.strength.get(reverted[0], 1.0), None, None
+
+
+def test_past_two_credited_changes_the_weaker_ones_join_the_group_so_a_round_stays_at_five_points(tmp_path):
+    """The README's session at 07:38: a winner with ten changes, six the
+    model credited, planned 10 points a round (50 runs). The two strongest
+    are measured one by one, the rest together with those it ignored."""
+    from test_tune_core import load_stock
+
+    from advisor.tuner.search.space_lint import CandidateLint
+    from advisor.tuner.session.ablation import GROUP_JOIN
+    from advisor.tuner.session.loop import MAX_SINGLE_ABLATIONS
+
+    cfg, space = load_stock(tmp_path)
+    lint = CandidateLint(cfg, space)
+    winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300,
+                  KeepAliveTimeout=2000, MaxKeepAliveRequests=500, EnableMMAP="Off")
+    session = _grouped_session(space, lint)
+    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.6, "KeepAliveTimeout": 0.8,
+                                               "MaxKeepAliveRequests": 1.05, "EnableMMAP": 1.01})
+    runner = _Runner(space, ["MaxRequestWorkers"], True)
+    journal = _Journal()
+    session._ablate(runner, winner, journal, [], together=["ListenBacklog"])
+    roles = {run.role for run in journal.runs}
+    # x1.6 and x0.8 (a modelled loss is as strong a claim as a gain) one by one.
+    group = GROUP_JOIN.join(["ListenBacklog", "MaxKeepAliveRequests", "EnableMMAP"])
+    assert roles == {WINNER, "start", role_without("MaxRequestWorkers"), role_without("KeepAliveTimeout"),
+                     role_without(group)}, roles
+    assert MAX_SINGLE_ABLATIONS == 2 and len(journal.runs) == 3 * 5
+    # Near miss: two credited changes are both measured alone, nothing is grouped for them.
+    session2 = _grouped_session(space, lint)
+    session2._surrogate = session._surrogate
+    two = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, KeepAliveTimeout=2000)
+    journal2 = _Journal()
+    session2._ablate(_Runner(space, ["MaxRequestWorkers"], True), two, journal2, [], together=[])
+    assert {run.role for run in journal2.runs} == {WINNER, "start", role_without("MaxRequestWorkers"),
+                                                   role_without("KeepAliveTimeout")}
+
+
+def test_the_mpm_is_always_measured_on_its_own():
+    from types import SimpleNamespace
+
+    from advisor.tuner.session.loop import TuneSession
+
+    session = TuneSession.__new__(TuneSession)
+    session.space = SimpleNamespace(start={"MPM": "prefork", "A": 1, "B": 1})
+    session._surrogate = SimpleNamespace(ratio=lambda point, other: (
+        {"A": 3.0, "B": 1.2}[next(k for k in point if point[k] != other[k])], None, None))
+    ranked = session._by_modelled_effect({"MPM": "worker", "A": 2, "B": 2}, ["A", "B", "MPM"])
+    assert ranked == ["MPM", "A", "B"]

@@ -60,6 +60,20 @@ def test_prefork_space_from_the_debian_sample(debian):
             "EnableSendfile", "EnableMMAP", "HostnameLookups", "ListenBacklog", "BufferedLogs"} == names
     mrw = space.dimension("MaxRequestWorkers")
     assert (mrw.low, mrw.high) == (16, 300) and "RAM" in mrw.why
+
+
+def test_over_https_the_space_leaves_enable_sendfile_out_and_says_why(debian):
+    """Trials whose every request is HTTPS cannot move EnableSendfile (httpd
+    sends no file with sendfile() over TLS: test_tls_sendfile.py)."""
+    space = derive_space(debian, 300, over_tls=True)
+    assert "EnableSendfile" not in space.names and "EnableSendfile" not in space.start
+    assert {"EnableMMAP", "HostnameLookups", "ListenBacklog"} <= set(space.names)
+    note = next(n for n in space.notes if n.startswith("EnableSendfile left out"))
+    assert "sendfile() over TLS" in note
+    # The config's own value is never written: no directive for it in any point.
+    assert not any(line.startswith("EnableSendfile") for line in space.directives(space.evidence_point()))
+    # Near miss: plain HTTP keeps it.
+    assert "EnableSendfile" in derive_space(debian, 300).names
     assert all(d.why for d in space.dimensions)
     # The sample writes MaxRequestWorkers 400 and MaxConnectionsPerChild 500:
     # both are outside the guards, and the start says where it was clipped.

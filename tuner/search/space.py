@@ -412,7 +412,7 @@ def format_value(name: str, value: Value) -> str:
 
 
 def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_mpm_switch: bool = False,
-                 somaxconn: int = DEFAULT_SOMAXCONN, ram_why: str = "") -> Space:
+                 somaxconn: int = DEFAULT_SOMAXCONN, ram_why: str = "", over_tls: bool = False) -> Space:
     """The search space for the config in use.
 
     `ram_workers`: how many workers RAM holds, from capacity's sizing
@@ -420,6 +420,8 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
     config's MPM, or per MPM when the MPM may switch (a threaded worker costs
     far less memory than a prefork child). `somaxconn`: the kernel's cap on
     any listen backlog (/proc/sys/net/core/somaxconn on the target).
+    `over_tls`: every request of the trials is HTTPS, where EnableSendfile
+    does nothing (TLS_LEAVES_OUT).
     """
     mpm = cfg.mpm
     if mpm not in MPMS:
@@ -438,7 +440,11 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
         dims.append(Dimension("MPM", "choice", choices=MPMS, guard=MPMS,
                               why="--allow-mpm-switch: changing it needs a full restart, not a reload"))
     dims.extend(_pool_dimensions(mpms, bounds, ram_why))
-    dims.extend(_common_dimensions(somaxconn))
+    common = _common_dimensions(somaxconn)
+    if over_tls:
+        common = [d for d in common if d.name not in TLS_LEAVES_OUT]
+        notes.extend(f"{name} left out: {why}" for name, why in TLS_LEAVES_OUT.items())
+    dims.extend(common)
     if _writes_access_log(cfg):
         dims.append(_choice("BufferedLogs", "collects log lines in memory and writes them in batches; "
                             "Arlitt & Williamson (2004, sec. 5.1.2) measured the access log at about -10 % "
@@ -581,6 +587,18 @@ def _common_dimensions(somaxconn: int) -> list[Dimension]:
              "Arlitt & Williamson (2004, sec. 5.1.7) saw little effect while the CPU is the bottleneck",
              log=True),
     ]
+
+
+# Dimensions the trials cannot move when every request is HTTPS. mod_ssl
+# encrypts in user space, so httpd 2.4 writes a TLS reply's body through the
+# SSL filter and never hands the file to sendfile(): a strace of this
+# sandbox serving a 1 MiB file once over HTTP and once over HTTPS showed one
+# sendfile() call, the plain one (tests/test_tls_sendfile.py keeps that true).
+TLS_LEAVES_OUT = {
+    "EnableSendfile": "every trial request is HTTPS, and httpd never sends a file with sendfile() over TLS "
+                      "(mod_ssl encrypts the body in user space): the trials could not measure it, and the "
+                      "config's value stays",
+}
 
 
 def _writes_access_log(cfg: "Config") -> bool:

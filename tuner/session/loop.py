@@ -66,12 +66,24 @@ REFUSED = "config refused"
 APPLY_S = 3.0
 PROBE_OVERHEAD_S = 4.0
 REPORT_S = 15.0
-# The first step of a knee search that starts from the point's own peak.
-OWN_PEAK_STEP = 1.2
-# Ablations expected per round besides the winner (the plan's estimate):
-# the stock sessions kept two changes the model credited, and the changes it
-# saw no effect of are measured together as one more.
-EXPECTED_ABLATED = 3
+# The first step of a knee search that starts from the point's own peak is
+# the search's tolerance: that peak was the lower end of a bracket of this
+# width, so the next probe up (or down) most often closes a bracket within
+# the tolerance at once, two probes a run where a step of 1.2 took three or
+# more (4.1-4.5 a run in the README's session of 2026-11-27).
+# Ablations expected per round besides the winner and the start (the plan's
+# estimate): the README's HTTPS sessions kept two or three changes the model
+# credited (the MPM, MaxRequestWorkers, a keep-alive knob), and the changes
+# it saw no effect of are measured together as one. The session of
+# 2026-11-27 07:15 ran two; the plan says what each further one costs.
+EXPECTED_ABLATED = 2
+# Changes the ablation rounds measure one by one; the winner's other changes
+# are measured together, with those the model saw no effect of. A model
+# point of the README's session at 07:38 on 2026-11-27 changed ten
+# directives, six of them credited by a model of 15 trials in 16
+# dimensions: one ablation each made 10 points a round, 50 runs, about 25
+# minutes after the search. With two, a round has at most five points.
+MAX_SINGLE_ABLATIONS = 2
 
 
 def workload_names() -> tuple[str, ...]:
@@ -355,6 +367,8 @@ class Plan:
     ablation_rounds: int = 0
     lint_gate: str = ""
     """How the recommendation is held to the admin's lint (said before the first trial)."""
+    estimate_extras: str = ""
+    """What the estimate leaves out, and what each case would add."""
 
     def lines(self) -> list[str]:
         out = [f"target: {self.target.get('kind')} at {self.target.get('url')}; config {self.config} ({self.mpm})",
@@ -387,7 +401,9 @@ class Plan:
                        "the winner, for the gain and its 95 % confidence interval")
         if self.lint_gate:
             out.append(f"lint: {self.lint_gate}")
-        out.append(f"estimated time: about {_duration(self.estimate_s)}")
+        out.append(f"estimated time: about {_duration(self.estimate_s)}"
+                   + (f" (with {EXPECTED_ABLATED} changes ablated and the gain from the rounds; "
+                      f"{self.estimate_extras})" if self.estimate_extras else ""))
         out.append(f"journal: {self.journal} (continue an interrupted session with --resume)")
         out.append(f"report: {self.report_dir}")
         if self.pending_restore:
@@ -474,7 +490,9 @@ class TuneSession:
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, on_sigterm)
-        managed = ManagedConfig(self.target)
+        # Each run after a change starts from a full restart where the target
+        # allows one: its pool grows twice as fast as after a graceful one.
+        managed = ManagedConfig(self.target, cold_restart=self.target.can_restart())
         try:
             managed.__enter__()
         except BaseException:
@@ -545,7 +563,8 @@ class TuneSession:
         docroot = self._docroot() if self.target.on_this_machine else None
         bounds, why = ram_workers(cfg, [m for m in mpms if m], self.settings.ram_bytes, docroot, host)
         space = derive_space(cfg, bounds, allow_mpm_switch=self.settings.allow_mpm_switch,
-                             somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why)
+                             somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why,
+                             over_tls=self.target.base_url.lower().startswith("https:"))
         if self.settings.space_file:
             space = narrow_from_file(space, self.settings.space_file)
         self._leave_out_overridden(cfg, space)
@@ -578,6 +597,7 @@ class TuneSession:
             measurement=self._measurement_text(), budget=self.settings.budget,
             max_time_s=self.settings.max_time_s, search=self.settings.search, seed=self.settings.seed,
             gain_replicates=self.settings.gain_replicates, estimate_s=self.estimate_s(len(self.resumed)),
+            estimate_extras=self.estimate_extras(),
             ablation_rounds=self.settings.ablation_rounds, lint_gate=self._lint_gate_text(),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
             pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text())
@@ -688,21 +708,35 @@ class TuneSession:
         return search + self._after_search_s() + REPORT_S
 
     def _after_search_s(self) -> float:
-        """The ablation rounds and the gain. A round is the winner, each
-        change the model credited reverted, the changes it did not credit
-        reverted together, and (with a gain to measure) the start: how many
-        changes survive is not known before the search (EXPECTED_ABLATED).
-        The start's runs in the rounds give the gain only when at most one
-        change goes back; the HTTPS session at --rtt 50 sent two back and
-        measured its gain on its own (ten more runs, a third of its time
-        after the search), so the estimate counts the gain's runs too:
-        an admin is better told too long than too short."""
+        """The ablation rounds and the gain, in the typical case. A round is
+        the winner, each change the model credited reverted, the changes it
+        did not credit reverted together, and (with a gain to measure) the
+        start: how many changes survive is not known before the search
+        (EXPECTED_ABLATED). The start's runs in the rounds give the gain
+        whenever at most one change goes back, so the typical case has no
+        gain runs of its own. What the other cases add is said beside the
+        estimate (`_estimate_extras`): counting them in made the figure 37 %
+        too long for the session of 2026-11-27 07:15 (28 min said, 20.4
+        taken), where leaving them out had made it 36 % too short for the one
+        before it (21 min said, 32.8 taken, with four changes ablated and a
+        gain of its own)."""
         s = self.settings
         own = self._trial_s(first=False, uncapped=True)
-        gain = 2 * s.gain_replicates * own
         if s.ablation_rounds:
-            return s.ablation_rounds * (1 + EXPECTED_ABLATED + (1 if s.gain_replicates else 0)) * own + gain
-        return gain
+            return s.ablation_rounds * (1 + EXPECTED_ABLATED + (1 if s.gain_replicates else 0)) * own
+        return 2 * s.gain_replicates * own
+
+    def estimate_extras(self) -> str:
+        """What the cases beyond the typical one add to the estimate, in words."""
+        s = self.settings
+        if not s.ablation_rounds:
+            return ""
+        own = self._trial_s(first=False, uncapped=True)
+        parts = [f"each change kept beyond {EXPECTED_ABLATED} adds about {_duration(s.ablation_rounds * own)}"]
+        if s.gain_replicates:
+            parts.append(f"a gain measured on its own (when two or more changes go back) about "
+                         f"{_duration(2 * s.gain_replicates * own)}")
+        return "; ".join(parts)
 
     # ---- the search --------------------------------------------------------
 
@@ -785,7 +819,9 @@ class TuneSession:
         notes += lint_notes
         report = self._report(observations, winner, replicates, result, time.monotonic() - began,
                               notes, ablations=ablations, suppressions=suppressions)
-        if self.pace_key is not None:
+        if self.pace_key is not None and normal:
+            # A session stopped early (disturbed trials, say) measured its host
+            # at its worst: the next plan would start from that.
             from advisor.tuner.session.pace import save
 
             save(self.pace_key, self.pace)
@@ -797,6 +833,7 @@ class TuneSession:
         from advisor.tuner.session.simplify import simplify
 
         surrogate = Surrogate.fit(self.space, observations, seed=self.settings.seed)
+        self._surrogate = surrogate  # the ablations rank the winner's changes with it
         # With measurements to follow, a change that brings a lint finding is
         # judged on them (the lint gate after the gain), not on the model.
         measured_later = bool(self.settings.gain_replicates or self.settings.ablation_rounds)
@@ -935,6 +972,15 @@ class TuneSession:
             return None
         grouped = [name for name in changed if name in together]
         ablated = [name for name in changed if name not in grouped]
+        if len(ablated) > MAX_SINGLE_ABLATIONS:
+            ranked = self._by_modelled_effect(winner, ablated)
+            ablated, weaker = ranked[:MAX_SINGLE_ABLATIONS], ranked[MAX_SINGLE_ABLATIONS:]
+            grouped += weaker
+            self.events.note(
+                f"{len(ranked)} changes the model credits: {', '.join(ablated)} (its strongest) are measured one "
+                f"by one, and {', '.join(weaker)} together with the changes it saw no effect of, so a round "
+                f"stays at {MAX_SINGLE_ABLATIONS + 3} points (one ablation each would take "
+                f"{self.settings.ablation_rounds * (len(ranked) + len(together) + 2)} runs)")
         if len(grouped) > 1:
             ablated.append(GROUP_JOIN.join(grouped))
         else:
@@ -1006,6 +1052,28 @@ class TuneSession:
         ablations.outcomes = outcomes
         ablations.winner_point = dict(winner)
         return ablations
+
+    def _by_modelled_effect(self, winner: dict[str, Value], names: list[str]) -> list[str]:
+        """`names` strongest first by the model's effect of each (the winner
+        against the winner with that one change reverted), the MPM first
+        whatever the model says: the advice lint and fix must keep."""
+        surrogate = getattr(self, "_surrogate", None)
+        space = self.space
+
+        def strength(name: str) -> float:
+            if name == "MPM":
+                return math.inf
+            if surrogate is None:
+                return 0.0
+            without = dict(winner)
+            without[name] = space.start[name]
+            try:
+                ratio, _, _ = surrogate.ratio(winner, without)
+            except Exception:  # a point the model cannot place: no credit
+                return 0.0
+            return abs(math.log(ratio)) if ratio and ratio > 0 and math.isfinite(ratio) else 0.0
+
+        return sorted(names, key=lambda name: (-strength(name), names.index(name)))
 
     def _whole_when_no_part_earns(self, winner: dict[str, Value], ablations):
         """(the rounds' winner, its replicates against the start, why) when the
@@ -1380,7 +1448,7 @@ class TrialObjective:
         own = bool(self.peaks.get(_key(self.space, point)))
         # A point's own peak, measured before, is a close guess: small first
         # steps bracket it in two or three probes (knee_search's `step`).
-        step = OWN_PEAK_STEP if own else 2.0
+        step = 1.0 + p.tolerance if own else 2.0
         stop_below = False
         if start is None:
             start_rate, max_rate, probes = p.start_rate, p.max_rate, p.first_max_probes

@@ -27,6 +27,13 @@ from advisor.tuner.staging.poolconfig import PoolConfig
 POOL_LABELS = ("worker pool exhausted", "keep-alive holding workers", "logging")
 # The pool was short when it was in this share of the seconds it was full.
 SHORT_SHARE = 0.3
+# A full pool within this share of its limit counts as at its limit. A
+# prefork pool at its knee keeps losing a child or two to MaxSpareServers
+# between bursts and forks them again; 3 % fewer workers can lower a
+# pool-bound rate by at most 3 %, under the spread of this host's repeated
+# runs (5-10 %), where refusing the probe cost a repeat of it (54 of 201
+# probes of the README's session were refused with 241-257 of 257 workers).
+SHORT_TOLERANCE = 0.03
 
 
 @dataclass
@@ -41,6 +48,7 @@ class PoolCheck:
     workers_seen_min: int | None  # fewest workers there in a full sample
     graceful_slots_max: int  # old-generation slots (G) inside the pool
     reasons: list[str] = field(default_factory=list)
+    not_grown: bool = False  # short because the pool had not grown to its limit (no old generation in it)
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -72,7 +80,8 @@ def check_pool(samples: list[Sample], pool: PoolConfig | None, compensated: bool
     full = [s for s in read if (s.idle_workers or 0) == 0]
     seen = [(s.busy_workers or 0) + (s.idle_workers or 0) - _graceful_in_pool(s, pool, server_workers) for s in full]
     graceful = max((_graceful_in_pool(s, pool, server_workers) for s in read), default=0)
-    short = sum(1 for n in seen if n < server_workers)
+    floor = server_workers - math.floor(SHORT_TOLERANCE * server_workers)
+    short = sum(1 for n in seen if n < floor)
     check = PoolCheck(pool.workers, server_workers, held, len(full), short, min(seen) if seen else None, graceful)
     if label not in POOL_LABELS:
         return check
@@ -83,6 +92,7 @@ def check_pool(samples: list[Sample], pool: PoolConfig | None, compensated: bool
             why.append(f"up to {graceful} slot(s) still held by the previous generation (G)")
         if typical < server_workers and not graceful:
             why.append("the pool had not grown to its limit")
+            check.not_grown = True
         check.reasons.append(f"the pool held {typical} workers in {short} of {len(full)} seconds it was full, "
                              f"not the {server_workers} the server should run" + (f": {'; '.join(why)}" if why else ""))
     if held and pool.workers <= 20:

@@ -24,7 +24,7 @@ from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.status import fetch_status
 from advisor.tuner.measure.tls_probe import TlsTrial, cache_counters, calibrate, count_handshakes, probe
 from advisor.tuner.staging.target import StagingTarget
-from advisor.tuner.trial.poolcheck import PoolCheck, check_pool
+from advisor.tuner.trial.poolcheck import POOL_LABELS, PoolCheck, check_pool
 from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConfigFacts, ConnectionCap, Verdict,
                                          closed_by_server, decide, explain_miss, foreign_cpu,
                                          fpm_verdict, handshake_verdict)
@@ -51,10 +51,17 @@ HTTPERF_STARVED_PEAK_PCT = 60.0
 # idle, the metrics thread runs there instead of beside httperf.
 COLLECTOR_ON_SERVER_HEADROOM_PCT = 40.0
 # Warm-up: the pool is steady when its size has not moved for WARMUP_STEADY_S
-# (over one of the parent's one-second maintenance cycles), after at least
+# (over two of the parent's one-second maintenance cycles), after at least
 # WARMUP_MIN_S of load (and one session's length), WARMUP_MAX_S at most.
 WARMUP_MIN_S = POOL_STEADY_S
-WARMUP_STEADY_S = POOL_STEADY_S
+# Two of the parent's cycles, not one: under load that rises at once (each
+# probe of a knee search) prefork's spawn rate falls back to one child a
+# cycle whenever a cycle sees a few idle workers, and it can skip a cycle
+# while the pool still has to grow. With 1.2 s the warm-up of the README's
+# no-switch session of 2026-11-27 ended as "steady" after 2.1 s, and 7 of
+# the start's 10 probes then measured a pool still growing (30 of 257 workers
+# at 40 sessions/s, 166-205 at 220-320/s).
+WARMUP_STEADY_S = 2.2
 WARMUP_DRAIN_MAX_S = 10.0
 WARMUP_MAX_S = 20.0
 # A pool whose children keep retiring (MaxConnectionsPerChild far below the
@@ -722,6 +729,10 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                               status_5xx=int(result.status.get("5xx", 0)), replies=result.replies)
     inputs.server_cpus = server_cpus
     pool = check_pool(samples, target.pool_config(claimed=True), target.compensated(), verdict.label)
+    if pool is not None and pool.not_grown and any(c.get("label") == "server CPU" for c in verdict.consequences):
+        verdict, pool = cpu_kept_the_pool_small(verdict, pool, samples, target.pool_config(claimed=True),
+                                                target.compensated(), server_cpus=server_cpus, interval=interval,
+                                                limits=limits, extra=extra, cpu_quota_pct=inputs.server_cpu_quota_pct)
     trial = TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
                         listen_overflows=overflows, listen_drops=drops, started=started,
                         wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
@@ -745,6 +756,28 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                          facts=config_facts(target), children_watched=bool(pid),
                                          cpu_quota_pct=inputs.server_cpu_quota_pct, server_cpus=server_cpus)
     return trial
+
+
+def cpu_kept_the_pool_small(verdict: Verdict, pool: PoolCheck, samples: list[Sample], claimed, compensated: bool, *,
+                            server_cpus: list[int] | None, interval: float, limits: list | None = None,
+                            extra: dict[str, object] | None = None,
+                            cpu_quota_pct: float | None = None) -> tuple[Verdict, PoolCheck]:
+    """A full pool short of its limit while the server's CPU saturated too:
+    the parent forks new children with the CPU that serves, so the pool could
+    not grow, and more workers could not have served more. The CPU is the
+    limit, and the probe measured the config (the README's session refused
+    a dozen probes of a prefork pool of 2,868 that held 402-450 workers under
+    a full quota). Otherwise the pool's verdict and its doubt stay."""
+    cpu = decide(samples, server_cpus=server_cpus, interval=interval, client_limits=limits or [], extra=extra,
+                 cpu_quota_pct=cpu_quota_pct, leave_out=POOL_LABELS)
+    if cpu.label != "server CPU":
+        return verdict, pool
+    cpu.note = "; ".join(part for part in (cpu.note, (
+        f"the pool held {pool.workers_seen_min}+ of its {pool.server_workers} workers, all busy, while the CPU was "
+        f"full: forking more takes the same CPU, so the CPU, not the pool's size, limited the run "
+        f"(first seen: {verdict.label})")) if part)
+    again = check_pool(samples, claimed, compensated, cpu.label)
+    return cpu, again if again is not None else pool
 
 
 def _status_fields(snapshot) -> dict[str, str] | None:
@@ -1148,6 +1181,9 @@ class KneeResult:
                             "meets_slo": p.meets_slo, "valid": p.valid, "label": p.verdict.label,
                             "slo_failures": p.slo_failures(), "attempt": p.attempt,
                             "disturbed": p.interference["disturbed"],
+                            # Where a probe's time goes (the plan's estimate, and making probes cheaper).
+                            "wall_s": round(p.wall_s, 2), "quiet_wait_s": round(p.quiet_wait_s, 2),
+                            "warmup_s": round(p.warmup.seconds + p.warmup.drain_s, 2) if p.warmup else 0.0,
                             **({"client_time": p.client_time.to_dict()} if p.inputs.rtt_ms else {})}
                            for p in self.probes]}
 
@@ -1225,7 +1261,9 @@ class KneeBracket:
             if share < 1 - self.tolerance:
                 down = min(down, 0.95 * share * rate)
             return max(self.min_rate, down)
-        if (self.hi - self.lo) / self.lo <= self.tolerance:
+        # A hair of slack: a step of exactly 1 + tolerance closes the bracket
+        # in spite of floating-point rounding (1.1 * 407.75 - 407.75).
+        if (self.hi - self.lo) / self.lo <= self.tolerance + 1e-9:
             self.reason = f"bracketed within {self.tolerance:.0%}"
             return None
         # Just above what the lowest failing rate served, when that lies

@@ -323,10 +323,12 @@ def evidence_for(label: str, samples: list[Sample], server_cpus: list[int] | Non
 
 def decide(samples: list[Sample], *, server_cpus: list[int] | None, interval: float,
            client_limits: list[ClientLimit], extra: dict[str, object] | None = None,
-           cpu_quota_pct: float | None = None) -> Verdict:
-    """The bottleneck of one trial, with the numbers that show it."""
+           cpu_quota_pct: float | None = None, leave_out: tuple[str, ...] = ()) -> Verdict:
+    """The bottleneck of one trial, with the numbers that show it; the
+    resources in `leave_out` are not candidates (see cpu_kept_the_pool_small)."""
     tests = saturation_tests(server_cpus, interval, churning=bool(samples) and is_churning(churn_summary(samples, interval)),
                              cpu_quota_pct=cpu_quota_pct)
+    tests = {label: test for label, test in tests.items() if label not in leave_out}
     flags = {label: [test(s) for s in samples] for label, test in tests.items()}
     need = max(1, math.ceil(MIN_SATURATED_SHARE * len(samples)))
     onsets = {label: _onset(f) for label, f in flags.items() if sum(f) >= need}
