@@ -304,13 +304,14 @@ def test_past_two_credited_changes_the_weaker_ones_join_the_group_so_a_round_sta
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300,
                   KeepAliveTimeout=2000, MaxKeepAliveRequests=500, EnableMMAP="Off")
     session = _grouped_session(space, lint)
-    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.6, "KeepAliveTimeout": 0.8,
-                                               "MaxKeepAliveRequests": 1.05, "EnableMMAP": 1.01})
+    # The model credits MaxRequestWorkers least: the pool's size is measured alone all the same.
+    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
+                                               "MaxKeepAliveRequests": 1.05, "EnableMMAP": 1.02})
     runner = _Runner(space, ["MaxRequestWorkers"], True)
     journal = _Journal()
     session._ablate(runner, winner, journal, [], together=["ListenBacklog"])
     roles = {run.role for run in journal.runs}
-    # x1.6 and x0.8 (a modelled loss is as strong a claim as a gain) one by one.
+    # MaxRequestWorkers first, then x0.8 (a modelled loss is as strong a claim as a gain), one by one.
     group = GROUP_JOIN.join(["ListenBacklog", "MaxKeepAliveRequests", "EnableMMAP"])
     assert roles == {WINNER, "start", role_without("MaxRequestWorkers"), role_without("KeepAliveTimeout"),
                      role_without(group)}, roles
@@ -332,7 +333,10 @@ def test_the_mpm_is_always_measured_on_its_own():
 
     session = TuneSession.__new__(TuneSession)
     session.space = SimpleNamespace(start={"MPM": "prefork", "A": 1, "B": 1})
+    session.space = SimpleNamespace(start={"MPM": "prefork", "A": 1, "B": 1, "KeepAlive": "On"})
     session._surrogate = SimpleNamespace(ratio=lambda point, other: (
-        {"A": 3.0, "B": 1.2}[next(k for k in point if point[k] != other[k])], None, None))
-    ranked = session._by_modelled_effect({"MPM": "worker", "A": 2, "B": 2}, ["A", "B", "MPM"])
-    assert ranked == ["MPM", "A", "B"]
+        {"A": 3.0, "B": 1.2, "KeepAlive": 1.0, "MPM": 1.0}[next(k for k in point if point[k] != other[k])],
+        None, None))
+    winner = {"MPM": "worker", "A": 2, "B": 0.5, "KeepAlive": "Off"}
+    ranked = session._by_modelled_effect(winner, ["A", "B", "KeepAlive", "MPM"])
+    assert ranked == ["MPM", "KeepAlive", "A", "B"]
