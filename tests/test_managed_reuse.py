@@ -58,29 +58,3 @@ def test_applying_the_lines_in_effect_again_keeps_the_children_and_other_lines_r
             assert wait_for(lambda: not (_children(pid) & first), timeout=10)  # a reload replaced them all
             assert "KeepAlive On" in run.sandbox.managed_path.read_text()
         run.assert_stock_restored()
-
-
-def test_tune_restarts_in_full_so_the_pool_grows_without_the_graceful_hold_off():
-    """tune's ManagedConfig (cold_restart) stops and starts httpd for each
-    change: a new parent, StartServers children at once. A graceful reload
-    (the default, and what bench does) keeps the parent."""
-    require("apache2")
-    with SandboxRun(mpm="prefork") as run:
-        target = SandboxTarget(run.sandbox)
-        with ManagedConfig(target, cold_restart=True) as managed:
-            managed.apply(["StartServers 12", "MinSpareServers 12", "MaxSpareServers 20"])
-            parent = target.server_pid()
-            assert len(_settled(parent)) >= 12
-            managed.apply(["StartServers 12", "MinSpareServers 12", "MaxSpareServers 24"])
-            assert target.server_pid() != parent  # a full restart: another parent
-            assert len(_settled(target.server_pid())) >= 12
-        run.assert_stock_restored()
-    # Near miss: without it a change is a graceful reload under the same parent.
-    with SandboxRun(mpm="prefork") as run:
-        target = SandboxTarget(run.sandbox)
-        with ManagedConfig(target) as managed:
-            managed.apply(["MaxSpareServers 20"])
-            parent = target.server_pid()
-            managed.apply(["MaxSpareServers 24"])
-            assert target.server_pid() == parent
-        run.assert_stock_restored()

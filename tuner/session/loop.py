@@ -497,9 +497,7 @@ class TuneSession:
             raise KeyboardInterrupt
 
         signal.signal(signal.SIGTERM, on_sigterm)
-        # Each run after a change starts from a full restart where the target
-        # allows one: its pool grows twice as fast as after a graceful one.
-        managed = ManagedConfig(self.target, cold_restart=self.target.can_restart())
+        managed = ManagedConfig(self.target)
         try:
             managed.__enter__()
         except BaseException:

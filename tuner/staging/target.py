@@ -695,10 +695,8 @@ class ManagedConfig:
     restores the original, whatever happened in between.
     """
 
-    def __init__(self, target: StagingTarget, cold_restart: bool = False):
+    def __init__(self, target: StagingTarget):
         self.target = target
-        # Restart in full for every change, where the target can: see _reload.
-        self.cold_restart = cold_restart
         self.journal_path = target.state_base.with_name(target.state_base.name + ".journal")
         self.lock_path = target.state_base.with_name(target.state_base.name + ".lock")
         self._lock_fd: int | None = None
@@ -852,23 +850,12 @@ class ManagedConfig:
         self._reload()
 
     def _reload(self) -> None:
-        """Graceful restart, or a full one when a start-up-only limit changed
-        or `cold_restart` asks for it.
+        """Graceful restart, or a full one when a start-up-only limit changed.
 
         httpd keeps ServerLimit and ThreadLimit across a graceful restart
         (AH00179): a trial would measure the old limit under the new name.
         A target that cannot restart keeps the change in `pending_restart`,
         which makes its trials invalid.
-
-        After a graceful restart the MPM holds its spawning to one child a
-        second for ten maintenance cycles before it doubles again (httpd's
-        hold-off on exponential spawning), so a prefork pool of 200 needs
-        about 20 s to grow back, and a probe in that time measures the growth
-        (the README's session of 2026-11-27 refused four probes of the
-        starting config for "the pool had not grown" and kept a run 20 %
-        under that config's peak). A full restart forks StartServers at once
-        and doubles from the first second: the same pool in about 10 s. tune
-        restarts in full wherever the target can (`cold_restart`).
         """
         from advisor.tuner.staging.poolconfig import RESTART_ONLY
 
@@ -880,7 +867,7 @@ class ManagedConfig:
         configured = self.target.configured_mpm()
         new_mpm = self._mpm_unknown or (configured is not None and self._running_mpm is not None
                                         and configured != self._running_mpm)
-        if (changed or new_mpm or self.cold_restart) and self.target.can_restart():
+        if (changed or new_mpm) and self.target.can_restart():
             self._mpm_unknown = True  # a restart that fails leaves the server in no known state
             self.target.restart()
             self._running_limits = dict(wanted)
