@@ -338,5 +338,5 @@ def test_the_mpm_is_always_measured_on_its_own():
         {"A": 3.0, "B": 1.2, "KeepAlive": 1.0, "MPM": 1.0}[next(k for k in point if point[k] != other[k])],
         None, None))
     winner = {"MPM": "worker", "A": 2, "B": 0.5, "KeepAlive": "Off"}
-    ranked = session._by_modelled_effect(winner, ["A", "B", "KeepAlive", "MPM"])
+    ranked = session._single_ablation_order(winner, ["A", "B", "KeepAlive", "MPM"])
     assert ranked == ["MPM", "KeepAlive", "A", "B"]

@@ -66,11 +66,6 @@ REFUSED = "config refused"
 APPLY_S = 3.0
 PROBE_OVERHEAD_S = 4.0
 REPORT_S = 15.0
-# The first step of a knee search that starts from the point's own peak is
-# the search's tolerance: that peak was the lower end of a bracket of this
-# width, so the next probe up (or down) most often closes a bracket within
-# the tolerance at once, two probes a run where a step of 1.2 took three or
-# more (4.1-4.5 a run in the README's session of 2026-11-27).
 # Ablations expected per round besides the winner and the start (the plan's
 # estimate): the README's HTTPS sessions kept two or three changes the model
 # credited (the MPM, MaxRequestWorkers, a keep-alive knob), and the changes
@@ -449,6 +444,8 @@ class PointRefused(Exception):
 
 
 class TuneSession:
+    _surrogate = None  # the model of the trials, once _simplify fitted it; it ranks the single ablations
+
     def __init__(self, target, work_dir: Path | None, workload: SessionWorkload, objective: ObjectiveSpec,
                  probes: ProbeSettings, settings: SessionSettings, events: SessionEvents | None = None) -> None:
         settings.check()
@@ -720,7 +717,7 @@ class TuneSession:
         (EXPECTED_ABLATED). The start's runs in the rounds give the gain
         whenever at most one change goes back, so the typical case has no
         gain runs of its own. What the other cases add is said beside the
-        estimate (`_estimate_extras`): counting them in made the figure 37 %
+        estimate (`estimate_extras`): counting them in made the figure 37 %
         too long for the session of 2026-11-27 07:15 (28 min said, 20.4
         taken), where leaving them out had made it 36 % too short for the one
         before it (21 min said, 32.8 taken, with four changes ablated and a
@@ -838,7 +835,7 @@ class TuneSession:
         from advisor.tuner.session.simplify import simplify
 
         surrogate = Surrogate.fit(self.space, observations, seed=self.settings.seed)
-        self._surrogate = surrogate  # the ablations rank the winner's changes with it
+        self._surrogate = surrogate
         # With measurements to follow, a change that brings a lint finding is
         # judged on them (the lint gate after the gain), not on the model.
         measured_later = bool(self.settings.gain_replicates or self.settings.ablation_rounds)
@@ -978,7 +975,7 @@ class TuneSession:
         grouped = [name for name in changed if name in together]
         ablated = [name for name in changed if name not in grouped]
         if len(ablated) > MAX_SINGLE_ABLATIONS:
-            ranked = self._by_modelled_effect(winner, ablated)
+            ranked = self._single_ablation_order(winner, ablated)
             ablated, weaker = ranked[:MAX_SINGLE_ABLATIONS], ranked[MAX_SINGLE_ABLATIONS:]
             grouped += weaker
             self.events.note(
@@ -1059,7 +1056,7 @@ class TuneSession:
         ablations.winner_point = dict(winner)
         return ablations
 
-    def _by_modelled_effect(self, winner: dict[str, Value], names: list[str]) -> list[str]:
+    def _single_ablation_order(self, winner: dict[str, Value], names: list[str]) -> list[str]:
         """`names` in the order the ablations measure them one by one: first
         the directives of FIRST_ABLATED (the MPM, the advice lint and fix
         must keep; the pool's size; what the seeds measured large), then the
@@ -1068,7 +1065,7 @@ class TuneSession:
         dimensions ranked ListenBacklog and EnableMMAP strongest in the
         no-switch session of 2026-11-27, above MaxRequestWorkers, whose
         ablation in the same session measured x1.4."""
-        surrogate = getattr(self, "_surrogate", None)
+        surrogate = self._surrogate
         space = self.space
 
         def strength(name: str) -> float:
@@ -1458,8 +1455,11 @@ class TrialObjective:
         p = self.probes
         start = self._start_rate(point)
         own = bool(self.peaks.get(_key(self.space, point)))
-        # A point's own peak, measured before, is a close guess: small first
-        # steps bracket it in two or three probes (knee_search's `step`).
+        # A point's own peak, measured before, was the lower end of a bracket
+        # as wide as the tolerance: a first step of that width most often
+        # closes the bracket with the next probe, two probes a run where a
+        # step of 1.2 took three or more (4.1-4.5 a run in the README's
+        # session of 2026-11-27). knee_search squares later steps.
         step = 1.0 + p.tolerance if own else 2.0
         stop_below = False
         if start is None:

@@ -728,11 +728,12 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         verdict = fpm_verdict(verdict, fpm_samples, timeouts=int(result.errors.get("client-timo", 0)),
                               status_5xx=int(result.status.get("5xx", 0)), replies=result.replies)
     inputs.server_cpus = server_cpus
-    pool = check_pool(samples, target.pool_config(claimed=True), target.compensated(), verdict.label)
+    claimed, compensated = target.pool_config(claimed=True), target.compensated()
+    pool = check_pool(samples, claimed, compensated, verdict.label)
     if pool is not None and pool.not_grown and any(c.get("label") == "server CPU" for c in verdict.consequences):
-        verdict, pool = cpu_kept_the_pool_small(verdict, pool, samples, target.pool_config(claimed=True),
-                                                target.compensated(), server_cpus=server_cpus, interval=interval,
-                                                limits=limits, extra=extra, cpu_quota_pct=inputs.server_cpu_quota_pct)
+        verdict, pool = cpu_kept_the_pool_small(verdict, pool, samples, claimed, compensated, server_cpus=server_cpus,
+                                                interval=interval, limits=limits, extra=extra,
+                                                cpu_quota_pct=inputs.server_cpu_quota_pct)
     trial = TrialResult(inputs=inputs, httperf=result, samples=samples, client_limits=limits, verdict=verdict,
                         listen_overflows=overflows, listen_drops=drops, started=started,
                         wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
