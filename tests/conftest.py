@@ -115,13 +115,18 @@ def installed_product(built_wheel, tmp_path_factory):
 
 
 # Side by side under pytest-xdist (tests/exclusive.py): `load` tests take
-# the host alone, the rest share it.
+# the host alone, the rest share it. The `load` tests all run on one worker
+# (their xdist group, below), one after the other, and that worker keeps the
+# host from the first of a run of them to the last: taking it anew for each
+# meant waiting, each time, for the longest shared test the other workers
+# had started meanwhile (up to a minute, for a tune session over ssh).
 _host_lock = None
+_held_host = None  # the exclusive hold kept across consecutive `load` tests
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    global _host_lock
+    global _host_lock, _held_host
     import exclusive
 
     if _host_lock is None:
@@ -133,8 +138,19 @@ def pytest_runtest_protocol(item, nextitem):
         else:
             yield
         return
-    with _host_lock.exclusive() if exclusive.needs_the_host(item) else _host_lock.shared():
+    if not exclusive.needs_the_host(item):
+        with _host_lock.shared():
+            yield
+        return
+    if _held_host is None:
+        _held_host = _host_lock.exclusive()
+        _held_host.__enter__()
+    try:
         yield
+    finally:
+        if nextitem is None or not exclusive.needs_the_host(nextitem):
+            held, _held_host = _held_host, None
+            held.__exit__(None, None, None)
 
 
 # Tests that share an expensive session fixture run on one worker, which
@@ -143,8 +159,14 @@ _WORKER_GROUPS = {"test_packaging": "wheel", "test_installed_product": "wheel", 
 
 
 def pytest_collection_modifyitems(config, items):
+    import exclusive
+
     for item in items:
-        if item.get_closest_marker("netns") is not None:
+        if exclusive.needs_the_host(item):
+            # One worker runs them all in a row (a `netns` one builds its own
+            # copy of the test network there).
+            item.add_marker(pytest.mark.xdist_group("host-alone"))
+        elif item.get_closest_marker("netns") is not None:
             item.add_marker(pytest.mark.xdist_group("netns"))
         elif item.module.__name__ in _WORKER_GROUPS:
             item.add_marker(pytest.mark.xdist_group(_WORKER_GROUPS[item.module.__name__]))

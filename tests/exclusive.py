@@ -1,6 +1,6 @@
 """Tests that need the host to themselves, among tests that run side by side.
 
-The suite runs on two pytest-xdist workers. Most tests read configs, start an
+The suite runs on four pytest-xdist workers. Most tests read configs, start an
 httpd and ask it something, or drive a command to its one-line error: they
 share the two cores happily. A `load` test asserts a rate, a peak or a probe
 sequence and pins httpd and httperf to a core each, and the trial itself

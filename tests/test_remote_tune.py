@@ -16,7 +16,10 @@ import pytest
 from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER
 from test_bench_support import SandboxRun, cli, require, two_cores
 
-pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]
+# Sessions at a fixed offered rate (--objective throughput) that assert a
+# path: they share the host, as the MPM-switch sessions over ssh do, and a
+# run a neighbour disturbed into missing the SLO is run again (--retries 2).
+pytestmark = [pytest.mark.netns, pytest.mark.httpd]
 
 PORT = 8080
 

@@ -83,7 +83,10 @@ def _remote(topo, scenario: dict) -> dict:
 
 def _brief(trial: dict) -> str:
     v = trial["verdict"]
-    return f"{v['label']} at {trial['reply_rate']} replies/s of {trial['inputs']['rate']}/s, evidence {v['evidence']}"
+    warm = trial.get("warmup") or {}
+    return (f"{v['label']} at {trial['reply_rate']} replies/s of {trial['inputs']['rate']}/s, evidence {v['evidence']}"
+            f" (quiet {trial.get('quiet_wait_s')} s, warm-up {warm.get('seconds')} s ({warm.get('stopped_by')})"
+            f" + drain {warm.get('drain_s')} s, run {trial.get('wall_s')} s)")
 
 
 @pytest.mark.parametrize("label", list(SCENARIOS))
