@@ -340,3 +340,40 @@ def test_the_mpm_is_always_measured_on_its_own():
     winner = {"MPM": "worker", "A": 2, "B": 0.5, "KeepAlive": "Off"}
     ranked = session._single_ablation_order(winner, ["A", "B", "KeepAlive", "MPM"])
     assert ranked == ["MPM", "KeepAlive", "A", "B"]
+
+
+def test_a_change_measured_first_is_not_grouped_when_the_model_saw_no_effect_of_it():
+    from advisor.tuner.session.loop import split_unseen
+
+    # The worst-practice session: the model saw no effect of the per-child
+    # limit or the pool; both stay candidates for an ablation of their own.
+    together, first = split_unseen(["MaxRequestWorkers", "MaxConnectionsPerChild", "EnableSendfile"])
+    assert together == ["EnableSendfile"] and first == ["MaxRequestWorkers", "MaxConnectionsPerChild"]
+    # Near miss: changes outside FIRST_ABLATED stay in the group.
+    assert split_unseen(["EnableSendfile", "ListenBacklog"]) == (["EnableSendfile", "ListenBacklog"], [])
+
+
+def test_a_roles_first_run_in_the_rounds_starts_from_the_winners_uncapped_peak():
+    from types import SimpleNamespace
+
+    from advisor.tuner.session.loop import TrialObjective
+
+    runner = TrialObjective.__new__(TrialObjective)
+    runner.space = SimpleNamespace(names=["A"])
+    best = {"A": 1}
+    runner.incumbent = lambda: best
+    runner.peaks = {(1,): [283.0]}  # the search's incumbent, capped
+    runner.uncapped_peaks = []
+    runner.uncapped = True
+    # No run of the rounds yet: the incumbent's peak.
+    assert runner._start_rate({"A": 2}) == 283.0
+    # The winner measured 2,264 uncapped (and the start 35): a role not yet run starts there.
+    runner.peaks[(3,)] = [2264.0]
+    runner.uncapped_peaks = [2264.0, 35.0]
+    assert runner._start_rate({"A": 2}) == 2264.0
+    # Its own peak, once measured, comes first.
+    runner.peaks[(2,)] = [1800.0]
+    assert runner._start_rate({"A": 2}) == 1800.0
+    # Near miss: a search trial (capped) still starts from the incumbent.
+    runner.uncapped = False
+    assert runner._start_rate({"A": 4}) == 283.0
