@@ -995,9 +995,9 @@ class TuneSession:
             ablated, weaker = ranked[:MAX_SINGLE_ABLATIONS], ranked[MAX_SINGLE_ABLATIONS:]
             grouped += weaker
             self.events.note(
-                f"{len(ranked)} changes the model credits: {', '.join(ablated)} are measured one by one (the MPM, "
+                f"{len(ranked)} changes could be measured one by one: {', '.join(ablated)} are (the MPM, "
                 f"the pool's size and what the seeds measured large first, then the model's strongest), and "
-                f"{', '.join(weaker)} together with the changes it saw no effect of, so a round "
+                f"{', '.join(weaker)} together with the changes the model saw no effect of, so a round "
                 f"stays at {MAX_SINGLE_ABLATIONS + 3} points (one ablation each would take "
                 f"{self.settings.ablation_rounds * (len(ranked) + len(together) + 2)} runs)")
         if len(grouped) > 1:
