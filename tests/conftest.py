@@ -29,6 +29,23 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 # that patches the engine must see the engine run, not an earlier result.
 # tests/test_lint_cache.py checks the cache itself.
 os.environ["APACHE_ADVISOR_NO_CACHE"] = "1"
+# Everything the tool keeps between runs (lint results, tune's pace of this
+# host) goes to a directory of this test process, not the admin's
+# ~/.cache/apache-advisor: the suite had left 31 pace entries there, most
+# of them for its own test networks. Tests that look at the cache set
+# their own directory.
+if "APACHE_ADVISOR_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    _PRIVATE_CACHE = tempfile.mkdtemp(prefix="advisor-test-cache-")
+    os.environ["APACHE_ADVISOR_CACHE_DIR"] = _PRIVATE_CACHE
+else:
+    _PRIVATE_CACHE = None
+
+
+def pytest_unconfigure(config):
+    if _PRIVATE_CACHE is not None:
+        shutil.rmtree(_PRIVATE_CACHE, ignore_errors=True)
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
