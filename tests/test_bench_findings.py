@@ -38,8 +38,12 @@ PREFORK_POOL = ["StartServers 40", "MinSpareServers 40", "MaxSpareServers 256"]
 KEEPALIVE_QUOTA_PCT = 50
 
 
+KNEE_MAX_RATE = 16000
+KNEE_TOLERANCE = 0.2
+
+
 def _knee(run: SandboxRun, directives: list[str], *, num_calls: int = 1, start: float = 250.0,
-          max_rate: float = 16000, tolerance: float = 0.2, step: float = 2.0) -> dict:
+          max_rate: float = KNEE_MAX_RATE, tolerance: float = KNEE_TOLERANCE, step: float = 2.0) -> dict:
     target = SandboxTarget(run.sandbox)
     inputs = TrialInputs(workload="1k", uri="/1k.html", rate=start, duration_s=2.0, num_calls=num_calls,
                          timeout_s=2.0, server_cpus=[0], client_cpus=[1], directives=directives)
@@ -81,9 +85,9 @@ def _compare(run: SandboxRun, arm_a: dict, arm_b: dict, rounds: int = ROUNDS) ->
             order.reverse()
         for arm, sink in order:
             measured = [r for r in sink if r["peak_rate"] and not r["lower_bound"]
-                        and r["peak_rate"] < arm.get("max_rate", 16000)]
+                        and r["peak_rate"] < arm.get("max_rate", KNEE_MAX_RATE)]
             if measured:
-                tolerance = arm.get("tolerance", 0.2)
+                tolerance = arm.get("tolerance", KNEE_TOLERANCE)
                 arm = {**arm, "start": measured[-1]["peak_rate"], "step": 1 + tolerance}
             sink.append(_knee(run, **arm))
     return results_a, results_b

@@ -363,13 +363,13 @@ def test_a_roles_first_run_in_the_rounds_starts_from_the_winners_uncapped_peak()
     best = {"A": 1}
     runner.incumbent = lambda: best
     runner.peaks = {(1,): [283.0]}  # the search's incumbent, capped
-    runner.uncapped_peaks = []
+    runner.highest_uncapped_peak = None
     runner.uncapped = True
     # No run of the rounds yet: the incumbent's peak.
     assert runner._start_rate({"A": 2}) == 283.0
     # The winner measured 2,264 uncapped (and the start 35): a role not yet run starts there.
     runner.peaks[(3,)] = [2264.0]
-    runner.uncapped_peaks = [2264.0, 35.0]
+    runner.highest_uncapped_peak = 2264.0
     assert runner._start_rate({"A": 2}) == 2264.0
     # Its own peak, once measured, comes first.
     runner.peaks[(2,)] = [1800.0]

@@ -1372,8 +1372,8 @@ class TrialObjective:
         self.clients = clients
         self.incumbent = incumbent
         self.peaks: dict[tuple, list[float]] = {}
-        self.uncapped_peaks: list[float] = []
-        """Every peak an uncapped run (the rounds, the gain) measured this session."""
+        self.highest_uncapped_peak: float | None = None
+        """The highest peak an uncapped run (the rounds, the gain) measured this session."""
         self.last_elapsed = 0.0
         self.on_start: Callable[[dict], None] | None = None
         self.uncapped = False
@@ -1459,14 +1459,14 @@ class TrialObjective:
         own = self.peaks.get(_key(space, point))
         if own:
             return sum(own) / len(own)
-        if self.uncapped and self.uncapped_peaks:
+        if self.uncapped and self.highest_uncapped_peak is not None:
             # A role's first run in the rounds: the winner, measured uncapped
             # in the same round, lies nearer than the search's incumbent, whose
             # peak a search trial capped at twice the one before. In the
             # worst-practice session of 2026-11-27 the incumbent stood at 283
             # sessions/s and the winner peaked at 2,264-2,381: each role's
             # first run doubled up from 283 and took nine probes.
-            return max(self.uncapped_peaks)
+            return self.highest_uncapped_peak
         best = self.incumbent() if self.incumbent is not None else None
         if best is not None:
             peaks = self.peaks.get(_key(space, best))
@@ -1510,7 +1510,7 @@ class TrialObjective:
         if self.uncapped and knee.peak_rate and knee.lower_bound_only is False:
             # Replicates and ablation rounds: the next run of this point starts from its own peak.
             self.peaks.setdefault(_key(self.space, point), []).append(float(knee.peak_rate))
-            self.uncapped_peaks.append(float(knee.peak_rate))
+            self.highest_uncapped_peak = max(float(knee.peak_rate), self.highest_uncapped_peak or 0.0)
         peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
         failing = [r for r in knee.probes if not r.meets_slo
                    and (knee.peak_rate is None or r.inputs.rate > knee.peak_rate)]
