@@ -119,10 +119,13 @@ def test_a_missed_slo_names_child_retirement_and_name_lookups_with_their_lines()
           f"{result.httperf.reply_time_ms:.1f} ms, {result.slo_failures()}; {verdict.label}: {verdict.note}; "
           f"{verdict.evidence}")
     assert not result.meets_slo
-    # Saturated churn (as on this host: 8.4 children retired a second, the
-    # accept queue up to 297) or a miss with nothing saturated: either way the
-    # lines are named.
-    assert verdict.label in ("process churn", "name lookups"), verdict
+    # Saturated churn (as on this host: 6-8 children retired a second, the
+    # accept queue full), a miss with nothing saturated, or (2 of 4 runs here)
+    # the pool run out while httpd used 2-3 % of a core, children retired
+    # 3.5 times a second: whichever, the lines are named.
+    assert verdict.label in ("process churn", "name lookups", "worker pool exhausted"), verdict
+    if verdict.label == "worker pool exhausted":
+        assert verdict.evidence["miss_cause"]["cause"] == "held pool", verdict
     summary = verdict.evidence["miss_cause"]["summary"]
     assert f"{managed_file}:" in summary
     assert "MaxConnectionsPerChild 100 retires a child every 100 connections" in summary

@@ -193,6 +193,10 @@ def evidence_phrase(label: str, evidence: Mapping[str, Any]) -> str:
     cause = evidence.get("miss_cause")
     if label == "process churn" and isinstance(cause, Mapping):
         picks.append(str(evidence["config"]) if evidence.get("config") else None)
+    elif label == "worker pool exhausted" and isinstance(cause, Mapping) and cause.get("cause") == "held pool":
+        # The pool ran out while the CPU idled: the lines its workers waited on.
+        picks.append(f"httpd {cause.get('httpd_cpu_share_pct')} % of its CPU, held by "
+                     + ", ".join(str(c.get("config")) for c in cause.get("causes", []) if isinstance(c, Mapping)))
     elif label == "none" and isinstance(cause, Mapping) and cause.get("summary"):
         # Missed the SLO with nothing saturated: the nearest limit, or what the trial lacked.
         picks = [str(cause["summary"])]

@@ -747,7 +747,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                cache_counters(_status_fields(getattr(collector, "final_status", None))),
                                cpu_before, cpu_after, result.replies, trial.load_window_s, own)
         trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
-    if trial.verdict.label in ("none", "process churn") and not trial._measurement_reasons():
+    if trial.verdict.label in ("none", "process churn", "worker pool exhausted") and not trial._measurement_reasons():
         failures = trial.slo_failures()
         if failures:
             # Missed with nothing saturated: name what held it back, or say what was

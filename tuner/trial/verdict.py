@@ -50,6 +50,9 @@ MIN_SATURATED_SHARE = 0.3
 # this rate or more (one fork, and with prefork one worker short until the
 # parent's next once-a-second check, each) are named as what held it back.
 CHURN_CAUSE_PER_S = 1.0
+# A full pool whose httpd used less than this share of its CPU limit was
+# waiting, not working: its workers were held by something per connection.
+HELD_POOL_CPU_SHARE = 0.3
 
 # When two resources saturate in the same second, the one that causes the
 # other wins: forking costs CPU, a full link makes CPU spin, with the CPU at
@@ -451,7 +454,8 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
                  connections_per_s: float, facts: ConfigFacts | None, children_watched: bool = True,
                  cpu_quota_pct: float | None = None, server_cpus: list[int] | None = None) -> Verdict:
     """A probe that missed its SLO while no resource saturated ("none"): what held it back.
-    (A "process churn" verdict of a missed probe gets the config lines that cause it.)
+    (A "process churn" verdict of a missed probe gets the config lines that cause it; so
+    does a "worker pool exhausted" one whose httpd idled, see _held_pool.)
 
     Two costs the USE method misses, because they hold each request back
     without filling a resource for 30 % of the samples: children retired
@@ -464,11 +468,14 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
     figure, or the miss is "unexplained" with the readings the trial lacked.
     The result's evidence["miss_cause"] holds the sentence and figures.
     """
-    if verdict.label not in ("none", "process churn") or not failures:
+    if verdict.label not in ("none", "process churn", "worker pool exhausted") or not failures:
         return verdict
     status = [s for s in samples if s.status_ok]
     churn = churn_summary(samples, interval) if samples and children_watched else None
     lookups_busy = _mean([s.scoreboard.get("D", 0) for s in status]) if status else None
+    if verdict.label == "worker pool exhausted":
+        return _held_pool(verdict, samples, facts, connections_per_s, churn, lookups_busy, failures,
+                          cpu_quota_pct, server_cpus)
     if verdict.label == "process churn":
         # Saturated churn names itself; the lines that cause it are added.
         causes = _config_causes(facts, connections_per_s, churn, lookups_busy, always_churn=True)
@@ -502,6 +509,37 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
              "slo_failures": list(failures)}
     note = f"missed the SLO ({'; '.join(failures)}) with no resource saturated: {summary}"
     return Verdict("none", {**verdict.evidence, "miss_cause": cause}, verdict.onset_s, verdict.consequences, note)
+
+
+def _held_pool(verdict: Verdict, samples: list[Sample], facts: ConfigFacts | None, connections_per_s: float,
+               churn: dict[str, object] | None, lookups_busy: float | None, failures: list[str],
+               cpu_quota_pct: float | None, server_cpus: list[int] | None) -> Verdict:
+    """A pool exhausted while httpd's CPU idled: the workers waited, per
+    connection, on what the config makes them wait for. The label stays (the
+    pool is what ran out, and the tuner's pool check reads it); the lines
+    that held the workers are added, as for churn. On this host prefork at
+    half a core, KeepAlive Off, MaxConnectionsPerChild 100 and HostnameLookups
+    On at 1,200 connections/s ran out of workers in 2 of 4 runs at 2-3 % CPU,
+    children retired at 3.5/s (below the saturated-churn threshold), the
+    status page unreachable and the accept queue full."""
+    cpu = [s.httpd_cpu_pct for s in samples if s.httpd_cpu_pct is not None]
+    if not cpu:
+        return verdict
+    limit = cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0]))
+    share = statistics.fmean(cpu) / limit
+    if share >= HELD_POOL_CPU_SHARE:
+        return verdict
+    causes = _config_causes(facts, connections_per_s, churn, lookups_busy)
+    if not causes:
+        return verdict
+    joined = "; ".join(text for _, text, _ in causes)
+    held = (f"workers held while httpd used {statistics.fmean(cpu):.1f} % of a core ({100 * share:.0f} % of its "
+            f"{limit:g} %): {joined}")
+    cause = {"cause": "held pool", "summary": held, "httpd_cpu_share_pct": round(100 * share, 1),
+             "causes": [{"label": lab, "text": text, **figures} for lab, text, figures in causes],
+             "slo_failures": list(failures)}
+    return Verdict(verdict.label, {**verdict.evidence, "miss_cause": cause}, verdict.onset_s, verdict.consequences,
+                   f"{verdict.note}; {held}" if verdict.note else held)
 
 
 def _nearest_limit(samples: list[Sample], status: list[Sample], churn: dict[str, object] | None,
