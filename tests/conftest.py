@@ -191,6 +191,11 @@ _WORKER_GROUPS = {"test_packaging": "wheel", "test_installed_product": "wheel", 
 _NETNS_GROUPS = {"test_remote_tune": "netns-sessions", "test_tune_mpm_switch": "netns-sessions"}
 
 
+# tryfirst: xdist's worker plugin, registered after this conftest, reads the
+# xdist_group marks in its own collection_modifyitems and pluggy calls the
+# later plugin first; without it the marks came too late, every group was
+# ignored, and the `load` tests were spread over all workers.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     import exclusive
 

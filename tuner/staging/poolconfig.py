@@ -41,6 +41,9 @@ class PoolConfig:
     keepalive: bool
     keepalive_timeout_s: float
     where: dict[str, str] = field(default_factory=dict)  # directive -> "file:line" where written
+    min_spare: int | None = None
+    """MinSpareServers (prefork) or MinSpareThreads (worker, event): while at
+    least this many workers are idle the parent starts no more."""
 
     @property
     def restart_limits(self) -> dict[str, int]:
@@ -105,13 +108,20 @@ def pool_of(cfg, mpm: str | None = None, skip: Path | None = None) -> PoolConfig
     lines = {name: _last(cfg, names, skip) for name, names in (
         ("MaxRequestWorkers", ("MaxRequestWorkers", "MaxClients")), ("ServerLimit", ("ServerLimit",)),
         ("ThreadsPerChild", ("ThreadsPerChild",)), ("ThreadLimit", ("ThreadLimit",)),
-        ("KeepAlive", ("KeepAlive",)), ("KeepAliveTimeout", ("KeepAliveTimeout",)))}
+        ("KeepAlive", ("KeepAlive",)), ("KeepAliveTimeout", ("KeepAliveTimeout",)),
+        ("MinSpare", ("MinSpareServers",) if mpm == "prefork" else ("MinSpareThreads",)))}
     settings = effective_mpm_settings(mpm, _int(lines["MaxRequestWorkers"]), _int(lines["ServerLimit"]),
                                       _int(lines["ThreadsPerChild"]), _int(lines["ThreadLimit"]))
     keepalive = lines["KeepAlive"] is None or lines["KeepAlive"].raw_args.strip().lower() != "off"
-    where = {name: f"{d.file}:{d.line}" for name, d in lines.items() if d is not None}
+    where = {name: f"{d.file}:{d.line}" for name, d in lines.items() if d is not None and name != "MinSpare"}
+    # httpd's defaults, and its floor of one (prefork) or one per child.
+    min_spare = _int(lines["MinSpare"])
+    if min_spare is None:
+        min_spare = 5 if mpm == "prefork" else 75
+    min_spare = max(1, min_spare)
     return PoolConfig(mpm, settings.max_request_workers, settings.server_limit, settings.thread_limit,
-                      settings.threads_per_child, keepalive, _seconds(lines["KeepAliveTimeout"], 5.0), where)
+                      settings.threads_per_child, keepalive, _seconds(lines["KeepAliveTimeout"], 5.0), where,
+                      min_spare)
 
 
 def restart_changes(before: PoolConfig | None, after: PoolConfig | None) -> list[str]:

@@ -62,6 +62,12 @@ WARMUP_MIN_S = POOL_STEADY_S
 # the start's 10 probes then measured a pool still growing (30 of 257 workers
 # at 40 sessions/s, 166-205 at 220-320/s).
 WARMUP_STEADY_S = 2.2
+# ...unless mod_status shows at least MinSpareServers (MinSpareThreads) idle
+# in two readings this far apart, while the count has not moved for
+# POOL_STEADY_S: with that many idle the parent starts nobody, at any spawn
+# rate, so the pool is what this load makes it. The README session's
+# growing pools above had fewer idle than that (the parent was still adding).
+WARMUP_SPARES_READS_S = 0.5
 WARMUP_DRAIN_MAX_S = 10.0
 WARMUP_MAX_S = 20.0
 # A pool whose children keep retiring (MaxConnectionsPerChild far below the
@@ -148,7 +154,7 @@ class WarmUp:
     children_before: int | None
     children_after: int | None
     steady: bool  # False: the warm-up hit its time bound with the pool still growing
-    stopped_by: str = ""  # pool steady, pool at its limit, server CPU full, fixed length, time bound
+    stopped_by: str = ""  # pool steady, spares idle, pool at its limit, server CPU full, fixed length, time bound
     drain_s: float = 0.0  # then waiting for the work it left queued
 
 
@@ -819,14 +825,16 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
     (births and exits both: a pool whose children retire faster than the
     parent replaces them, MaxConnectionsPerChild 10 say, is not steady while
     it shrinks, and right after a reload the parent replaces only one a
-    second for ten cycles); the pool at its
+    second for ten cycles); the count unchanged for POOL_STEADY_S while two
+    status readings in a row showed MinSpareServers (MinSpareThreads) idle
+    or more, when the parent starts nobody; the pool at its
     configured limit; httpd using its whole CPU (cores or quota) for a
     second, where more workers cannot serve more and a longer warm-up only
     piles up work. WARMUP_MAX_S bounds it (then `steady` is False); a fixed
     `warmup_s` runs that long. httperf is stopped with SIGINT, the work it
     left queued is served (`_drain`), and the measured run starts. The
-    collector's status connection is used once a second meanwhile, so that
-    it stays open for the window.
+    collector's status connection is used twice a second meanwhile (it stays
+    open for the window, and its idle count shows the spares).
     """
     if inputs.warmup_s == 0:
         return None
@@ -841,6 +849,7 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
                                    "wsess": (count, spec.wsess[1], spec.wsess[2]) if spec.wsess else None})
     pool = target.pool_config(claimed=False)
     limit = None
+    min_spare = pool.min_spare if pool is not None else None
     if pool is not None:
         limit = pool.workers if pool.mpm == "prefork" else math.ceil(pool.workers / max(1, pool.threads_per_child))
     cpu_full = WARMUP_CPU_SHARE * (inputs.server_cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0])))
@@ -848,7 +857,8 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
     seen, last_change = before or 0, time.monotonic()
     retired = 0  # drops in the child count seen while loading: children that exited
     t0 = time.monotonic()
-    next_status = t0 + 1.0
+    next_status = t0 + WARMUP_SPARES_READS_S
+    spares_reads = 0  # status readings in a row, since the pool last grew, with the spares idle
     cpu_mark = (t0, collector.httpd_cpu_seconds())
     full_since: float | None = None
     stopped = "time bound"
@@ -861,6 +871,7 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
             children = target.child_count(pid) or 0
             if children > seen:
                 last_change = now
+                spares_reads = 0
             retired += max(0, seen - children)
             seen = children
             if now - cpu_mark[0] >= 0.5:
@@ -876,6 +887,8 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
             elif now - t0 >= least:
                 if now - last_change >= WARMUP_STEADY_S:
                     stopped = "pool steady"
+                elif spares_reads >= 2 and now - last_change >= POOL_STEADY_S:
+                    stopped = "spares idle"
                 elif retired >= WARMUP_CHURN_EXITS and now - t0 >= WARMUP_CHURN_S:
                     stopped = "children retired throughout"
                 elif limit is not None and children >= limit:
@@ -887,8 +900,10 @@ def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpe
             if now - t0 >= bound:
                 break
             if now >= next_status:
-                collector.status_now(timeout=0.5)
-                next_status = now + 1.0
+                snapshot = collector.status_now(timeout=0.5)
+                spares_reads = spares_reads + 1 if (snapshot is not None and min_spare is not None
+                                                    and snapshot.idle >= min_spare) else 0
+                next_status = now + WARMUP_SPARES_READS_S
             time.sleep(0.1)
     finally:
         if process.poll() is None:
