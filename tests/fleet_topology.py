@@ -183,7 +183,10 @@ def fake_httpd(work: Path, child_user: str | None, children: int = 1) -> str:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, path)
-    run_child = shlex.quote(str(child)) + " 600"
+    # Until the fleet is torn down (close() kills what its namespaces run):
+    # a fixed 600 s ran out when the `netns` worker built the fleet, waited
+    # out the `load` tests (19 minutes) and then ran the live checks.
+    run_child = shlex.quote(str(child)) + " infinity"
     if child_user:
         run_child = f"setpriv --reuid={child_user} --regid={child_user} --clear-groups {run_child}"
     inner = shlex.quote(f"{run_child} & " * max(1, children) + "wait")

@@ -377,3 +377,47 @@ def test_a_roles_first_run_in_the_rounds_starts_from_the_winners_uncapped_peak()
     # Near miss: a search trial (capped) still starts from the incumbent.
     runner.uncapped = False
     assert runner._start_rate({"A": 4}) == 283.0
+
+
+def test_listenbacklog_without_an_ablation_of_its_own_goes_back_before_the_rounds(tmp_path):
+    """Issue 28's worst-practice session: ListenBacklog 511 -> 136 rode in a
+    group of six whose ablation measured +89 % and was recommended with it.
+    When the two single ablations go to other changes it goes back to the
+    start's value before the rounds, with the reason, so the rounds measure
+    what is recommended."""
+    from test_tune_core import load_stock
+
+    from advisor.tuner.search.space_lint import CandidateLint
+    from advisor.tuner.session.ablation import GROUP_JOIN
+
+    cfg, space = load_stock(tmp_path)
+    lint = CandidateLint(cfg, space)
+    winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=136,
+                  KeepAliveTimeout=2000, EnableMMAP="Off")
+    session = _grouped_session(space, lint)
+    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
+                                               "ListenBacklog": 1.1, "EnableMMAP": 1.02})
+    point, notes = session._revert_unless_alone(winner, together=["EnableMMAP"])
+    assert point["ListenBacklog"] == space.start["ListenBacklog"]
+    assert {k: v for k, v in point.items() if k != "ListenBacklog"} == \
+        {k: v for k, v in winner.items() if k != "ListenBacklog"}
+    assert len(notes) == 1 and notes[0].startswith(f"ListenBacklog stays {space.start['ListenBacklog']} "
+                                                   "(the search's best point had 136)")
+    assert "went to MaxRequestWorkers, ListenBacklog" not in notes[0]
+    assert "went to MaxRequestWorkers, KeepAliveTimeout" in notes[0]
+    journal = _Journal()
+    session._ablate(_Runner(space, ["MaxRequestWorkers"], True), point, journal, [], together=["EnableMMAP"])
+    roles = {run.role for run in journal.runs}
+    assert not any("ListenBacklog" in role for role in roles), roles
+    # Near miss: ranked into a single slot (the model credits it most after
+    # the pool), it is measured on its own and stays for its measure to judge.
+    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
+                                               "ListenBacklog": 1.9, "EnableMMAP": 1.02})
+    two = dict(winner)
+    kept, none = session._revert_unless_alone(two, together=["EnableMMAP"])
+    assert kept == two and none == []
+    journal2 = _Journal()
+    session._ablate(_Runner(space, ["MaxRequestWorkers"], True), kept, journal2, [], together=["EnableMMAP"])
+    roles2 = {run.role for run in journal2.runs}
+    assert role_without("ListenBacklog") in roles2
+    assert role_without(GROUP_JOIN.join(["EnableMMAP", "KeepAliveTimeout"])) in roles2, roles2

@@ -88,6 +88,15 @@ FIRST_ABLATED = ("MPM", "MaxRequestWorkers", "KeepAlive", "MaxConnectionsPerChil
                  "BufferedLogs")
 
 
+# Recommended only on an ablation of their own: a change whose effect shows
+# only in some runs is the one a group's measured gain credits falsely.
+# ListenBacklog acts only when the accept queue overflows; in the
+# worst-practice session of 2026-11-27 it rode in a group of six whose
+# ablation measured +89 %, while MaxConnectionsPerChild alone measured
+# +1,307 % (the seeds' finding, Arlitt & Williamson 2004, sec. 5.1.3).
+MEASURED_ALONE_ONLY = {"ListenBacklog": "it acts only when the accept queue overflows"}
+
+
 def split_unseen(unseen: Sequence[str]) -> tuple[list[str], list[str]]:
     """The changes the model saw no effect of: (those measured together as one
     ablation, those of FIRST_ABLATED, which stay candidates to be measured on
@@ -813,6 +822,8 @@ class TuneSession:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(first)} either, but "
                                  f"{'it is' if len(first) == 1 else 'they are'} among the changes measured one "
                                  "by one first (the MPM, the pool's size, what the seeds measured large)")
+            winner, unmeasured = self._revert_unless_alone(winner, together)
+            notes += unmeasured
             ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together)
         before_pruning = list(notes)
         if ablations is not None:
@@ -1071,6 +1082,49 @@ class TuneSession:
         ablations.outcomes = outcomes
         ablations.winner_point = dict(winner)
         return ablations
+
+    def _single_slots(self, winner: dict[str, Value], together: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(the winner's changes, those the ablation rounds measure one by one):
+        at most MAX_SINGLE_ABLATIONS, in _single_ablation_order, of those the
+        model saw an effect of or that FIRST_ABLATED keeps apart."""
+        space = self.space
+        mpm = space.mpm_of(winner)
+        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name) and mpm in d.mpms]
+        alone = [name for name in changed if name not in together]
+        if len(alone) > MAX_SINGLE_ABLATIONS:
+            alone = self._single_ablation_order(winner, alone)[:MAX_SINGLE_ABLATIONS]
+        return changed, alone
+
+    def _revert_unless_alone(self, winner: dict[str, Value], together: Sequence[str]
+                             ) -> tuple[dict[str, Value], list[str]]:
+        """The changes of MEASURED_ALONE_ONLY that the rounds would measure only
+        inside a group go back to the start's value before the rounds, with
+        the reason (if the point stays free of lint errors): a group's gain
+        says nothing of them, and the rounds then measure what is
+        recommended."""
+        from advisor.tuner.search.space import format_value
+
+        changed, alone = self._single_slots(winner, together)
+        if len(changed) < 2:
+            return winner, []  # one change: the gain's replicates are its ablation
+        space = self.space
+        point = dict(winner)
+        notes = []
+        for name in changed:
+            if name not in MEASURED_ALONE_ONLY or name in alone:
+                continue
+            candidate = dict(point)
+            candidate[name] = space.start[name]
+            if self.lint is not None and self.lint.check(candidate).errors:
+                continue
+            note = (f"{name} stays {format_value(name, space.start[name])} (the search's best point had "
+                    f"{format_value(name, point[name])}): it is recommended only with an ablation of its own "
+                    f"({MEASURED_ALONE_ONLY[name]}, so a group's gain says nothing of it), "
+                    f"and this session's {MAX_SINGLE_ABLATIONS} went to {', '.join(alone) or 'none'}")
+            point = candidate
+            notes.append(note)
+            self.events.note(note)
+        return point, notes
 
     def _single_ablation_order(self, winner: dict[str, Value], names: list[str]) -> list[str]:
         """`names` in the order the ablations measure them one by one: first
