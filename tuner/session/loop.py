@@ -815,6 +815,9 @@ class TuneSession:
         replicates = None
         if s.ablation_rounds and normal:
             together, first = split_unseen([r.dimension for r in simplified.deferred])
+            winner, unmeasured = self._revert_unless_alone(winner, together)
+            notes += unmeasured
+            together = [name for name in together if winner.get(name) != self.space.start.get(name)]
             if together:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(together)}: "
                                  "measured together, as one ablation, before any goes back")
@@ -822,8 +825,6 @@ class TuneSession:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(first)} either, but "
                                  f"{'it is' if len(first) == 1 else 'they are'} among the changes measured one "
                                  "by one first (the MPM, the pool's size, what the seeds measured large)")
-            winner, unmeasured = self._revert_unless_alone(winner, together)
-            notes += unmeasured
             ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together)
         before_pruning = list(notes)
         if ablations is not None:
