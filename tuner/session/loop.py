@@ -995,23 +995,19 @@ class TuneSession:
         from advisor.tuner.session.journal import GainRun
 
         space = self.space
-        mpm = space.mpm_of(winner)
-        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name) and mpm in d.mpms]
+        changed, ablated, weaker = self._single_slots(winner, together)
         if len(changed) < 2:
             # One change: the gain's replicates are its ablation.
             return None
-        grouped = [name for name in changed if name in together]
-        ablated = [name for name in changed if name not in grouped]
-        if len(ablated) > MAX_SINGLE_ABLATIONS:
-            ranked = self._single_ablation_order(winner, ablated)
-            ablated, weaker = ranked[:MAX_SINGLE_ABLATIONS], ranked[MAX_SINGLE_ABLATIONS:]
-            grouped += weaker
+        grouped = [name for name in changed if name in together] + weaker
+        if weaker:
+            measurable = len(ablated) + len(weaker)
             self.events.note(
-                f"{len(ranked)} changes could be measured one by one: {', '.join(ablated)} are (the MPM, "
+                f"{measurable} changes could be measured one by one: {', '.join(ablated)} are (the MPM, "
                 f"the pool's size and what the seeds measured large first, then the model's strongest), and "
                 f"{', '.join(weaker)} together with the changes the model saw no effect of, so a round "
                 f"stays at {MAX_SINGLE_ABLATIONS + 3} points (one ablation each would take "
-                f"{self.settings.ablation_rounds * (len(ranked) + len(together) + 2)} runs)")
+                f"{self.settings.ablation_rounds * (measurable + len(together) + 2)} runs)")
         if len(grouped) > 1:
             ablated.append(GROUP_JOIN.join(grouped))
         else:
@@ -1084,17 +1080,20 @@ class TuneSession:
         ablations.winner_point = dict(winner)
         return ablations
 
-    def _single_slots(self, winner: dict[str, Value], together: Sequence[str]) -> tuple[list[str], list[str]]:
-        """(the winner's changes, those the ablation rounds measure one by one):
-        at most MAX_SINGLE_ABLATIONS, in _single_ablation_order, of those the
-        model saw an effect of or that FIRST_ABLATED keeps apart."""
+    def _single_slots(self, winner: dict[str, Value], together: Sequence[str]
+                      ) -> tuple[list[str], list[str], list[str]]:
+        """(the winner's changes, those the ablation rounds measure one by one,
+        the weaker ones that join the group): of the changes outside
+        `together`, the first MAX_SINGLE_ABLATIONS in _single_ablation_order
+        are measured alone, the rest (in that order) together."""
         space = self.space
         mpm = space.mpm_of(winner)
         changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name) and mpm in d.mpms]
         alone = [name for name in changed if name not in together]
-        if len(alone) > MAX_SINGLE_ABLATIONS:
-            alone = self._single_ablation_order(winner, alone)[:MAX_SINGLE_ABLATIONS]
-        return changed, alone
+        if len(alone) <= MAX_SINGLE_ABLATIONS:
+            return changed, alone, []
+        ranked = self._single_ablation_order(winner, alone)
+        return changed, ranked[:MAX_SINGLE_ABLATIONS], ranked[MAX_SINGLE_ABLATIONS:]
 
     def _revert_unless_alone(self, winner: dict[str, Value], together: Sequence[str]
                              ) -> tuple[dict[str, Value], list[str]]:
@@ -1105,7 +1104,7 @@ class TuneSession:
         recommended."""
         from advisor.tuner.search.space import format_value
 
-        changed, alone = self._single_slots(winner, together)
+        changed, alone, _ = self._single_slots(winner, together)
         if len(changed) < 2:
             return winner, []  # one change: the gain's replicates are its ablation
         space = self.space

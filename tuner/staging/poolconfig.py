@@ -108,17 +108,14 @@ def pool_of(cfg, mpm: str | None = None, skip: Path | None = None) -> PoolConfig
     lines = {name: _last(cfg, names, skip) for name, names in (
         ("MaxRequestWorkers", ("MaxRequestWorkers", "MaxClients")), ("ServerLimit", ("ServerLimit",)),
         ("ThreadsPerChild", ("ThreadsPerChild",)), ("ThreadLimit", ("ThreadLimit",)),
-        ("KeepAlive", ("KeepAlive",)), ("KeepAliveTimeout", ("KeepAliveTimeout",)),
-        ("MinSpare", ("MinSpareServers",) if mpm == "prefork" else ("MinSpareThreads",)))}
+        ("KeepAlive", ("KeepAlive",)), ("KeepAliveTimeout", ("KeepAliveTimeout",)))}
     settings = effective_mpm_settings(mpm, _int(lines["MaxRequestWorkers"]), _int(lines["ServerLimit"]),
                                       _int(lines["ThreadsPerChild"]), _int(lines["ThreadLimit"]))
     keepalive = lines["KeepAlive"] is None or lines["KeepAlive"].raw_args.strip().lower() != "off"
-    where = {name: f"{d.file}:{d.line}" for name, d in lines.items() if d is not None and name != "MinSpare"}
-    # httpd's defaults, and its floor of one (prefork) or one per child.
-    min_spare = _int(lines["MinSpare"])
-    if min_spare is None:
-        min_spare = 5 if mpm == "prefork" else 75
-    min_spare = max(1, min_spare)
+    where = {name: f"{d.file}:{d.line}" for name, d in lines.items() if d is not None}
+    # httpd's defaults (5 servers, 75 threads), and its floor of one.
+    min_spare = _int(_last(cfg, ("MinSpareServers",) if mpm == "prefork" else ("MinSpareThreads",), skip))
+    min_spare = max(1, min_spare if min_spare is not None else 5 if mpm == "prefork" else 75)
     return PoolConfig(mpm, settings.max_request_workers, settings.server_limit, settings.thread_limit,
                       settings.threads_per_child, keepalive, _seconds(lines["KeepAliveTimeout"], 5.0), where,
                       min_spare)

@@ -25,8 +25,8 @@ from advisor.tuner.measure.status import fetch_status
 from advisor.tuner.measure.tls_probe import TlsTrial, cache_counters, calibrate, count_handshakes, probe
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.poolcheck import POOL_LABELS, PoolCheck, check_pool
-from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, ClientLimit, ConfigFacts, ConnectionCap, Verdict,
-                                         closed_by_server, decide, explain_miss, foreign_cpu,
+from advisor.tuner.trial.verdict import (CLOSED_BY_SERVER, EXPLAINED_LABELS, ClientLimit, ConfigFacts,
+                                         ConnectionCap, Verdict, closed_by_server, decide, explain_miss, foreign_cpu,
                                          fpm_verdict, handshake_verdict)
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
@@ -753,7 +753,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                cache_counters(_status_fields(getattr(collector, "final_status", None))),
                                cpu_before, cpu_after, result.replies, trial.load_window_s, own)
         trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
-    if trial.verdict.label in ("none", "process churn", "worker pool exhausted") and not trial._measurement_reasons():
+    if trial.verdict.label in EXPLAINED_LABELS and not trial._measurement_reasons():
         failures = trial.slo_failures()
         if failures:
             # Missed with nothing saturated: name what held it back, or say what was

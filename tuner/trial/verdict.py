@@ -53,6 +53,8 @@ CHURN_CAUSE_PER_S = 1.0
 # A full pool whose httpd used less than this share of its CPU limit was
 # waiting, not working: its workers were held by something per connection.
 HELD_POOL_CPU_SHARE = 0.3
+# The verdicts of a missed probe that explain_miss gives their cause.
+EXPLAINED_LABELS = ("none", "process churn", "worker pool exhausted")
 
 # When two resources saturate in the same second, the one that causes the
 # other wins: forking costs CPU, a full link makes CPU spin, with the CPU at
@@ -468,7 +470,7 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
     figure, or the miss is "unexplained" with the readings the trial lacked.
     The result's evidence["miss_cause"] holds the sentence and figures.
     """
-    if verdict.label not in ("none", "process churn", "worker pool exhausted") or not failures:
+    if verdict.label not in EXPLAINED_LABELS or not failures:
         return verdict
     status = [s for s in samples if s.status_ok]
     churn = churn_summary(samples, interval) if samples and children_watched else None
@@ -482,7 +484,7 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
         if not causes:
             return verdict
         cause = {"cause": "process churn", "summary": "; ".join(text for _, text, _ in causes),
-                 "causes": [{"label": lab, "text": text, **figures} for lab, text, figures in causes],
+                 "causes": _cause_rows(causes),
                  "slo_failures": list(failures)}
         joined = "; ".join(text for _, text, _ in causes)
         return Verdict(verdict.label, {**verdict.evidence, "config": causes[0][2]["config"], "miss_cause": cause},
@@ -491,7 +493,7 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
     if causes:
         label = causes[0][0]
         cause = {"cause": label, "summary": "; ".join(text for _, text, _ in causes),
-                 "causes": [{"label": lab, "text": text, **figures} for lab, text, figures in causes],
+                 "causes": _cause_rows(causes),
                  "slo_failures": list(failures)}
         return Verdict(label, {**verdict.evidence, **causes[0][2], "miss_cause": cause}, verdict.onset_s,
                        verdict.consequences,
@@ -511,6 +513,15 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
     return Verdict("none", {**verdict.evidence, "miss_cause": cause}, verdict.onset_s, verdict.consequences, note)
 
 
+def _cpu_limit_pct(cpu_quota_pct: float | None, server_cpus: list[int] | None) -> float:
+    """httpd's CPU limit in % of a core: its quota, or its cores."""
+    return cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0]))
+
+
+def _cause_rows(causes: list[tuple[str, str, dict[str, object]]]) -> list[dict[str, object]]:
+    return [{"label": lab, "text": text, **figures} for lab, text, figures in causes]
+
+
 def _held_pool(verdict: Verdict, samples: list[Sample], facts: ConfigFacts | None, connections_per_s: float,
                churn: dict[str, object] | None, lookups_busy: float | None, failures: list[str],
                cpu_quota_pct: float | None, server_cpus: list[int] | None) -> Verdict:
@@ -525,18 +536,19 @@ def _held_pool(verdict: Verdict, samples: list[Sample], facts: ConfigFacts | Non
     cpu = [s.httpd_cpu_pct for s in samples if s.httpd_cpu_pct is not None]
     if not cpu:
         return verdict
-    limit = cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0]))
-    share = statistics.fmean(cpu) / limit
+    limit = _cpu_limit_pct(cpu_quota_pct, server_cpus)
+    used = statistics.fmean(cpu)
+    share = used / limit
     if share >= HELD_POOL_CPU_SHARE:
         return verdict
     causes = _config_causes(facts, connections_per_s, churn, lookups_busy)
     if not causes:
         return verdict
     joined = "; ".join(text for _, text, _ in causes)
-    held = (f"workers held while httpd used {statistics.fmean(cpu):.1f} % of a core ({100 * share:.0f} % of its "
+    held = (f"workers held while httpd used {used:.1f} % of a core ({100 * share:.0f} % of its "
             f"{limit:g} %): {joined}")
     cause = {"cause": "held pool", "summary": held, "httpd_cpu_share_pct": round(100 * share, 1),
-             "causes": [{"label": lab, "text": text, **figures} for lab, text, figures in causes],
+             "causes": _cause_rows(causes),
              "slo_failures": list(failures)}
     return Verdict(verdict.label, {**verdict.evidence, "miss_cause": cause}, verdict.onset_s, verdict.consequences,
                    f"{verdict.note}; {held}" if verdict.note else held)
@@ -558,7 +570,7 @@ def _nearest_limit(samples: list[Sample], status: list[Sample], churn: dict[str,
     if not samples:
         return None, ["per-second samples"]
     if cpu:
-        limit = cpu_quota_pct or 100.0 * max(1, len(server_cpus or [0]))
+        limit = _cpu_limit_pct(cpu_quota_pct, server_cpus)
         share = statistics.fmean(cpu) / limit
         if share >= 0.7:
             return f"server CPU at {100 * share:.0f} % of its {limit:g} % of a core on average", lacked
