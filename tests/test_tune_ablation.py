@@ -363,6 +363,7 @@ def test_a_roles_first_run_in_the_rounds_starts_from_the_winners_uncapped_peak()
     best = {"A": 1}
     runner.incumbent = lambda: best
     runner.peaks = {(1,): [283.0]}  # the search's incumbent, capped
+    runner.uncapped_peaks = {}
     runner.highest_uncapped_peak = None
     runner.uncapped = True
     # No run of the rounds yet: the incumbent's peak.
@@ -377,6 +378,40 @@ def test_a_roles_first_run_in_the_rounds_starts_from_the_winners_uncapped_peak()
     # Near miss: a search trial (capped) still starts from the incumbent.
     runner.uncapped = False
     assert runner._start_rate({"A": 4}) == 283.0
+
+
+def test_an_uncapped_run_starts_from_its_uncapped_peaks_with_a_small_first_step():
+    """The README session of 2026-11-27 17:04: the start's search trial
+    measured 160 sessions/s on a cold pool and its rounds 243 to 259; every
+    later run started from a mean that kept the 160 and took 4 or 5 probes.
+    A role's first run started at the winner's peak and doubled from it
+    (5 to 7 probes, two of them invalid at twice the peak)."""
+    from types import SimpleNamespace
+
+    from advisor.tuner.session.loop import GUESS_STEP, TrialObjective
+
+    runner = TrialObjective.__new__(TrialObjective)
+    runner.space = SimpleNamespace(names=["A"])
+    runner.probes = SimpleNamespace(tolerance=0.1)
+    runner.incumbent = lambda: {"A": 9}
+    runner.peaks = {(1,): [160.0, 259.0, 254.0]}
+    runner.uncapped_peaks = {(1,): [259.0, 254.0]}
+    runner.highest_uncapped_peak = 351.0
+    runner.uncapped = True
+    assert runner._start_rate({"A": 1}) == pytest.approx(256.5)
+    assert runner._first_step({"A": 1}) == pytest.approx(1.1)
+    # Only the search's figure: a guess, a step of 1.25, not the bracket's 1.1.
+    runner.peaks[(2,)] = [375.0]
+    assert runner._start_rate({"A": 2}) == 375.0
+    assert runner._first_step({"A": 2}) == GUESS_STEP
+    # A role not measured at all starts from the winner's uncapped peak, with the same step.
+    assert runner._start_rate({"A": 3}) == 351.0 and runner._first_step({"A": 3}) == GUESS_STEP
+    # Near miss: a search trial keeps its steps (1.1 from its own peak, else doubling to its cap)
+    # and its mean of every peak.
+    runner.uncapped = False
+    assert runner._start_rate({"A": 1}) == pytest.approx((160 + 259 + 254) / 3)
+    assert runner._first_step({"A": 1}) == pytest.approx(1.1)
+    assert runner._first_step({"A": 3}) == 2.0
 
 
 def test_listenbacklog_without_an_ablation_of_its_own_goes_back_before_the_rounds(tmp_path):

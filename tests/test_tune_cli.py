@@ -249,3 +249,59 @@ def test_the_estimate_left_ignores_the_long_first_trial(tmp_path, monkeypatch):
         assert load_earlier("this host")["probe_s"]["all"] == round(seconds / 3, 2)
         assert session_with(Pace(earlier=load_earlier("this host"))).estimate_s(0) != plan
     assert etas["fast"] < after_first < etas["slow"]
+
+
+def test_the_plan_weighs_the_gain_runs_by_how_often_sessions_here_needed_them(tmp_path, monkeypatch):
+    """Whether the rounds give the gain depends on the search; the README's
+    switch session of 2026-11-27 17:04 was planned at 19 min for the case
+    without gain runs and took 29.6 with them. The plan now counts the gain
+    runs at the share of recorded sessions on this host that needed them,
+    and each session adds its own outcome to the record."""
+    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
+                                            make_session_workload)
+    from advisor.tuner.session.pace import (GAIN_RECORD_SESSIONS, OWN, SEARCH, Pace, gain_record, load_earlier,
+                                            save)
+
+    monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    workload = make_session_workload("almeida-sessions", tmp_path)
+
+    def session_with(pace: Pace) -> TuneSession:
+        session = TuneSession(None, tmp_path, workload, ObjectiveSpec(), ProbeSettings(),
+                              SessionSettings(tmp_path / "r", gain_replicates=5))
+        session.pace = pace
+        return session
+
+    def measured(alone: bool | None) -> Pace:
+        pace = Pace(earlier=load_earlier("host"))
+        pace.record(SEARCH, 3, 30.0)
+        pace.record(OWN, 3, 30.0)
+        pace.gain_alone = alone
+        return pace
+
+    unknown = session_with(Pace())
+    # No record: even odds, said so in the plan.
+    assert "counted at 50 % (no session here on record: even odds)" in unknown.estimate_extras()
+    save("host", measured(True))
+    assert gain_record(load_earlier("host")) == (1, 1)
+    always = session_with(Pace(earlier=load_earlier("host")))
+    save("host", measured(False))
+    save("host", measured(False))
+    save("host", measured(False))
+    assert gain_record(load_earlier("host")) == (1, 4)
+    mostly_not = session_with(Pace(earlier=load_earlier("host")))
+    assert "counted at 25 % (the share of the last 4 sessions here that needed it)" in mostly_not.estimate_extras()
+    # The same measured costs (30 s a run here); only the weight of the gain runs differs.
+    gain_runs = 2 * 5 * mostly_not._trial_s(first=False, uncapped=True)
+    assert gain_runs == pytest.approx(300.0)
+    assert always.estimate_s(0) - mostly_not.estimate_s(0) == pytest.approx(0.75 * gain_runs, rel=1e-6)
+    # Near miss: a session that stopped before its rounds (None) leaves the record as it was.
+    save("host", measured(None))
+    assert gain_record(load_earlier("host")) == (1, 4)
+    # The record keeps the latest sessions only: older ones are scaled away.
+    for _ in range(2 * GAIN_RECORD_SESSIONS):
+        save("host", measured(True))
+    alone, sessions = gain_record(load_earlier("host"))
+    assert sessions == GAIN_RECORD_SESSIONS and 0.9 * GAIN_RECORD_SESSIONS < alone < GAIN_RECORD_SESSIONS
+    # A damaged record is no record.
+    assert gain_record({"gain_alone": {"alone": 5, "sessions": 2}}) == (0.0, 0)
+    assert gain_record({"gain_alone": "x"}) == (0.0, 0)

@@ -66,6 +66,10 @@ REFUSED = "config refused"
 APPLY_S = 3.0
 PROBE_OVERHEAD_S = 4.0
 REPORT_S = 15.0
+# The first step of an uncapped knee search from a good guess that is not
+# the point's own measured peak (see TrialObjective._peak); knee_search
+# squares it (1.56, then 2) while the probes keep passing or failing.
+GUESS_STEP = 1.25
 # Ablations expected per round besides the winner and the start (the plan's
 # estimate): the README's HTTPS sessions kept two or three changes the model
 # credited (the MPM, MaxRequestWorkers, a keep-alive knob), and the changes
@@ -425,7 +429,7 @@ class Plan:
         if self.lint_gate:
             out.append(f"lint: {self.lint_gate}")
         out.append(f"estimated time: about {_duration(self.estimate_s)}"
-                   + (f" (with {EXPECTED_ABLATED} changes ablated and the gain from the rounds; "
+                   + (f" (with {EXPECTED_ABLATED} changes ablated; "
                       f"{self.estimate_extras})" if self.estimate_extras else ""))
         out.append(f"journal: {self.journal} (continue an interrupted session with --resume)")
         out.append(f"report: {self.report_dir}")
@@ -731,22 +735,24 @@ class TuneSession:
         return search + self._after_search_s() + REPORT_S
 
     def _after_search_s(self) -> float:
-        """The ablation rounds and the gain, in the typical case. A round is
-        the winner, each change the model credited reverted, the changes it
-        did not credit reverted together, and (with a gain to measure) the
-        start: how many changes survive is not known before the search
-        (EXPECTED_ABLATED). The start's runs in the rounds give the gain
-        whenever at most one change goes back, so the typical case has no
-        gain runs of its own. What the other cases add is said beside the
-        estimate (`estimate_extras`): counting them in made the figure 37 %
+        """The ablation rounds and the gain. A round is the winner, each
+        change the model credited reverted, the changes it did not credit
+        reverted together, and (with a gain to measure) the start: how many
+        changes survive is not known before the search (EXPECTED_ABLATED).
+        The start's runs in the rounds give the gain when the point
+        recommended is one the rounds ran; when two or more changes go back
+        it is not, and the gain takes runs of its own. Which case comes, the
+        search decides, and either answer alone was wrong by a third: 37 %
         too long for the session of 2026-11-27 07:15 (28 min said, 20.4
-        taken), where leaving them out had made it 36 % too short for the one
-        before it (21 min said, 32.8 taken, with four changes ablated and a
-        gain of its own)."""
+        taken) when the gain runs were counted, 36 % too short for the one
+        before it (21 min said, 32.8 taken) when they were not. So they are
+        counted at the share of the sessions on record here that needed
+        them (Pace.gain_alone_share)."""
         s = self.settings
         own = self._trial_s(first=False, uncapped=True)
         if s.ablation_rounds:
-            return s.ablation_rounds * (1 + EXPECTED_ABLATED + (1 if s.gain_replicates else 0)) * own
+            rounds = s.ablation_rounds * (1 + EXPECTED_ABLATED + (1 if s.gain_replicates else 0)) * own
+            return rounds + self.pace.gain_alone_share() * 2 * s.gain_replicates * own
         return 2 * s.gain_replicates * own
 
     def estimate_extras(self) -> str:
@@ -757,8 +763,14 @@ class TuneSession:
         own = self._trial_s(first=False, uncapped=True)
         parts = [f"each change kept beyond {EXPECTED_ABLATED} adds about {_duration(s.ablation_rounds * own)}"]
         if s.gain_replicates:
-            parts.append(f"a gain measured on its own (when two or more changes go back) about "
-                         f"{_duration(2 * s.gain_replicates * own)}")
+            share = self.pace.gain_alone_share()
+            from advisor.tuner.session.pace import gain_record
+
+            _, sessions = gain_record(self.pace.earlier)
+            record = (f"the share of the last {sessions} session{'s' if sessions != 1 else ''} here that needed it"
+                      if sessions else "no session here on record: even odds")
+            parts.append(f"a gain measured on its own (when two or more changes go back) takes about "
+                         f"{_duration(2 * s.gain_replicates * own)}, counted at {share * 100:.0f} % ({record})")
         return "; ".join(parts)
 
     # ---- the search --------------------------------------------------------
@@ -835,6 +847,10 @@ class TuneSession:
                 notes.append(replicates.source)
         if s.gain_replicates and normal and replicates is None:
             replicates = self._replicates(runner, winner, journal, earlier_gain)
+            if ablations is not None:
+                self.pace.gain_alone = replicates is not None
+        elif ablations is not None and replicates is not None:
+            self.pace.gain_alone = False
         if ablations is None and replicates is not None:
             winner, single = self._drop_single_within_noise(winner, replicates)
             notes += single
@@ -1428,6 +1444,11 @@ class TrialObjective:
         self.peaks: dict[tuple, list[float]] = {}
         self.highest_uncapped_peak: float | None = None
         """The highest peak an uncapped run (the rounds, the gain) measured this session."""
+        self.uncapped_peaks: dict[tuple, list[float]] = {}
+        """Each point's peaks from uncapped runs only: a search trial's peak
+        may be capped at twice the incumbent's or measured on a cold pool
+        (the README session's start: 160 sessions/s in the search, 243-259
+        in the rounds), so a mean that keeps it starts every later run low."""
         self.last_elapsed = 0.0
         self.on_start: Callable[[dict], None] | None = None
         self.uncapped = False
@@ -1510,7 +1531,8 @@ class TrialObjective:
     def _start_rate(self, point: Mapping[str, Value]) -> float | None:
         """The incumbent's peak (this point's own when it was measured)."""
         space = self.space
-        own = self.peaks.get(_key(space, point))
+        key = _key(space, point)
+        own = (self.uncapped and self.uncapped_peaks.get(key)) or self.peaks.get(key)
         if own:
             return sum(own) / len(own)
         if self.uncapped and self.highest_uncapped_peak is not None:
@@ -1529,18 +1551,33 @@ class TrialObjective:
         known = [sum(v) / len(v) for v in self.peaks.values() if v]
         return max(known) if known else None
 
+    def _first_step(self, point: Mapping[str, Value]) -> float:
+        """The factor of a knee search's first move from its start rate."""
+        key = _key(self.space, point)
+        # A point's own peak, measured before, was the lower end of a bracket
+        # as wide as the tolerance: a first step of that width most often
+        # closes the bracket with the next probe, two probes a run where a
+        # step of 1.2 took three or more (4.1-4.5 a run in the README's
+        # session of 2026-11-27). knee_search squares later steps.
+        if self.peaks.get(key) and (not self.uncapped or key in self.uncapped_peaks):
+            return 1.0 + self.probes.tolerance
+        if self.uncapped:
+            # An uncapped run from a neighbour's peak or from the search's
+            # (capped, or cold) figure: a good guess, not a bracket's end.
+            # Doubling from it overshot to twice the peak, where the pool
+            # could not grow in the warm-up and the probe ran twice as
+            # invalid: 5 to 7 probes a first-round run in the README session
+            # of 2026-11-27 17:04, where 3 or 4 bracket a peak within ±25 %.
+            return GUESS_STEP
+        return 2.0
+
     def _peak(self, point: Mapping[str, Value], base) -> TrialOutcome:
         from advisor.tuner.trial.runner import knee_search
 
         p = self.probes
         start = self._start_rate(point)
         own = bool(self.peaks.get(_key(self.space, point)))
-        # A point's own peak, measured before, was the lower end of a bracket
-        # as wide as the tolerance: a first step of that width most often
-        # closes the bracket with the next probe, two probes a run where a
-        # step of 1.2 took three or more (4.1-4.5 a run in the README's
-        # session of 2026-11-27). knee_search squares later steps.
-        step = 1.0 + p.tolerance if own else 2.0
+        step = self._first_step(point)
         stop_below = False
         if start is None:
             start_rate, max_rate, probes = p.start_rate, p.max_rate, p.first_max_probes
@@ -1563,7 +1600,9 @@ class TrialObjective:
         self.last_probes = len(knee.probes)
         if self.uncapped and knee.peak_rate and knee.lower_bound_only is False:
             # Replicates and ablation rounds: the next run of this point starts from its own peak.
-            self.peaks.setdefault(_key(self.space, point), []).append(float(knee.peak_rate))
+            key = _key(self.space, point)
+            self.peaks.setdefault(key, []).append(float(knee.peak_rate))
+            self.uncapped_peaks.setdefault(key, []).append(float(knee.peak_rate))
             self.highest_uncapped_peak = max(float(knee.peak_rate), self.highest_uncapped_peak or 0.0)
         peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
         failing = [r for r in knee.probes if not r.meets_slo

@@ -51,7 +51,12 @@ class Pace:
     """Runs, probes and seconds by kind of run; `earlier` is a previous session's figures."""
 
     costs: dict[str, RunCost] = field(default_factory=lambda: {kind: RunCost() for kind in KINDS})
-    earlier: dict[str, dict[str, float]] = field(default_factory=dict)
+    earlier: dict[str, Any] = field(default_factory=dict)
+    gain_alone: bool | None = None
+    """Whether this session measured its gain in runs of its own (None: not
+    known yet). The rounds give the gain only when the point they recommend
+    is one they ran; whether it is, the search decides, so the plan weighs
+    the gain runs by how often earlier sessions here needed them."""
 
     def record(self, kind: str, probes: int, seconds: float) -> None:
         if probes > 0 and seconds > 0:
@@ -95,11 +100,50 @@ class Pace:
             return apply_s + probes * default_probe_s
         return probes * probe_s
 
+    def gain_alone_share(self) -> float:
+        """The share of sessions on this host, workload and transport that
+        measured their gain on its own: the earlier sessions' record, with
+        this one's outcome once known; one half when there is no record
+        (the README's three sessions of 2026-11-27 split two to one)."""
+        alone, sessions = gain_record(self.earlier)
+        if self.gain_alone is not None:
+            alone, sessions = alone + int(self.gain_alone), sessions + 1
+        return alone / sessions if sessions else DEFAULT_GAIN_ALONE_SHARE
+
     def to_dict(self) -> dict[str, Any]:
         probes = {kind: round(c.probes_per_run, 2) for kind, c in self.costs.items() if c.runs}
         later = self.probe_s() if any(c.runs for k, c in self.costs.items() if k != FIRST) else None
-        return {"probe_s": {"all": round(later, 2)} if later else {}, "probes_per_run": probes,
-                "runs": {kind: c.runs for kind, c in self.costs.items()}}
+        out: dict[str, Any] = {"probe_s": {"all": round(later, 2)} if later else {}, "probes_per_run": probes,
+                               "runs": {kind: c.runs for kind, c in self.costs.items()}}
+        alone, sessions = gain_record(self.earlier)
+        if self.gain_alone is not None:
+            alone, sessions = alone + int(self.gain_alone), sessions + 1
+            if sessions > GAIN_RECORD_SESSIONS:  # the latest sessions count: scale the record down to them
+                alone, sessions = alone * GAIN_RECORD_SESSIONS / sessions, GAIN_RECORD_SESSIONS
+        if sessions:
+            out["gain_alone"] = {"sessions": sessions, "alone": round(alone, 3)}
+        return out
+
+
+# With no earlier session on record, the plan weighs the gain runs by half.
+DEFAULT_GAIN_ALONE_SHARE = 0.5
+# Sessions the gain record keeps (older ones are scaled away).
+GAIN_RECORD_SESSIONS = 8
+
+
+def gain_record(earlier: Mapping[str, Any]) -> tuple[float, int]:
+    """(sessions that measured the gain on its own, sessions) from a saved
+    entry; the first is a weight once older sessions were scaled away."""
+    record = earlier.get("gain_alone") if isinstance(earlier, Mapping) else None
+    if not isinstance(record, Mapping):
+        return 0.0, 0
+    try:
+        alone, sessions = float(record.get("alone", 0)), int(record.get("sessions", 0))
+    except (TypeError, ValueError):
+        return 0.0, 0
+    if sessions <= 0 or not 0 <= alone <= sessions:
+        return 0.0, 0
+    return alone, sessions
 
 
 def pace_key(target: Mapping[str, Any], workload: str, tls: bool, rtt_ms: float | None, mpm: str | None) -> str:
@@ -115,7 +159,7 @@ def _path() -> str | None:
     return os.path.join(directory, PACE_FILE) if directory else None
 
 
-def load_earlier(key: str) -> dict[str, dict[str, float]]:
+def load_earlier(key: str) -> dict[str, Any]:
     """The last session's figures for `key`; nothing when there is none or the file is unreadable."""
     path = _path()
     if path is None:
