@@ -251,15 +251,15 @@ def test_the_estimate_left_ignores_the_long_first_trial(tmp_path, monkeypatch):
     assert etas["fast"] < after_first < etas["slow"]
 
 
-def test_the_plan_weighs_the_gain_runs_by_how_often_sessions_here_needed_them(tmp_path, monkeypatch):
-    """Whether the rounds give the gain depends on the search; the README's
-    switch session of 2026-11-27 17:04 was planned at 19 min for the case
-    without gain runs and took 29.6 with them. The plan now counts the gain
-    runs at the share of recorded sessions on this host that needed them,
-    and each session adds its own outcome to the record."""
+def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_path, monkeypatch):
+    """How many runs the rounds and the gain take, the search decides; the
+    README's switch session of 2026-11-27 17:04 was planned at 19 min for
+    rounds of four points and no gain runs, and took 29.6 with rounds of
+    five and ten gain runs. The plan now takes the mean runs after the
+    search of the last sessions on this host, and each session adds its own."""
     from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
                                             make_session_workload)
-    from advisor.tuner.session.pace import (GAIN_RECORD_SESSIONS, OWN, SEARCH, Pace, gain_record, load_earlier,
+    from advisor.tuner.session.pace import (OWN, RECORD_SESSIONS, SEARCH, Pace, after_search_record, load_earlier,
                                             save)
 
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
@@ -271,37 +271,36 @@ def test_the_plan_weighs_the_gain_runs_by_how_often_sessions_here_needed_them(tm
         session.pace = pace
         return session
 
-    def measured(alone: bool | None) -> Pace:
+    def finished(runs_after: int | None) -> Pace:
         pace = Pace(earlier=load_earlier("host"))
         pace.record(SEARCH, 3, 30.0)
         pace.record(OWN, 3, 30.0)
-        pace.gain_alone = alone
+        pace.after_search_runs = runs_after
         return pace
 
     unknown = session_with(Pace())
-    # No record: even odds, said so in the plan.
-    assert "counted at 50 % (no session here on record: even odds)" in unknown.estimate_extras()
-    save("host", measured(True))
-    assert gain_record(load_earlier("host")) == (1, 1)
-    always = session_with(Pace(earlier=load_earlier("host")))
-    save("host", measured(False))
-    save("host", measured(False))
-    save("host", measured(False))
-    assert gain_record(load_earlier("host")) == (1, 4)
-    mostly_not = session_with(Pace(earlier=load_earlier("host")))
-    assert "counted at 25 % (the share of the last 4 sessions here that needed it)" in mostly_not.estimate_extras()
-    # The same measured costs (30 s a run here); only the weight of the gain runs differs.
-    gain_runs = 2 * 5 * mostly_not._trial_s(first=False, uncapped=True)
-    assert gain_runs == pytest.approx(300.0)
-    assert always.estimate_s(0) - mostly_not.estimate_s(0) == pytest.approx(0.75 * gain_runs, rel=1e-6)
-    # Near miss: a session that stopped before its rounds (None) leaves the record as it was.
-    save("host", measured(None))
-    assert gain_record(load_earlier("host")) == (1, 4)
-    # The record keeps the latest sessions only: older ones are scaled away.
-    for _ in range(2 * GAIN_RECORD_SESSIONS):
-        save("host", measured(True))
-    alone, sessions = gain_record(load_earlier("host"))
-    assert sessions == GAIN_RECORD_SESSIONS and 0.9 * GAIN_RECORD_SESSIONS < alone < GAIN_RECORD_SESSIONS
+    # No record: five rounds of four points, and the ten gain runs at even odds, said so in the plan.
+    assert unknown._after_search_runs() == 5 * 4 + 5
+    assert "counted at even odds: no session here on record" in unknown.estimate_extras()
+    save("host", finished(35))
+    save("host", finished(25))
+    assert after_search_record(load_earlier("host")) == (60.0, 2)
+    planned = session_with(Pace(earlier=load_earlier("host")))
+    assert planned._after_search_runs() == 30.0
+    assert "about 30 runs of 30 s, the mean of the last 2 sessions here" in planned.estimate_extras()
+    # The same cost per run (30 s here); only the number of runs differs.
+    assert planned.estimate_s(0) - session_with(finished(None)).estimate_s(0) == pytest.approx(0.0)
+    save("host", finished(45))
+    assert session_with(Pace(earlier=load_earlier("host"))).estimate_s(0) - planned.estimate_s(0) \
+        == pytest.approx((35 - 30) * 30.0)
+    # Near miss: a session that ended before its runs after the search leaves the record as it was.
+    save("host", finished(None))
+    assert after_search_record(load_earlier("host")) == (105.0, 3)
+    # The record keeps the latest sessions: older ones are scaled away.
+    for _ in range(3 * RECORD_SESSIONS):
+        save("host", finished(20))
+    runs, sessions = after_search_record(load_earlier("host"))
+    assert sessions == RECORD_SESSIONS and 20 * RECORD_SESSIONS <= runs < 21 * RECORD_SESSIONS
     # A damaged record is no record.
-    assert gain_record({"gain_alone": {"alone": 5, "sessions": 2}}) == (0.0, 0)
-    assert gain_record({"gain_alone": "x"}) == (0.0, 0)
+    assert after_search_record({"after_search": {"runs": -5, "sessions": 2}}) == (0.0, 0)
+    assert after_search_record({"after_search": "x"}) == (0.0, 0)

@@ -76,6 +76,9 @@ GUESS_STEP = 1.25
 # it saw no effect of are measured together as one. The session of
 # 2026-11-27 07:15 ran two; the plan says what each further one costs.
 EXPECTED_ABLATED = 2
+# With no earlier session on record, the plan counts the gain's own runs at
+# even odds (the README's three sessions of 2026-11-27 split two to one).
+DEFAULT_GAIN_ALONE_SHARE = 0.5
 # Changes the ablation rounds measure one by one; the winner's other changes
 # are measured together, with those the model saw no effect of. A model
 # point of the README's session at 07:38 on 2026-11-27 changed ten
@@ -429,8 +432,7 @@ class Plan:
         if self.lint_gate:
             out.append(f"lint: {self.lint_gate}")
         out.append(f"estimated time: about {_duration(self.estimate_s)}"
-                   + (f" (with {EXPECTED_ABLATED} changes ablated; "
-                      f"{self.estimate_extras})" if self.estimate_extras else ""))
+                   + (f" ({self.estimate_extras})" if self.estimate_extras else ""))
         out.append(f"journal: {self.journal} (continue an interrupted session with --resume)")
         out.append(f"report: {self.report_dir}")
         if self.pending_restore:
@@ -735,42 +737,48 @@ class TuneSession:
         return search + self._after_search_s() + REPORT_S
 
     def _after_search_s(self) -> float:
-        """The ablation rounds and the gain. A round is the winner, each
-        change the model credited reverted, the changes it did not credit
-        reverted together, and (with a gain to measure) the start: how many
-        changes survive is not known before the search (EXPECTED_ABLATED).
-        The start's runs in the rounds give the gain when the point
-        recommended is one the rounds ran; when two or more changes go back
-        it is not, and the gain takes runs of its own. Which case comes, the
-        search decides, and either answer alone was wrong by a third: 37 %
-        too long for the session of 2026-11-27 07:15 (28 min said, 20.4
-        taken) when the gain runs were counted, 36 % too short for the one
-        before it (21 min said, 32.8 taken) when they were not. So they are
-        counted at the share of the sessions on record here that needed
-        them (Pace.gain_alone_share)."""
+        """The ablation rounds and the gain. How many runs they take, the
+        search decides: a round is the winner, each change measured on its
+        own, the group the model saw no effect of, the start, and at times
+        the winner with only the credited changes; the rounds may settle
+        early; the gain takes ten runs of its own when no round ran the
+        point recommended. A fixed guess was wrong by a third either way:
+        28 min said and 20.4 taken on 2026-11-27 07:15, 21 said and 32.8
+        taken before it. So the plan takes the mean runs after the search of
+        the last sessions on this host, workload and transport (pace.py),
+        and without a record the typical rounds (EXPECTED_ABLATED) with the
+        gain runs at even odds."""
+        return self._after_search_runs() * self._trial_s(first=False, uncapped=True)
+
+    def _after_search_runs(self) -> float:
         s = self.settings
-        own = self._trial_s(first=False, uncapped=True)
+        recorded = self.pace.expected_after_search_runs()
+        if recorded is not None and (s.ablation_rounds or s.gain_replicates):
+            return recorded
         if s.ablation_rounds:
-            rounds = s.ablation_rounds * (1 + EXPECTED_ABLATED + (1 if s.gain_replicates else 0)) * own
-            return rounds + self.pace.gain_alone_share() * 2 * s.gain_replicates * own
-        return 2 * s.gain_replicates * own
+            rounds = s.ablation_rounds * (1 + EXPECTED_ABLATED + (1 if s.gain_replicates else 0))
+            return rounds + DEFAULT_GAIN_ALONE_SHARE * 2 * s.gain_replicates
+        return 2 * s.gain_replicates
 
     def estimate_extras(self) -> str:
-        """What the cases beyond the typical one add to the estimate, in words."""
+        """Where the estimate's runs after the search come from, in words."""
+        from advisor.tuner.session.pace import after_search_record
+
         s = self.settings
         if not s.ablation_rounds:
             return ""
         own = self._trial_s(first=False, uncapped=True)
-        parts = [f"each change kept beyond {EXPECTED_ABLATED} adds about {_duration(s.ablation_rounds * own)}"]
+        runs = self._after_search_runs()
+        _, sessions = after_search_record(self.pace.earlier)
+        if sessions:
+            return (f"the rounds and the gain about {runs:.0f} runs of {own:.0f} s, the mean of the last "
+                    f"{sessions} session{'s' if sessions != 1 else ''} here")
+        parts = [f"with {EXPECTED_ABLATED} changes ablated; each change kept beyond {EXPECTED_ABLATED} adds about "
+                 f"{_duration(s.ablation_rounds * own)}"]
         if s.gain_replicates:
-            share = self.pace.gain_alone_share()
-            from advisor.tuner.session.pace import gain_record
-
-            _, sessions = gain_record(self.pace.earlier)
-            record = (f"the share of the last {sessions} session{'s' if sessions != 1 else ''} here that needed it"
-                      if sessions else "no session here on record: even odds")
-            parts.append(f"a gain measured on its own (when two or more changes go back) takes about "
-                         f"{_duration(2 * s.gain_replicates * own)}, counted at {share * 100:.0f} % ({record})")
+            parts.append(f"a gain measured on its own (when the rounds did not run the point recommended) takes "
+                         f"about {_duration(2 * s.gain_replicates * own)}, counted at even odds: no session here "
+                         "on record")
         return "; ".join(parts)
 
     # ---- the search --------------------------------------------------------
@@ -837,7 +845,9 @@ class TuneSession:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(first)} either, but "
                                  f"{'it is' if len(first) == 1 else 'they are'} among the changes measured one "
                                  "by one first (the MPM, the pool's size, what the seeds measured large)")
-            ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together)
+            ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together,
+                                     uncredited=together + [name for name in first
+                                                             if winner.get(name) != self.space.start.get(name)])
         before_pruning = list(notes)
         if ablations is not None:
             winner, reverted = self._drop_unearned(winner, ablations)
@@ -847,10 +857,6 @@ class TuneSession:
                 notes.append(replicates.source)
         if s.gain_replicates and normal and replicates is None:
             replicates = self._replicates(runner, winner, journal, earlier_gain)
-            if ablations is not None:
-                self.pace.gain_alone = replicates is not None
-        elif ablations is not None and replicates is not None:
-            self.pace.gain_alone = False
         if ablations is None and replicates is not None:
             winner, single = self._drop_single_within_noise(winner, replicates)
             notes += single
@@ -865,6 +871,10 @@ class TuneSession:
         notes += lint_notes
         report = self._report(observations, winner, replicates, result, time.monotonic() - began,
                               notes, ablations=ablations, suppressions=suppressions)
+        if not s.resume:  # a resumed session took some of its runs from the journal
+            from advisor.tuner.session.pace import OWN
+
+            self.pace.after_search_runs = self.pace.costs[OWN].runs
         if self.pace_key is not None and normal:
             # A session stopped early (disturbed trials, say) measured its host
             # at its worst: the next plan would start from that.
@@ -1000,11 +1010,13 @@ class TuneSession:
     # ---- the ablations ----------------------------------------------------
 
     def _ablate(self, runner: "TrialObjective", winner: dict[str, Value], journal, earlier: list,
-                together: Sequence[str] = ()):
+                together: Sequence[str] = (), uncredited: Sequence[str] = ()):
         """The winner and the winner less each of its changes, in interleaved
         rounds, each run journalled; runs an interrupted session journalled
         for the same points are taken from the journal. The changes in
-        `together` (the model saw no effect of each) are reverted as one."""
+        `together` (the model saw no effect of each) are reverted as one.
+        `uncredited`: every change the model saw no effect of, those
+        measured one by one included (see _credited_only)."""
         from advisor.tuner.search.space import format_value
         from advisor.tuner.session.ablation import (GROUP_JOIN, MIN_ROUNDS, START, WINNER, ablation_order,
                                                     measure_effects, members, role_without, settled)
@@ -1050,9 +1062,15 @@ class TuneSession:
         # send back, then comes from the same interleaved runs (no second
         # set of ten).
         with_start = bool(self.settings.gain_replicates)
+        singles = [name for name in changed if name not in grouped]
+        extra = self._credited_only(winner, singles, grouped, uncredited, points) if with_start else None
+        if extra is not None:
+            name, point = extra
+            points[role_without(name)] = point
         if with_start:
             points[START] = dict(space.start)
-        roles = ablation_order(list(values), self.settings.ablation_rounds, with_start=with_start)
+        roles = ablation_order(list(values) + ([extra[0]] if extra else []), self.settings.ablation_rounds,
+                               with_start=with_start)
         same = all(run.role in points and _key(space, run.point) == _key(space, points[run.role]) for run in earlier)
         kept = {run.index: run for run in earlier if same and run.index <= len(roles)
                 and roles[run.index - 1] == run.role}
@@ -1090,11 +1108,44 @@ class TuneSession:
             outcomes.append((role, outcome))
             self.events.ablation_done(index, len(roles), role, outcome)
         ablations = measure_effects(_as_runs(outcomes), values)
+        if extra is not None:
+            ablations.extra_roles.append(role_without(extra[0]))
         if stopped:
             ablations.notes.append(stopped)
         ablations.outcomes = outcomes
         ablations.winner_point = dict(winner)
         return ablations
+
+    def _credited_only(self, winner: dict[str, Value], singles: Sequence[str], grouped: Sequence[str],
+                       uncredited: Sequence[str], points: Mapping[str, Mapping[str, Value]]
+                       ) -> tuple[str, dict[str, Value]] | None:
+        """The winner with the group reverted and every change measured one
+        by one that the model saw no effect of, as one more role of the
+        rounds, when no role measures that point already. It is the
+        recommendation whenever those all measure within noise and the
+        credited singles beyond it, as in the README's sessions of
+        2026-11-27 08:29 and 17:04 (the MPM and the group went back, the
+        pool stayed) and the no-switch one at 17:35 (MaxConnectionsPerChild
+        and the group): no round had run what was left, and ten gain runs
+        followed, about 6 minutes. Five runs more in the rounds give that
+        gain from the same interleaved runs instead."""
+        from advisor.tuner.session.ablation import GROUP_JOIN
+
+        space = self.space
+        names = [name for name in singles if name in uncredited] + list(grouped)
+        point = dict(winner)
+        for name in names:
+            point[name] = space.start[name]
+        key = _key(space, point)
+        if key == _key(space, space.start) or any(_key(space, p) == key for p in points.values()):
+            return None  # the start, or a point a role measures already
+        if self.lint is not None and self.lint.check(point).errors:
+            return None
+        kept = [name for name in singles if name not in names]
+        self.events.note(f"the winner with only {', '.join(kept)} changed (the changes the model saw no effect "
+                         "of and the group reverted) runs in each round too: if they all go back, the gain "
+                         "comes from the rounds")
+        return GROUP_JOIN.join(names), point
 
     def _single_slots(self, winner: dict[str, Value], together: Sequence[str]
                       ) -> tuple[list[str], list[str], list[str]]:
@@ -1214,7 +1265,7 @@ class TuneSession:
         target = _key(space, winner)
         if target == _key(space, space.start):
             return None
-        roles = [WINNER] + [role_without(name) for name in ablations.effects]
+        roles = [WINNER] + [role_without(name) for name in ablations.effects] + list(ablations.extra_roles)
         for role in roles:
             point = ablations.point_of(role, space.start)
             if point is not None and _key(space, point) == target:

@@ -52,11 +52,12 @@ class Pace:
 
     costs: dict[str, RunCost] = field(default_factory=lambda: {kind: RunCost() for kind in KINDS})
     earlier: dict[str, Any] = field(default_factory=dict)
-    gain_alone: bool | None = None
-    """Whether this session measured its gain in runs of its own (None: not
-    known yet). The rounds give the gain only when the point they recommend
-    is one they ran; whether it is, the search decides, so the plan weighs
-    the gain runs by how often earlier sessions here needed them."""
+    after_search_runs: int | None = None
+    """Runs this session made after its search (ablation rounds, gain
+    replicates, repeats of invalid runs); None until it is done. How many,
+    the search decides (the changes to ablate, whether the point
+    recommended is one the rounds ran, whether the rounds settle early), so
+    the plan takes the mean of the last sessions here."""
 
     def record(self, kind: str, probes: int, seconds: float) -> None:
         if probes > 0 and seconds > 0:
@@ -100,50 +101,46 @@ class Pace:
             return apply_s + probes * default_probe_s
         return probes * probe_s
 
-    def gain_alone_share(self) -> float:
-        """The share of sessions on this host, workload and transport that
-        measured their gain on its own: the earlier sessions' record, with
-        this one's outcome once known; one half when there is no record
-        (the README's three sessions of 2026-11-27 split two to one)."""
-        alone, sessions = gain_record(self.earlier)
-        if self.gain_alone is not None:
-            alone, sessions = alone + int(self.gain_alone), sessions + 1
-        return alone / sessions if sessions else DEFAULT_GAIN_ALONE_SHARE
+    def expected_after_search_runs(self) -> float | None:
+        """The mean runs after the search of the sessions on record here,
+        this one's included once known; None without a record."""
+        runs, sessions = after_search_record(self.earlier)
+        if self.after_search_runs is not None:
+            runs, sessions = runs + self.after_search_runs, sessions + 1
+        return runs / sessions if sessions else None
 
     def to_dict(self) -> dict[str, Any]:
         probes = {kind: round(c.probes_per_run, 2) for kind, c in self.costs.items() if c.runs}
         later = self.probe_s() if any(c.runs for k, c in self.costs.items() if k != FIRST) else None
         out: dict[str, Any] = {"probe_s": {"all": round(later, 2)} if later else {}, "probes_per_run": probes,
                                "runs": {kind: c.runs for kind, c in self.costs.items()}}
-        alone, sessions = gain_record(self.earlier)
-        if self.gain_alone is not None:
-            alone, sessions = alone + int(self.gain_alone), sessions + 1
-            if sessions > GAIN_RECORD_SESSIONS:  # the latest sessions count: scale the record down to them
-                alone, sessions = alone * GAIN_RECORD_SESSIONS / sessions, GAIN_RECORD_SESSIONS
+        runs, sessions = after_search_record(self.earlier)
+        if self.after_search_runs is not None:
+            runs, sessions = runs + self.after_search_runs, sessions + 1
+            if sessions > RECORD_SESSIONS:  # the latest sessions count: scale the record down to them
+                runs, sessions = runs * RECORD_SESSIONS / sessions, RECORD_SESSIONS
         if sessions:
-            out["gain_alone"] = {"sessions": sessions, "alone": round(alone, 3)}
+            out["after_search"] = {"sessions": sessions, "runs": round(runs, 2)}
         return out
 
 
-# With no earlier session on record, the plan weighs the gain runs by half.
-DEFAULT_GAIN_ALONE_SHARE = 0.5
-# Sessions the gain record keeps (older ones are scaled away).
-GAIN_RECORD_SESSIONS = 8
+# Sessions the record of runs after the search keeps (older ones are scaled away).
+RECORD_SESSIONS = 8
 
 
-def gain_record(earlier: Mapping[str, Any]) -> tuple[float, int]:
-    """(sessions that measured the gain on its own, sessions) from a saved
-    entry; the first is a weight once older sessions were scaled away."""
-    record = earlier.get("gain_alone") if isinstance(earlier, Mapping) else None
+def after_search_record(earlier: Mapping[str, Any]) -> tuple[float, int]:
+    """(runs after the search, summed, sessions) from a saved entry; the sum
+    is a weight once older sessions were scaled away."""
+    record = earlier.get("after_search") if isinstance(earlier, Mapping) else None
     if not isinstance(record, Mapping):
         return 0.0, 0
     try:
-        alone, sessions = float(record.get("alone", 0)), int(record.get("sessions", 0))
+        runs, sessions = float(record.get("runs", 0)), int(record.get("sessions", 0))
     except (TypeError, ValueError):
         return 0.0, 0
-    if sessions <= 0 or not 0 <= alone <= sessions:
+    if sessions <= 0 or not runs >= 0:
         return 0.0, 0
-    return alone, sessions
+    return runs, sessions
 
 
 def pace_key(target: Mapping[str, Any], workload: str, tls: bool, rtt_ms: float | None, mpm: str | None) -> str:
