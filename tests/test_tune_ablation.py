@@ -167,50 +167,6 @@ def test_the_changes_the_model_ignored_are_one_ablation_kept_or_returned_on_its_
         assert gain is None
 
 
-def test_the_winner_less_every_change_the_model_ignored_runs_in_the_rounds_and_gives_the_gain(tmp_path):
-    """The README's sessions of 2026-11-27 08:29 and 17:04: the MPM, measured
-    on its own, and a group the model saw no effect of both went back, no
-    round had run what was left (the pool alone), and ten gain runs
-    followed. The winner less every change the model saw no effect of now
-    runs in each round too, and is the point recommended."""
-    from test_tune_core import load_stock
-
-    from advisor.tuner.search.space_lint import CandidateLint
-    from advisor.tuner.session.ablation import GROUP_JOIN
-
-    cfg, space = load_stock(tmp_path)
-    lint = CandidateLint(cfg, space)
-    winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100,
-                  MaxConnectionsPerChild=20000, KeepAliveTimeout=2000, EnableMMAP="Off")
-    group = ["KeepAliveTimeout", "EnableMMAP"]
-    ignored = ["KeepAliveTimeout", "MaxConnectionsPerChild"]  # EnableMMAP: credited, but weaker than the singles
-    session = _grouped_session(space, lint)
-    journal = _Journal()
-    ablations = session._ablate(_Runner(space, ["MaxRequestWorkers"], True), winner, journal, [],
-                                together=group, uncredited=ignored)
-    only_the_pool = role_without(GROUP_JOIN.join(["MaxConnectionsPerChild"] + group))
-    roles = [run.role for run in journal.runs]
-    assert set(roles) == {WINNER, role_without("MaxRequestWorkers"), role_without("MaxConnectionsPerChild"),
-                          role_without(GROUP_JOIN.join(group)), only_the_pool, "start"}
-    assert len(roles) == 3 * 6 and roles.count(only_the_pool) == 3
-    assert ablations.extra_roles == [only_the_pool] and only_the_pool not in {
-        role_without(name) for name in ablations.effects}  # a role for the gain, not an effect
-    point, _ = session._drop_unearned(winner, ablations)
-    assert point == dict(space.start, MaxRequestWorkers=winner["MaxRequestWorkers"])
-    gain = session._gain_from_rounds(point, ablations)
-    assert gain is not None and len(gain.start) == len(gain.winner) == 3
-    assert min(gain.winner) > 1700 > 1300 > max(gain.start)
-    # Near miss: without the model's word on what it ignored, no such role, and no gain from the rounds.
-    plain = _Journal()
-    ablations = session._ablate(_Runner(space, ["MaxRequestWorkers"], True), winner, plain, [], together=group)
-    assert only_the_pool not in {run.role for run in plain.runs} and len(plain.runs) == 3 * 5
-    # Near miss: when the model credits both singles, the point is the winner without the group, a role already.
-    assert session._credited_only(winner, ["MaxRequestWorkers", "MaxConnectionsPerChild"], group, ["KeepAliveTimeout"],
-                                  {role_without(GROUP_JOIN.join(group)): {**winner, **{name: space.start[name]
-                                                                                      for name in group}}}) is None
-    assert session._gain_from_rounds(session._drop_unearned(winner, ablations)[0], ablations) is None
-
-
 class _EitherRunner(_Runner):
     """Two changes that stand in for each other: either one gives the gain."""
 

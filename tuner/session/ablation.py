@@ -138,9 +138,6 @@ class Ablations:
     outcomes: list[tuple[str, Any]] = field(default_factory=list)
     """(role, TrialOutcome) of every run, in order: the gain's replicates
     when the start ran in the rounds (see replicates_for)."""
-    extra_roles: list[str] = field(default_factory=list)
-    """Roles the rounds ran for the gain only, with no effect of their own
-    (the winner less every change the model saw no effect of)."""
 
     def replicates_for(self, role: str):
         """The start's runs against the runs of `role` (the winner, or the

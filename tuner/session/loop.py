@@ -739,9 +739,8 @@ class TuneSession:
     def _after_search_s(self) -> float:
         """The ablation rounds and the gain. How many runs they take, the
         search decides: a round is the winner, each change measured on its
-        own, the group the model saw no effect of, the start, and at times
-        the winner with only the credited changes; the rounds may settle
-        early; the gain takes ten runs of its own when no round ran the
+        own, the group the model saw no effect of, and the start; the rounds
+        may settle early; the gain takes ten runs of its own when no round ran the
         point recommended. A fixed guess was wrong by a third either way:
         28 min said and 20.4 taken on 2026-11-27 07:15, 21 said and 32.8
         taken before it. So the plan takes the mean runs after the search of
@@ -845,9 +844,7 @@ class TuneSession:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(first)} either, but "
                                  f"{'it is' if len(first) == 1 else 'they are'} among the changes measured one "
                                  "by one first (the MPM, the pool's size, what the seeds measured large)")
-            ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together,
-                                     uncredited=together + [name for name in first
-                                                             if winner.get(name) != self.space.start.get(name)])
+            ablations = self._ablate(runner, winner, journal, earlier_ablation, together=together)
         before_pruning = list(notes)
         if ablations is not None:
             winner, reverted = self._drop_unearned(winner, ablations)
@@ -1010,13 +1007,11 @@ class TuneSession:
     # ---- the ablations ----------------------------------------------------
 
     def _ablate(self, runner: "TrialObjective", winner: dict[str, Value], journal, earlier: list,
-                together: Sequence[str] = (), uncredited: Sequence[str] = ()):
+                together: Sequence[str] = ()):
         """The winner and the winner less each of its changes, in interleaved
         rounds, each run journalled; runs an interrupted session journalled
         for the same points are taken from the journal. The changes in
-        `together` (the model saw no effect of each) are reverted as one.
-        `uncredited`: every change the model saw no effect of, those
-        measured one by one included (see _credited_only)."""
+        `together` (the model saw no effect of each) are reverted as one."""
         from advisor.tuner.search.space import format_value
         from advisor.tuner.session.ablation import (GROUP_JOIN, MIN_ROUNDS, START, WINNER, ablation_order,
                                                     measure_effects, members, role_without, settled)
@@ -1062,15 +1057,9 @@ class TuneSession:
         # send back, then comes from the same interleaved runs (no second
         # set of ten).
         with_start = bool(self.settings.gain_replicates)
-        singles = [name for name in changed if name not in grouped]
-        extra = self._credited_only(winner, singles, grouped, uncredited, points) if with_start else None
-        if extra is not None:
-            name, point = extra
-            points[role_without(name)] = point
         if with_start:
             points[START] = dict(space.start)
-        roles = ablation_order(list(values) + ([extra[0]] if extra else []), self.settings.ablation_rounds,
-                               with_start=with_start)
+        roles = ablation_order(list(values), self.settings.ablation_rounds, with_start=with_start)
         same = all(run.role in points and _key(space, run.point) == _key(space, points[run.role]) for run in earlier)
         kept = {run.index: run for run in earlier if same and run.index <= len(roles)
                 and roles[run.index - 1] == run.role}
@@ -1108,44 +1097,11 @@ class TuneSession:
             outcomes.append((role, outcome))
             self.events.ablation_done(index, len(roles), role, outcome)
         ablations = measure_effects(_as_runs(outcomes), values)
-        if extra is not None:
-            ablations.extra_roles.append(role_without(extra[0]))
         if stopped:
             ablations.notes.append(stopped)
         ablations.outcomes = outcomes
         ablations.winner_point = dict(winner)
         return ablations
-
-    def _credited_only(self, winner: dict[str, Value], singles: Sequence[str], grouped: Sequence[str],
-                       uncredited: Sequence[str], points: Mapping[str, Mapping[str, Value]]
-                       ) -> tuple[str, dict[str, Value]] | None:
-        """The winner with the group reverted and every change measured one
-        by one that the model saw no effect of, as one more role of the
-        rounds, when no role measures that point already. It is the
-        recommendation whenever those all measure within noise and the
-        credited singles beyond it, as in the README's sessions of
-        2026-11-27 08:29 and 17:04 (the MPM and the group went back, the
-        pool stayed) and the no-switch one at 17:35 (MaxConnectionsPerChild
-        and the group): no round had run what was left, and ten gain runs
-        followed, about 6 minutes. Five runs more in the rounds give that
-        gain from the same interleaved runs instead."""
-        from advisor.tuner.session.ablation import GROUP_JOIN
-
-        space = self.space
-        names = [name for name in singles if name in uncredited] + list(grouped)
-        point = dict(winner)
-        for name in names:
-            point[name] = space.start[name]
-        key = _key(space, point)
-        if key == _key(space, space.start) or any(_key(space, p) == key for p in points.values()):
-            return None  # the start, or a point a role measures already
-        if self.lint is not None and self.lint.check(point).errors:
-            return None
-        kept = [name for name in singles if name not in names]
-        self.events.note(f"the winner with only {', '.join(kept)} changed (the changes the model saw no effect "
-                         "of and the group reverted) runs in each round too: if they all go back, the gain "
-                         "comes from the rounds")
-        return GROUP_JOIN.join(names), point
 
     def _single_slots(self, winner: dict[str, Value], together: Sequence[str]
                       ) -> tuple[list[str], list[str], list[str]]:
@@ -1265,7 +1221,7 @@ class TuneSession:
         target = _key(space, winner)
         if target == _key(space, space.start):
             return None
-        roles = [WINNER] + [role_without(name) for name in ablations.effects] + list(ablations.extra_roles)
+        roles = [WINNER] + [role_without(name) for name in ablations.effects]
         for role in roles:
             point = ablations.point_of(role, space.start)
             if point is not None and _key(space, point) == target:
