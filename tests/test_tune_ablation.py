@@ -414,6 +414,35 @@ def test_an_uncapped_run_starts_from_its_uncapped_peaks_with_a_small_first_step(
     assert runner._first_step({"A": 3}) == 2.0
 
 
+def test_hostnamelookups_on_rides_in_no_group_but_off_may(tmp_path):
+    """The README's no-switch session of 2026-11-27 19:16 kept a group of
+    seven at +19.6 %, HostnameLookups On among them: on loopback the lookup
+    costs nothing, and the group's gain came from the others. A change to
+    On without an ablation of its own now goes back before the rounds; a
+    change to Off (from a worst-practice start) stays in the group."""
+    from test_tune_core import load_stock
+
+    from advisor.tuner.search.space_lint import CandidateLint
+
+    cfg, space = load_stock(tmp_path)
+    lint = CandidateLint(cfg, space)
+    assert space.start["HostnameLookups"] == "Off"
+    winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100,
+                  MaxConnectionsPerChild=20000, HostnameLookups="On", KeepAliveTimeout=2000)
+    session = _grouped_session(space, lint)
+    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.3, "MaxConnectionsPerChild": 1.1,
+                                               "HostnameLookups": 1.05, "KeepAliveTimeout": 1.02})
+    point, notes = session._revert_unless_alone(winner, together=["KeepAliveTimeout"])
+    assert point == dict(winner, HostnameLookups="Off")
+    assert len(notes) == 1 and notes[0].startswith("HostnameLookups stays Off (the search's best point had On)")
+    assert "went to MaxRequestWorkers, MaxConnectionsPerChild" in notes[0]
+    # Near miss: from a start with lookups On, the change to Off stays for the group's measure.
+    space.start["HostnameLookups"] = "On"
+    off = dict(winner, HostnameLookups="Off")
+    kept, none = session._revert_unless_alone(off, together=["KeepAliveTimeout"])
+    assert kept == off and none == []
+
+
 def test_listenbacklog_without_an_ablation_of_its_own_goes_back_before_the_rounds(tmp_path):
     """Issue 28's worst-practice session: ListenBacklog 511 -> 136 rode in a
     group of six whose ablation measured +89 % and was recommended with it.
