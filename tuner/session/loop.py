@@ -101,15 +101,17 @@ FIRST_ABLATED = ("MPM", "MaxRequestWorkers", "KeepAlive", "MaxConnectionsPerChil
 # worst-practice session of 2026-11-27 it rode in a group of six whose
 # ablation measured +89 %, while MaxConnectionsPerChild alone measured
 # +1,307 % (the seeds' finding, Arlitt & Williamson 2004, sec. 5.1.3).
-MEASURED_ALONE_ONLY = {"ListenBacklog": "it acts only when the accept queue overflows",
-                       "HostnameLookups": "a reverse lookup costs what the resolver takes, and on a staging "
-                                          "link /etc/hosts answers it for nothing"}
-# For these, only a change to one of the values listed: the README's
-# no-switch session of 2026-11-27 19:16 recommended HostnameLookups On
-# inside a group of seven whose measured +19.6 % came from the others (on
-# loopback the lookup costs nothing), while On -> Off from a worst-practice
-# start only takes work away and may ride in a group.
-MEASURED_ALONE_ONLY_TO = {"HostnameLookups": ("On", "Double")}
+# Each with its reason and the values a change must go to for the rule to
+# hold (None: any). The README's no-switch session of 2026-11-27 19:16
+# recommended HostnameLookups On inside a group of seven whose measured
+# +19.6 % came from the others (on loopback the lookup costs nothing), while
+# On -> Off from a worst-practice start only takes work away and may ride
+# in a group.
+MEASURED_ALONE_ONLY: dict[str, tuple[str, tuple[str, ...] | None]] = {
+    "ListenBacklog": ("it acts only when the accept queue overflows", None),
+    "HostnameLookups": ("a reverse lookup costs what the resolver takes, and on a staging link /etc/hosts "
+                        "answers it for nothing", ("On", "Double")),
+}
 
 
 def split_unseen(unseen: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -1144,7 +1146,8 @@ class TuneSession:
         for name in changed:
             if name not in MEASURED_ALONE_ONLY or name in alone:
                 continue
-            if name in MEASURED_ALONE_ONLY_TO and point[name] not in MEASURED_ALONE_ONLY_TO[name]:
+            reason, towards = MEASURED_ALONE_ONLY[name]
+            if towards is not None and point[name] not in towards:
                 continue
             candidate = dict(point)
             candidate[name] = space.start[name]
@@ -1152,7 +1155,7 @@ class TuneSession:
                 continue
             note = (f"{name} stays {format_value(name, space.start[name])} (the search's best point had "
                     f"{format_value(name, point[name])}): it is recommended only with an ablation of its own "
-                    f"({MEASURED_ALONE_ONLY[name]}, so a group's gain says nothing of it), "
+                    f"({reason}, so a group's gain says nothing of it), "
                     f"and this session's {MAX_SINGLE_ABLATIONS} went to {', '.join(alone) or 'none'}")
             point = candidate
             notes.append(note)

@@ -101,12 +101,20 @@ class Pace:
             return apply_s + probes * default_probe_s
         return probes * probe_s
 
-    def expected_after_search_runs(self) -> float | None:
-        """The mean runs after the search of the sessions on record here,
-        this one's included once known; None without a record."""
+    def _after_search_totals(self) -> tuple[float, int]:
+        """(runs, sessions) of the record here with this session's once
+        known, scaled down to the latest RECORD_SESSIONS."""
         runs, sessions = after_search_record(self.earlier)
         if self.after_search_runs is not None:
             runs, sessions = runs + self.after_search_runs, sessions + 1
+            if sessions > RECORD_SESSIONS:
+                runs, sessions = runs * RECORD_SESSIONS / sessions, RECORD_SESSIONS
+        return runs, sessions
+
+    def expected_after_search_runs(self) -> float | None:
+        """The mean runs after the search of the sessions on record here,
+        this one's included once known; None without a record."""
+        runs, sessions = self._after_search_totals()
         return runs / sessions if sessions else None
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,11 +122,7 @@ class Pace:
         later = self.probe_s() if any(c.runs for k, c in self.costs.items() if k != FIRST) else None
         out: dict[str, Any] = {"probe_s": {"all": round(later, 2)} if later else {}, "probes_per_run": probes,
                                "runs": {kind: c.runs for kind, c in self.costs.items()}}
-        runs, sessions = after_search_record(self.earlier)
-        if self.after_search_runs is not None:
-            runs, sessions = runs + self.after_search_runs, sessions + 1
-            if sessions > RECORD_SESSIONS:  # the latest sessions count: scale the record down to them
-                runs, sessions = runs * RECORD_SESSIONS / sessions, RECORD_SESSIONS
+        runs, sessions = self._after_search_totals()
         if sessions:
             out["after_search"] = {"sessions": sessions, "runs": round(runs, 2)}
         return out
