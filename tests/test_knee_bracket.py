@@ -80,3 +80,35 @@ def test_a_first_step_of_the_tolerance_brackets_a_peak_within_it_in_two_probes()
     # Near miss: a peak beyond the tolerance takes more probes, and is still bracketed.
     far, far_rates = search(480.0, 407.75, 1.1, hint=False)
     assert far.lo <= 480.0 < far.hi and len(far_rates) > 2
+
+
+def collapsing_search(capacity: float, start: float, step: float, served_when_over: float) -> list[float]:
+    """A pool pushed past its peak serves `served_when_over` of its capacity."""
+    bracket = KneeBracket(max_rate=20000.0, tolerance=0.1, step=step)
+    rate: float | None = start
+    rates = []
+    while rate is not None and len(rates) < 30:
+        rates.append(rate)
+        passed = rate <= capacity
+        share = 1.0 if passed else served_when_over * capacity / rate
+        rate = bracket.next_rate(rate, passed, share)
+    assert bracket.lo <= capacity < bracket.hi
+    return rates
+
+
+def test_a_start_at_its_own_peak_that_collapses_steps_down_once_not_to_what_it_served():
+    """The KeepAlive Off comparison's third round, on a fresh clone: a start at
+    the earlier peak (5,893/s) served 3,979/s, the next probe went to 95 % of
+    that and took three more to climb back. A replicate's peak moves by a few
+    per cent, so one step down brackets it."""
+    for capacity in (5600.0, 5800.0, 5400.0):
+        rates = collapsing_search(capacity, 5893.0, 1.1, served_when_over=0.65)
+        assert rates[1] == pytest.approx(5893.0 / 1.1) and len(rates) <= 3, rates
+    # Near miss: a start from a guess (a step beyond the tolerance) still goes
+    # down through what the server served, which reaches a peak far below.
+    guessed = collapsing_search(1000.0, 5893.0, 1.25, served_when_over=0.9)
+    assert guessed[1] == pytest.approx(0.95 * 900.0), guessed
+    # An own-peak start whose peak fell to a third is still bracketed (the
+    # second failure goes down through what it served), in one probe more.
+    fallen = collapsing_search(2000.0, 5893.0, 1.1, served_when_over=0.65)
+    assert fallen[2] == pytest.approx(0.95 * 1300.0) and len(fallen) <= 10, fallen

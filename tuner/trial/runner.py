@@ -1242,7 +1242,9 @@ class KneeBracket:
     the factor (at most 2): from a close guess the peak is bracketed in two
     or three probes, and a far one still in a few. Going down, a probe whose
     server served clearly less than its offer (`share`) says where its
-    capacity lies, and the next rate is at most 95 % of what it served.
+    capacity lies, and the next rate is at most 95 % of what it served;
+    except after a start at the point's own earlier peak, whose first move
+    down is one step.
     """
 
     max_rate: float
@@ -1273,8 +1275,17 @@ class KneeBracket:
             if rate <= self.min_rate:
                 self.reason = "failed at the minimum rate"
                 return None
+            # A start at the point's own earlier peak (a first step within the
+            # tolerance) that fails is most likely just above the peak: the
+            # first move down is one step, whatever it served. A pool pushed
+            # just past its peak can serve far less than its capacity (prefork
+            # at 81.6 MaxConnectionsPerChild-10 connections/s served 5/s; the
+            # event MPM under half its offer), and 95 % of that took three
+            # more probes to climb back (a simulated search: 3.8 probes a
+            # replicate, 2.6 with the step).
+            own_peak_failed = self._moving == 0 and self.step <= 1 + self.tolerance + 1e-9
             down = rate / self._move(-1)
-            if share < 1 - self.tolerance:
+            if share < 1 - self.tolerance and not own_peak_failed:
                 down = min(down, 0.95 * share * rate)
             return max(self.min_rate, down)
         # A hair of slack: a step of exactly 1 + tolerance closes the bracket
