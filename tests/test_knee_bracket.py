@@ -15,14 +15,16 @@ from hypothesis import strategies as st
 from advisor.tuner.trial.runner import KneeBracket
 
 
-def search(capacity: float, start: float, step: float, *, hint: bool = True, budget: int = 30):
+def search(capacity: float, start: float, step: float, *, hint: bool = True, budget: int = 30,
+           served_when_over: float = 1.0):
+    """`served_when_over`: the share of its capacity a pool pushed past its peak serves."""
     bracket = KneeBracket(max_rate=20000.0, tolerance=0.1, step=step)
     rate: float | None = start
     rates = []
     while rate is not None and len(rates) < budget:
         rates.append(rate)
         passed = rate <= capacity
-        share = 1.0 if passed or not hint else capacity / rate
+        share = 1.0 if passed or not hint else served_when_over * capacity / rate
         rate = bracket.next_rate(rate, passed, share)
     return bracket, rates
 
@@ -83,15 +85,7 @@ def test_a_first_step_of_the_tolerance_brackets_a_peak_within_it_in_two_probes()
 
 
 def collapsing_search(capacity: float, start: float, step: float, served_when_over: float) -> list[float]:
-    """A pool pushed past its peak serves `served_when_over` of its capacity."""
-    bracket = KneeBracket(max_rate=20000.0, tolerance=0.1, step=step)
-    rate: float | None = start
-    rates = []
-    while rate is not None and len(rates) < 30:
-        rates.append(rate)
-        passed = rate <= capacity
-        share = 1.0 if passed else served_when_over * capacity / rate
-        rate = bracket.next_rate(rate, passed, share)
+    bracket, rates = search(capacity, start, step, served_when_over=served_when_over)
     assert bracket.lo <= capacity < bracket.hi
     return rates
 

@@ -1279,8 +1279,8 @@ class KneeBracket:
             # tolerance) that fails is most likely just above the peak: the
             # first move down is one step, whatever it served. A pool pushed
             # just past its peak can serve far less than its capacity (prefork
-            # at 81.6 MaxConnectionsPerChild-10 connections/s served 5/s; the
-            # event MPM under half its offer), and 95 % of that took three
+            # with MaxConnectionsPerChild 10 served 5 of 81.6 connections/s;
+            # the event MPM under half its offer), and 95 % of that took three
             # more probes to climb back (a simulated search: 3.8 probes a
             # replicate, 2.6 with the step).
             own_peak_failed = self._moving == 0 and self.step <= 1 + self.tolerance + 1e-9
