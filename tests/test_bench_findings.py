@@ -17,6 +17,7 @@ import pytest
 
 from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
 from advisor.tuner.trial.runner import TrialInputs, knee_search
+from advisor.tuner.trial.verdict import CHURN_CAUSE_PER_S
 from test_bench_support import IN_CI, SandboxRun, require, require_cgroup_cpu, two_cores
 
 pytestmark = [pytest.mark.load, pytest.mark.httpd]
@@ -140,7 +141,11 @@ def test_max_connections_per_child_10_has_a_clearly_lower_peak_than_0():
     churn = [figures for figures in map(_churn_named, limited) if figures]
     assert churn, limited
     for figures in churn:
-        assert figures["children_retired"] >= 10, figures
+        # A pool trimmed to MaxSpareServers loses at most one child a second;
+        # churn is retirement well past that. A count alone would hang on the
+        # run's length (a 2.2 s run at 4.1/s retired 9 children).
+        assert figures["children_retired"] > 0, figures
+        assert figures["retired_per_s"] > CHURN_CAUSE_PER_S, figures
 
 
 def _churn_named(result: dict) -> dict | None:
