@@ -157,3 +157,32 @@ def test_predictions_count_the_listen_queue_in_k():
     model = ServerModel(0.005, 0.2, backlog=512)
     pred = predict_pool([10.0], model, 4)[0]
     assert pred.k == 4 + 512 and "c = 4 workers" in pred.method
+
+
+def _paced_trials(reply: float, hold: float, cpu: float, rates, busy_read=lambda busy: busy):
+    """Trials of a pool of 8 below its knee under paced arrivals: nothing
+    queues or is turned away, each request holds a worker for `hold`, and
+    httperf's reply rate is 96 % of the rate (it counts the drain too)."""
+    served = [0.96 * rate for rate in rates]
+    return [Observation(rate, reply, x, f"{rate}", turned_away=0.0, workers=8, cores=1.0,
+                        busy_workers=busy_read(x * hold), cpu_cores=x * cpu) for rate, x in zip(rates, served)]
+
+
+def test_busy_counts_read_in_step_with_paced_arrivals_are_not_a_reply_tail():
+    # A 1 Hz scoreboard reader in step with paced arrivals reads the same
+    # point of the cycle every second. A CI ramp of 8 workers x 200 ms read
+    # the ceiling of the true mean in the trials with 2 or more busy (4, 5
+    # and 7 for 3.2, 4.8 and 6.3), a 24 ms "tail", and the held-out
+    # replies/s came 11 % low.
+    reply, cpu = 0.2065, 0.0059
+    in_step = lambda busy: math.ceil(busy) if busy >= 2 else busy  # noqa: E731
+    fit = fit_pool(_paced_trials(reply, reply, cpu, [8.0, 16.0, 24.0, 32.0], busy_read=in_step), 8, 1.0, 8)
+    assert fit.model.reply_tail == 0.0
+    # The counts still weigh in the wait's least squares, and pull it a little.
+    assert fit.model.hold_time == pytest.approx(reply, rel=0.05)
+    assert fit.capacity == pytest.approx(8 / reply, rel=0.05)
+    # A tail past a whole worker per trial is still seen: a worker held
+    # 150 ms after each reply, against a resolution of 83 ms (three trials
+    # with two or more busy, 36 replies/s between them).
+    fit = fit_pool(_paced_trials(reply, reply + 0.15, cpu, [4.0, 8.0, 12.0, 16.0]), 8, 1.0, 8)
+    assert fit.model.reply_tail == pytest.approx(0.15, rel=0.05)

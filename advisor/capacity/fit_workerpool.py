@@ -37,6 +37,9 @@ ROBUST_SCALE = 0.3
 SEARCH_CONNECTIONS = 1500
 # Mean busy workers below this are mostly the scoreboard's rounding.
 RESOLVED_BUSY = 2.0
+# How far one trial's busy count can sit from its mean, in workers: its
+# samples are taken in step with paced arrivals (see fit_pool).
+PHASE_LOCKED_ERROR_WORKERS = 1.0
 # A trial tells the hold (Little's law on the pool) while the pool is not
 # full: a full pool's busy count stands at its size whatever the hold.
 LIGHT_SHARE = 0.95
@@ -221,20 +224,23 @@ def fit_pool(observations: list[Observation], workers: int, cores: float, backlo
              if o.busy_workers is not None and o.busy_workers <= LIGHT_SHARE * c and not o.turned_away]
     if light:
         hold = sum(o.busy_workers for o, _ in light) / sum(o.throughput for o, _ in light)
-        # The scoreboard is read once a second and counts whole workers: a
-        # trial's busy count is good to about half a worker. Pooled over the
-        # trials (Little's law holds for the pool whether or not the listen
-        # queue holds some), the hold is good to half a worker per trial over
-        # their summed throughput, and a tail below that is not resolved (at
-        # 4 req/s, paced, every sample caught the one request in service: a
-        # 250 ms hold for a 208 ms reply; one trial at 8/s read 2.2 workers
-        # for 1.8, a 72 ms tail that was rounding).
+        # The scoreboard is read once a second and counts whole workers. A
+        # paced trial at a whole rate repeats every second, in step with the
+        # reader, so all of a trial's samples catch the same point of the
+        # cycle: the count sits at the floor or the ceiling of the true mean
+        # and can be off by up to one worker, an error its samples do not
+        # average away (at 32/s, 6.3 busy read as 6 in one ramp; in a CI
+        # ramp three trials read 1.66 workers over, a 24 ms "tail" that put
+        # the held-out replies/s 11 % low). So the pooled hold is good to one
+        # worker per trial over their summed throughput, and a smaller tail
+        # is not resolved (at 4 req/s, paced, every sample caught the one
+        # request in service: a 250 ms hold for a 208 ms reply).
         resolved = [o for o, _ in light if o.busy_workers >= RESOLVED_BUSY]
         tail = 0.0
         if resolved:
             served = sum(o.throughput for o in resolved)
             tail = (sum(o.busy_workers for o in resolved) - sum(o.throughput * o.response_time for o in resolved)) / served
-            resolution = 0.5 * len(resolved) / served
+            resolution = PHASE_LOCKED_ERROR_WORKERS * len(resolved) / served
             tail = tail if tail > resolution else 0.0
     else:
         lightest = min(obs, key=lambda o: o.rate)
