@@ -166,8 +166,9 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
         figures["start"] = outcome.objective
         figures["start_s"] = time.monotonic() - t0
         start_peak = (outcome.details.get("knee") or {}).get("peak_rate")
+        why = "" if outcome.valid else f"; invalid: {outcome.details.get('invalid_reasons')}"
         print(f"{name:6} start as written: {outcome.objective:8.1f} replies/s (peak {start_peak} sessions/s, "
-              f"{outcome.verdict}) in {figures['start_s']:.0f} s", flush=True)
+              f"{outcome.verdict}{why}) in {figures['start_s']:.0f} s", flush=True)
         seeded = {_key(space, space.start): [float(start_peak)]} if start_peak else {}
 
         dims = [d for d in args.grid_dims.split(",") if d in space.names]
@@ -227,12 +228,18 @@ def _observation(point, outcome):
                        verdict=outcome.verdict, details=outcome.details)
 
 
+def _over(value: float, base: float) -> float:
+    """value / base; nan where the base served nothing (a start that holds no
+    rate under the SLO, as the worst-practice one over TLS at 50 ms)."""
+    return value / base if base else float("nan")
+
+
 def print_seed(name: str, figures: dict, row: dict) -> None:
     best, start = figures["grid"], figures["start"]
     nan = float("nan")
     tuner, random = row.get("bayesian", nan), row.get("random", nan)
     print(f"{name:6} seed {row['seed']}: start {start:8.1f}  tuner {tuner:8.1f}  random {random:8.1f}  "
-          f"grid {best:8.1f}  tuner/best {tuner / best:5.2f}  tuner/start {tuner / start:6.2f}  "
+          f"grid {best:8.1f}  tuner/best {_over(tuner, best):5.2f}  tuner/start {_over(tuner, start):6.2f}  "
           f"time tuner {row.get('bayesian_s', nan):6.0f} s ({row.get('bayesian_trials', 0)} trials), "
           f"random {row.get('random_s', nan):6.0f} s ({row.get('random_trials', 0)} trials)", flush=True)
 
@@ -241,8 +248,8 @@ def print_medians(figures: dict) -> None:
     rows = figures["seeds"]
     nan = float("nan")
     med = {k: statistics.median(r.get(k, nan) for r in rows) for k in ("bayesian", "random", "bayesian_s", "random_s")}
-    ratio_best = statistics.median(r.get("bayesian", nan) / figures["grid"] for r in rows)
-    ratio_start = statistics.median(r.get("bayesian", nan) / figures["start"] for r in rows)
+    ratio_best = statistics.median(_over(r.get("bayesian", nan), figures["grid"]) for r in rows)
+    ratio_start = statistics.median(_over(r.get("bayesian", nan), figures["start"]) for r in rows)
     beats = sum(1 for r in rows if r.get("bayesian", nan) > r.get("random", nan))
     reach = sum(1 for r in rows if r.get("bayesian", nan) >= 0.95 * figures["grid"])
     print(f"{figures['name']:6} median: start {figures['start']:8.1f}  tuner {med['bayesian']:8.1f}  "

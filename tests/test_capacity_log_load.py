@@ -2,11 +2,19 @@
 from an access log with %D agree with the scoreboard the bench sampled.
 
 Real prefork apache2 on core 0, real httperf on core 1. One bench trial at
-a known rate on the slow endpoint (a CGI asleep 200 ms), the sandbox writing
-its access log with %{msec}t and %D through --set; the per-second busy
-workers of that log (Little's law), over the seconds of steady load, match
-the mean of mod_status's BusyWorkers samples (less the status request
-itself) within 10 %.
+a known rate on an endpoint that sleeps 200 ms in the worker (mod_lua, the
+`mixed` workload with nothing to sum), the sandbox writing its access log
+with %{msec}t and %D through --set; the per-second busy workers of that log
+(Little's law), over the seconds of steady load, match the mean of
+mod_status's BusyWorkers samples (less the status request itself) within
+10 %.
+
+Not a CGI: %D ends when the request is logged, and mod_cgi then holds the
+worker while APR reaps the CGI process (a 47 ms sleep when it has not
+exited yet, docs/capacity.md). The log cannot see that time and the
+scoreboard does: on the CGI the two agreed within 0.8 and 6.1 % in the two
+runs docs/capacity.md quotes, and read 5.99 against 6.75 busy (11 %) in a
+CI run of 2026-11-28.
 """
 
 from __future__ import annotations
@@ -29,7 +37,8 @@ def test_busy_workers_from_the_log_match_the_scoreboard(tmp_path):
     two_cores()
     with SandboxRun(mpm="prefork") as run:
         log = run.dir / "capacity-access.log"
-        trials = run.bench_json("--workload", "slow", "--sleep-ms", str(SLEEP_MS), "--rate", str(RATE),
+        trials = run.bench_json("--workload", "mixed", "--cgi-n", "0", "--sleep-ms", str(SLEEP_MS),
+                                "--rate", str(RATE),
                                 "--duration", str(DURATION), "--warmup", str(WARMUP),
                                 "--set", "KeepAlive Off", "--set", f'LogFormat "{FORMAT}" captimed',
                                 "--set", f"CustomLog {log} captimed",
