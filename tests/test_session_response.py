@@ -170,6 +170,37 @@ def test_lookups_alone_relabel_the_verdict():
     assert verdict.evidence["lookup_workers_mean"] == 3.0
 
 
+def _client_time(connections: int, replies: int, rtt_ms: float = 50.0):
+    """--rtt added over TLS 1.3: a TCP and a TLS round trip per connection, one per request."""
+    from advisor.tuner.load.roundtrips import RTT_ADDED, ClientTime, RoundTrips
+
+    trips = RoundTrips(tcp=connections, tls_full=1, tls_resumed=connections - 1, requests=replies)
+    return ClientTime(rtt_ms, RTT_ADDED, measured_ms=4.0, added_ms=rtt_ms * trips.total / replies,
+                      round_trips=trips, replies=replies, tls_version="TLSv1.3")
+
+
+def test_round_trips_that_alone_reach_the_slo_are_the_cause_not_the_lookups():
+    # KeepAlive Off over TLS at 50 ms: three round trips a reply, 150 ms,
+    # over a 100 ms SLO however idle the server (the worst-practice start of
+    # bench/tune_bench.py was labelled "name lookups" for it).
+    facts = ConfigFacts(hostname_lookups=("On", "/srv/managed.conf:3"))
+    missed = ["client-perceived reply time 154.0 ms (...) >= 100 ms"]
+    verdict = explain_miss(NONE, _quiet_samples(exits=0), interval=1.0, failures=missed, connections_per_s=50.0,
+                           facts=facts, client_time=_client_time(500, 500), slo_reply_ms=100.0)
+    assert verdict.label == "none"
+    cause = verdict.evidence["miss_cause"]
+    assert cause["cause"] == "round trips" and cause["round_trip_ms_per_reply"] == 150.0
+    assert cause["summary"].startswith("round trips: 150 ms a reply of round trips alone at 50 ms each (2 to set up")
+    assert "KeepAlive On" in cause["summary"]
+    assert evidence_phrase(verdict.label, verdict.evidence).startswith("none (round trips: 150 ms")
+    # Near miss: with keep-alive (one connection for five replies) the round
+    # trips take 70 ms, the SLO is within reach, and the lookups are named.
+    verdict = explain_miss(NONE, _quiet_samples(exits=0, lookups=3), interval=1.0, failures=missed,
+                           connections_per_s=50.0, facts=facts, client_time=_client_time(100, 500),
+                           slo_reply_ms=100.0)
+    assert verdict.label == "name lookups"
+
+
 def test_near_miss_a_child_retired_less_than_once_a_second_is_not_named():
     facts = ConfigFacts(max_connections_per_child=(10000, "/srv/x.conf:1"))
     verdict = explain_miss(NONE, _quiet_samples(exits=0), interval=1.0, failures=MISSED, connections_per_s=874.0,

@@ -761,7 +761,9 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
             trial.verdict = explain_miss(trial.verdict, samples, interval=interval, failures=failures,
                                          connections_per_s=result.connection_rate or inputs.rate,
                                          facts=config_facts(target), children_watched=bool(pid),
-                                         cpu_quota_pct=inputs.server_cpu_quota_pct, server_cpus=server_cpus)
+                                         cpu_quota_pct=inputs.server_cpu_quota_pct, server_cpus=server_cpus,
+                                         client_time=trial.client_time if inputs.rtt_ms > 0 else None,
+                                         slo_reply_ms=inputs.slo_reply_ms)
     return trial
 
 

@@ -13,6 +13,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from advisor.tuner.load.roundtrips import RTT_ADDED, ClientTime
 from advisor.tuner.measure.metrics import Sample
 
 LABELS = (
@@ -454,7 +455,8 @@ def handshake_verdict(verdict: Verdict, tls, causes: list[str]) -> Verdict:
 
 def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, failures: list[str],
                  connections_per_s: float, facts: ConfigFacts | None, children_watched: bool = True,
-                 cpu_quota_pct: float | None = None, server_cpus: list[int] | None = None) -> Verdict:
+                 cpu_quota_pct: float | None = None, server_cpus: list[int] | None = None,
+                 client_time: ClientTime | None = None, slo_reply_ms: float | None = None) -> Verdict:
     """A probe that missed its SLO while no resource saturated ("none"): what held it back.
     (A "process churn" verdict of a missed probe gets the config lines that cause it; so
     does a "worker pool exhausted" one whose httpd idled, see _held_pool.)
@@ -469,12 +471,21 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
     its figure and line. Otherwise the nearest limit is named with its
     figure, or the miss is "unexplained" with the readings the trial lacked.
     The result's evidence["miss_cause"] holds the sentence and figures.
+
+    Before either, the round trips: with --rtt added, a probe whose added
+    round trips alone reach the SLO's reply time (`client_time`,
+    `slo_reply_ms`) misses it at any rate and on any server, and no server
+    cost is to blame (HostnameLookups On was named for such a miss: KeepAlive
+    Off over TLS at 50 ms costs three round trips a reply, 150 ms).
     """
     if verdict.label not in EXPLAINED_LABELS or not failures:
         return verdict
     status = [s for s in samples if s.status_ok]
     churn = churn_summary(samples, interval) if samples and children_watched else None
     lookups_busy = _mean([s.scoreboard.get("D", 0) for s in status]) if status else None
+    if verdict.label == "none" and client_time is not None and slo_reply_ms \
+            and client_time.how == RTT_ADDED and client_time.added_ms >= slo_reply_ms:
+        return _round_trips_miss(verdict, client_time, slo_reply_ms, failures)
     if verdict.label == "worker pool exhausted":
         return _held_pool(verdict, samples, facts, connections_per_s, churn, lookups_busy, failures,
                           cpu_quota_pct, server_cpus)
@@ -509,6 +520,26 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
                                    ": CPU, pool, accept queue, child churn and name lookups all read far from a limit")
     cause = {"cause": "nearest limit" if nearest else "unexplained", "summary": summary, "lacked": lacked,
              "slo_failures": list(failures)}
+    note = f"missed the SLO ({'; '.join(failures)}) with no resource saturated: {summary}"
+    return Verdict("none", {**verdict.evidence, "miss_cause": cause}, verdict.onset_s, verdict.consequences, note)
+
+
+def _round_trips_miss(verdict: Verdict, client_time: ClientTime, slo_reply_ms: float,
+                      failures: list[str]) -> Verdict:
+    """The miss of a probe whose round trips alone take the SLO's reply time."""
+    rt = client_time.round_trips
+    per = max(1, client_time.replies)
+    setup = rt.connection_setup / per if rt is not None else None
+    summary = (f"round trips: {client_time.added_ms:.0f} ms a reply of round trips alone at "
+               f"{client_time.rtt_ms:g} ms each"
+               + (f" ({setup:.2g} to set up a connection, {rt.requests / per:.2g} for the request)"
+                  if rt is not None else "")
+               + f", at or over the SLO's {slo_reply_ms:g} ms at any rate: fewer connections a reply "
+                 "(KeepAlive On, TLS session resumption) is what would meet it")
+    figures = {"round_trip_ms_per_reply": round(client_time.added_ms, 1), "rtt_ms": client_time.rtt_ms,
+               "connection_setup_round_trips_per_reply": round(setup, 3) if setup is not None else None,
+               "slo_reply_ms": slo_reply_ms}
+    cause = {"cause": "round trips", "summary": summary, "slo_failures": list(failures), **figures}
     note = f"missed the SLO ({'; '.join(failures)}) with no resource saturated: {summary}"
     return Verdict("none", {**verdict.evidence, "miss_cause": cause}, verdict.onset_s, verdict.consequences, note)
 
