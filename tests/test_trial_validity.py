@@ -45,3 +45,15 @@ def test_a_failure_on_a_short_pool_is_worth_another_attempt_only_when_asked():
     assert worth_another_attempt(short, retry_short_pool=True)
     assert not worth_another_attempt(short)
     assert not worth_another_attempt(probe(200, label="keep-alive holding workers"), retry_short_pool=True)
+
+
+def test_a_probe_whose_httperf_died_never_passes_and_is_worth_another_attempt():
+    from advisor.tuner.trial.runner import worth_another_attempt
+
+    died = probe(0, label="none")
+    died.client_failed = "httperf died of SIGSEGV before its report"
+    assert not died.meets_slo and not died.valid
+    assert died.invalid_reasons[0].startswith("httperf died of SIGSEGV before its report: the load generator failed")
+    assert worth_another_attempt(died)
+    # Near miss: the same failure with a live client is a plain result.
+    assert not worth_another_attempt(probe(0, label="none"))

@@ -375,6 +375,11 @@ def ran(result: HttperfResult) -> bool:
     return not (result.command == "" or result.test_duration_s == 0 and result.connections == 0)
 
 
+class HttperfDied(AdvisorError):
+    """httperf ended on a signal after it started the run, without its report:
+    the client failed, which says nothing of the server."""
+
+
 def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
     try:
         out, _ = process.communicate(timeout=timeout)
@@ -385,6 +390,18 @@ def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
                            hint="lower the rate or --duration, or raise --timeout") from None
     result = parse(out)
     if not ran(result):
+        code = process.returncode
+        if code is not None and code < 0:
+            # A signal ended it: a crash, not a refusal of its arguments or
+            # of the target, which it reports and exits 1 on
+            # (bench/tune_bench.py over TLS lost a whole run this way, with
+            # nothing after the command line).
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            raise HttperfDied(f"httperf died of {name} before its report",
+                              hint="a client failure: run the trial again")
         raise AdvisorError(f"httperf failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'}",
                            hint="check the target host and port")
     return result

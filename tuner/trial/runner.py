@@ -177,6 +177,7 @@ class TrialResult:
     pending_restart: list[str] = field(default_factory=list)  # limits the server did not take
     session_connections: str = ""  # sessions: "per request" or "persistent", and why
     metrics_lost: str = ""  # the server's metrics stopped mid-trial (a remote host's connection went away)
+    client_failed: str = ""  # httperf died mid-run (a signal, no report): the client's failure
     client_cpu_pct: dict[str, float | None] = field(default_factory=dict)
     """Several load clients: each httperf's mean share of a core on its host."""
     tls: TlsTrial | None = None
@@ -241,6 +242,8 @@ class TrialResult:
             reasons.append("the server closed connections before httperf's calls on them were done")
         if self.metrics_lost:
             reasons.append(self.metrics_lost)
+        if self.client_failed:
+            reasons.append(f"{self.client_failed}: the load generator failed, the server was not measured")
         return reasons
 
     @property
@@ -416,6 +419,7 @@ class TrialResult:
             "served_rate": round(self.served_rate, 1),
             "session_connections": self.session_connections,
             "metrics_lost": self.metrics_lost,
+            "client_failed": self.client_failed,
             "request_rate": h.request_rate,
             "connection_rate": h.connection_rate,
             "reply_time_ms": round(h.reply_time_ms, 2),
@@ -661,6 +665,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         think = inputs.replayed().longest_s
     limit = inputs.duration_s + 2 * inputs.timeout_s + think + 10.0
     overran = False
+    client_died = ""
     try:
         while process.poll() is None and time.monotonic() - t0 < limit:
             if on_tick:
@@ -673,6 +678,11 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
             process.send_signal(signal.SIGINT)
         try:
             result = _load_result(process, timeout=10.0)
+        except httperf.HttperfDied as exc:
+            # The client's failure, not a measurement of the server: the
+            # trial is invalid and the search may run it again.
+            result = httperf.HttperfResult(test_duration_s=time.monotonic() - t0, warnings=[exc.message])
+            client_died = exc.message
         except Exception:
             if not overran:
                 raise
@@ -744,7 +754,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                         listen_overflows=overflows, listen_drops=drops, started=started,
                         wall_s=time.monotonic() - t0, quiet_wait_s=quiet_wait, quiet=quiet, warmup=warm,
                         pool=pool, pending_restart=list(target.pending_restart), session_connections=connections,
-                        metrics_lost=lost, client_cpu_pct=client_cpu,
+                        metrics_lost=lost, client_failed=client_died, client_cpu_pct=client_cpu,
                         server_cpu_s=cpu_after - cpu_before if cpu_before is not None and cpu_after is not None
                         else None)
     if tls_info is not None:
@@ -1220,6 +1230,13 @@ def _limiting(probes: list[TrialResult], bad: TrialResult | None, good: TrialRes
     return min(named, key=lambda p: p.inputs.rate).verdict if named else bad.verdict
 
 
+def misses_at_any_rate(result: TrialResult) -> bool:
+    """A missed probe whose added round trips alone reach the SLO's reply
+    time (verdict.explain_miss): the rate does not change them."""
+    cause = result.verdict.evidence.get("miss_cause")
+    return not result.meets_slo and isinstance(cause, dict) and cause.get("cause") == "round trips"
+
+
 def served_share(result: TrialResult) -> float:
     """The replies served over those offered (1.0 when the offer is not known)."""
     offered = result.inputs.target_request_rate
@@ -1230,6 +1247,8 @@ def served_share(result: TrialResult) -> float:
 
 def worth_another_attempt(result: TrialResult, retry_short_pool: bool = False) -> bool:
     """Whether a failed probe may have measured something other than the config."""
+    if result.client_failed:
+        return True  # httperf died mid-run: the server was not measured at all
     if result.interference["disturbed"] and result.verdict.label in RETRY_LABELS:
         return True
     return retry_short_pool and bool(result.short_capacity_reasons)
@@ -1353,6 +1372,12 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
     the probes that would find how far below it lies are the search's
     largest waste (Osogami & Kato, SIGMETRICS 2007, cut tuning time the
     same way). Its served rate is then an upper bound of its peak.
+
+    A probe that missed because its added round trips alone take the SLO's
+    reply time (KeepAlive Off over TLS at --rtt 50: 150 ms a reply) ends the
+    search with no peak: every lower rate pays the same round trips, and
+    probing down to the floor cost the worst-practice start of
+    bench/tune_bench.py five probes a point.
     """
     if start_rate <= 0 or max_rate < start_rate:
         raise UsageError("the knee search needs 0 < --start-rate <= --max-rate")
@@ -1380,6 +1405,11 @@ def knee_search(target: StagingTarget, base: TrialInputs, *, start_rate: float, 
             return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
                               False, probes, result.verdict,
                               "the server closes connections before httperf's calls are done (see the verdict)")
+        elif misses_at_any_rate(result):
+            # A lower rate pays the same round trips a reply: no probe can pass.
+            return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
+                              False, probes, result.verdict,
+                              "the round trips alone take the SLO's reply time, at any rate (see the verdict)")
         elif result.verdict.label == "client-bound":
             if good is None or result.inputs.rate > good.inputs.rate:
                 return KneeResult(good.inputs.rate if good else None, good.served_rate if good else None,
