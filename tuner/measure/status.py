@@ -36,11 +36,14 @@ def staging_verify(url: str) -> bool:
     return False
 
 
-def wait_healthy(url: str, timeout: float = 10.0) -> int:
-    """GET `url` until it answers below 500; raise a one-line error otherwise."""
+def wait_healthy(url: str, timeout: float = 10.0, busy_timeout: float = 0.0) -> int:
+    """GET `url` until it answers below 500; raise a one-line error otherwise.
+    While the requests time out (a server that accepts but is still busy)
+    it keeps trying for `busy_timeout` seconds if that is longer."""
     import requests
 
-    deadline = time.monotonic() + timeout
+    started = time.monotonic()
+    deadline, busy_deadline = started + timeout, started + max(timeout, busy_timeout)
     last = "no answer"
     verify = staging_verify(url)
     while True:
@@ -51,7 +54,7 @@ def wait_healthy(url: str, timeout: float = 10.0) -> int:
             last = f"HTTP {response.status_code}"
         except requests.RequestException as exc:
             last = _short_reason(exc)
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= (busy_deadline if last == "timed out" else deadline):
             raise AdvisorError(f"staging server at {url} is not healthy: {last}",
                                hint="start it (apache-advisor staging up) or check --url")
         time.sleep(0.1)

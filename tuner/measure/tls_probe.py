@@ -52,6 +52,11 @@ def _context() -> ssl.SSLContext:
     return context
 
 
+class TlsProbeTimeout(AdvisorError):
+    """The connection was made but the handshake did not finish in time: a
+    server alive but still busy (its workers serving a trial's backlog)."""
+
+
 def probe(host: str, port: int, url: str, timeout: float = 3.0) -> TlsInfo:
     """One TLS connection to host:port; a one-line error when it is not TLS."""
     try:
@@ -68,6 +73,9 @@ def probe(host: str, port: int, url: str, timeout: float = 3.0) -> TlsInfo:
                                hint="use an http:// URL for it, or serve HTTPS there: staging up --tls") from None
         raise AdvisorError(f"{url}: no TLS handshake with {host}:{port}: {exc.reason or text}",
                            hint="check that the server speaks TLS 1.2 or 1.3 on that port") from None
+    except TimeoutError as exc:
+        raise TlsProbeTimeout(f"{url}: cannot connect to {host}:{port}: {exc.strerror or exc}",
+                              hint="start the server or check the URL") from None
     except OSError as exc:
         raise AdvisorError(f"{url}: cannot connect to {host}:{port}: {exc.strerror or exc}",
                            hint="start the server or check the URL") from None

@@ -25,6 +25,11 @@ from advisor.tuner.load import httperf
 from advisor.tuner.measure.status import fetch_status, wait_healthy
 from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER, MANAGED_HEADER, Sandbox, config_test_error, find_httpd
 
+# How long a server that accepts connections but answers none in time (still
+# serving the last trial's backlog) may take before it counts as gone: as
+# long as the runner waits for a server to drain (runner.QUIET_TIMEOUT_S).
+BUSY_SERVER_WAIT_S = 20.0
+
 
 # -- the interface -----------------------------------------------------------
 
@@ -230,16 +235,27 @@ class StagingTarget(ABC):
         """True when the server runs one more worker for the collector's connection."""
         return False
 
-    def check_alive(self) -> None:
+    def check_alive(self, busy_wait_s: float = BUSY_SERVER_WAIT_S) -> None:
+        """A one-line error unless the server answers. A handshake that times
+        out on a connection the server accepted is a server still working
+        through the last trial's backlog, not a dead one: it gets `busy_wait_s`
+        (a refused connection fails at once)."""
+        deadline = time.monotonic() + busy_wait_s
         if self.base_url.lower().startswith("https:"):
             # A plain-HTTP port behind an https URL fails here in one line, not as a TLS error mid-trial.
             from urllib.parse import urlsplit
 
-            from advisor.tuner.measure.tls_probe import probe
+            from advisor.tuner.measure.tls_probe import TlsProbeTimeout, probe
 
             parts = urlsplit(self.base_url)
-            self.tls_info = probe(parts.hostname or "127.0.0.1", parts.port or 443, self.base_url)
-        wait_healthy(self.health_url(), timeout=3.0)
+            while True:
+                try:
+                    self.tls_info = probe(parts.hostname or "127.0.0.1", parts.port or 443, self.base_url)
+                    break
+                except TlsProbeTimeout:
+                    if time.monotonic() >= deadline:
+                        raise
+        wait_healthy(self.health_url(), timeout=3.0, busy_timeout=deadline - time.monotonic())
 
     # What check_alive's TLS connection negotiated (advisor.tuner.measure.tls_probe.TlsInfo); None over HTTP.
     tls_info = None
