@@ -480,12 +480,12 @@ def explain_miss(verdict: Verdict, samples: list[Sample], *, interval: float, fa
     """
     if verdict.label not in EXPLAINED_LABELS or not failures:
         return verdict
-    status = [s for s in samples if s.status_ok]
-    churn = churn_summary(samples, interval) if samples and children_watched else None
-    lookups_busy = _mean([s.scoreboard.get("D", 0) for s in status]) if status else None
     if verdict.label == "none" and client_time is not None and slo_reply_ms \
             and client_time.how == RTT_ADDED and client_time.added_ms >= slo_reply_ms:
         return _round_trips_miss(verdict, client_time, slo_reply_ms, failures)
+    status = [s for s in samples if s.status_ok]
+    churn = churn_summary(samples, interval) if samples and children_watched else None
+    lookups_busy = _mean([s.scoreboard.get("D", 0) for s in status]) if status else None
     if verdict.label == "worker pool exhausted":
         return _held_pool(verdict, samples, facts, connections_per_s, churn, lookups_busy, failures,
                           cpu_quota_pct, server_cpus)
