@@ -74,8 +74,11 @@ def probe(host: str, port: int, url: str, timeout: float = 3.0) -> TlsInfo:
         raise AdvisorError(f"{url}: no TLS handshake with {host}:{port}: {exc.reason or text}",
                            hint="check that the server speaks TLS 1.2 or 1.3 on that port") from None
     except TimeoutError as exc:
-        raise TlsProbeTimeout(f"{url}: cannot connect to {host}:{port}: {exc.strerror or exc}",
-                              hint="start the server or check the URL") from None
+        # Not "cannot connect": a stopped server refuses at once, while this
+        # one is busy (its accept queue full), hung, or out of reach.
+        raise TlsProbeTimeout(f"{url}: no TLS handshake with {host}:{port} within {timeout:g} s",
+                              hint="the server is overloaded or hung (check its error log), or the "
+                                   "address is out of reach") from None
     except OSError as exc:
         raise AdvisorError(f"{url}: cannot connect to {host}:{port}: {exc.strerror or exc}",
                            hint="start the server or check the URL") from None
