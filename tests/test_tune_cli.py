@@ -259,8 +259,8 @@ def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_p
     search of the last sessions on this host, and each session adds its own."""
     from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
                                             make_session_workload)
-    from advisor.tuner.session.pace import (OWN, RECORD_SESSIONS, SEARCH, Pace, after_search_record, load_earlier,
-                                            save)
+    from advisor.tuner.session.pace import (OWN, RECORD_FIELD, RECORD_SESSIONS, SEARCH, Pace, after_search_record,
+                                            load_earlier, save)
 
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     workload = make_session_workload("almeida-sessions", tmp_path)
@@ -279,9 +279,9 @@ def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_p
         return pace
 
     unknown = session_with(Pace())
-    # No record: five rounds of four points, and the ten gain runs at even odds, said so in the plan.
-    assert unknown._after_search_runs() == 5 * 4 + 5
-    assert "counted at even odds: no session here on record" in unknown.estimate_extras()
+    # No record: five rounds of four points, and the ten gain runs at one in five, said so in the plan.
+    assert unknown._after_search_runs() == 5 * 4 + 2
+    assert "counted at one in five: no session here on record" in unknown.estimate_extras()
     save("host", finished(35))
     save("host", finished(25))
     assert after_search_record(load_earlier("host")) == (60.0, 2)
@@ -301,6 +301,8 @@ def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_p
         save("host", finished(20))
     runs, sessions = after_search_record(load_earlier("host"))
     assert sessions == RECORD_SESSIONS and 20 * RECORD_SESSIONS <= runs < 21 * RECORD_SESSIONS
-    # A damaged record is no record.
-    assert after_search_record({"after_search": {"runs": -5, "sessions": 2}}) == (0.0, 0)
-    assert after_search_record({"after_search": "x"}) == (0.0, 0)
+    # A damaged record is no record, nor is one of the rounds before 2026-11-28 (another design).
+    assert after_search_record({RECORD_FIELD: {"runs": 40, "sessions": 2}}) == (40.0, 2)
+    assert after_search_record({RECORD_FIELD: {"runs": -5, "sessions": 2}}) == (0.0, 0)
+    assert after_search_record({RECORD_FIELD: "x"}) == (0.0, 0)
+    assert after_search_record({"after_search": {"runs": 40, "sessions": 2}}) == (0.0, 0)

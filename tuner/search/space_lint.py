@@ -101,6 +101,7 @@ class CandidateLint:
         self.policy = policy or LintPolicy()
         self.settings, self.profile, self.fail_on, self.rules = self.policy.resolved()
         self._base: dict[str, set[Key]] = {}
+        self._start: dict[str, set[tuple[str, str]]] = {}
         self._related: dict[Key, tuple[str, int]] = {}
         """A finding's related line (E406: the line that overrides), by its key."""
         self._frozen = None
@@ -121,6 +122,7 @@ class CandidateLint:
         if self._frozen is None:
             self._frozen = freeze_tree(self.cfg.main_file, self._options(LoadOptions))
             self._base.clear()
+            self._start.clear()
 
     def close(self) -> None:
         if self._frozen is not None:
@@ -144,7 +146,27 @@ class CandidateLint:
         severities = self.policy.failing(self.fail_on)
         if not severities:
             return []
-        return self._new(self.space.directives(point, own_lines=False), self.space.mpm_of(point), severities, admins=True)
+        found = self._new(self.space.directives(point, own_lines=False), self.space.mpm_of(point), severities,
+                          admins=True)
+        start = self._start_pairs(severities)
+        return [key for key in found if (key[0], key[3]) not in start]
+
+    def _start_pairs(self, severities: tuple[str, ...]) -> set[tuple[str, str]]:
+        """(code, message) of each finding the start's own tree has.
+
+        A point under another MPM is judged on its own (see _wrapper): what
+        the admin's tree says only through httpd's defaults (ServerTokens
+        Full, no mod_reqtimeout) and the start's own values restated in the
+        candidate (EnableSendfile Off) come back there at other lines. They
+        are the start's findings, not the point's; the same finding is the
+        same code with the same message, wherever it stands."""
+        key = ",".join(severities)
+        if key not in self._start:
+            start = self.space.start
+            lines = self.space.directives(start, own_lines=False)
+            self._start[key] = {(k[0], k[3]) for k in self._errors(lines, self.space.mpm_of(start), severities,
+                                                                    admins=True)}
+        return self._start[key]
 
     def tree_findings(self, point: Mapping[str, "Value"] | None) -> list[dict]:
         """Every finding of the admin's rules on the admin's tree, with the

@@ -77,8 +77,12 @@ GUESS_STEP = 1.25
 # 2026-11-27 07:15 ran two; the plan says what each further one costs.
 EXPECTED_ABLATED = 2
 # With no earlier session on record, the plan counts the gain's own runs at
-# even odds (the README's three sessions of 2026-11-27 split two to one).
-DEFAULT_GAIN_ALONE_SHARE = 0.5
+# one in five. The README's three sessions of 2026-11-27 split two to one,
+# all after a pruning of two or more changes that no round ran; such a
+# pruning now recommends the round's point that beat the start
+# (_measured_pruning), and the gain runs on its own only after a winner of
+# one change, or when no round's point beat the start.
+DEFAULT_GAIN_ALONE_SHARE = 0.2
 # Changes the ablation rounds measure one by one; the winner's other changes
 # are measured together, with those the model saw no effect of. A model
 # point of the README's session at 07:38 on 2026-11-27 changed ten
@@ -86,6 +90,22 @@ DEFAULT_GAIN_ALONE_SHARE = 0.5
 # dimensions: one ablation each made 10 points a round, 50 runs, about 25
 # minutes after the search. With two, a round has at most five points.
 MAX_SINGLE_ABLATIONS = 2
+# With the MPM among the changes, it is the one change measured alone; the
+# new MPM's pool and keep-alive settings are measured together. A round of
+# five points under a switch took 25 runs and 14 minutes in the README's
+# session of 2026-11-28 (a prefork point after a reload warms up for 12 to
+# 14 s while its pool grows), which kept the session above 20 minutes; the
+# second single ablation had measured the pool's size within noise there
+# and in the session of 2026-11-27. Under another MPM the pool's size means
+# threads, not processes: judged with the thread settings it goes with.
+SINGLE_ABLATIONS_WITH_MPM = 1
+
+
+def single_ablations(changed: Sequence[str]) -> int:
+    """How many of the changes the ablation rounds measure one by one."""
+    return SINGLE_ABLATIONS_WITH_MPM if "MPM" in changed else MAX_SINGLE_ABLATIONS
+
+
 # Measured one by one before any the model ranks: the MPM, the pool's size,
 # and the directives the seeds measured large effects of (Arlitt &
 # Williamson 2004: KeepAlive +53 % at 8 requests a connection, sec. 5.1.6;
@@ -780,14 +800,20 @@ class TuneSession:
         runs = self._after_search_runs()
         _, sessions = after_search_record(self.pace.earlier)
         if sessions:
-            return (f"the rounds and the gain about {runs:.0f} runs of {own:.0f} s, the mean of the last "
+            text = (f"the rounds and the gain about {runs:.0f} runs of {own:.0f} s, the mean of the last "
                     f"{sessions} session{'s' if sessions != 1 else ''} here")
+            if s.gain_replicates:
+                # The README's session of 2026-11-28 took 35 runs after the
+                # search where its plan, from a record of 25, said 20 min.
+                text += (f"; {2 * s.gain_replicates} more (about {_duration(2 * s.gain_replicates * own)}) when "
+                         "no round ran the point recommended and its gain is measured on its own")
+            return text
         parts = [f"with {EXPECTED_ABLATED} changes ablated; each change kept beyond {EXPECTED_ABLATED} adds about "
                  f"{_duration(s.ablation_rounds * own)}"]
         if s.gain_replicates:
             parts.append(f"a gain measured on its own (when the rounds did not run the point recommended) takes "
-                         f"about {_duration(2 * s.gain_replicates * own)}, counted at even odds: no session here "
-                         "on record")
+                         f"about {_duration(2 * s.gain_replicates * own)}, counted at one in five: no session "
+                         "here on record")
         return "; ".join(parts)
 
     # ---- the search --------------------------------------------------------
@@ -846,6 +872,14 @@ class TuneSession:
             together, first = split_unseen([r.dimension for r in simplified.deferred])
             winner, unmeasured = self._revert_unless_alone(winner, together)
             notes += unmeasured
+            # The rounds measure what may be recommended: a change that brings
+            # a lint finding and that no round will measure on its own could
+            # not earn its suppression, so it goes back before them.
+            _, alone, _ = self._single_slots(winner, together)
+            winner, _, gated = self._lint_gate(winner, None, None, measured_later=alone)
+            for note in gated:
+                self.events.note(note)
+            notes += gated
             together = [name for name in together if winner.get(name) != self.space.start.get(name)]
             if together:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(together)}: "
@@ -874,8 +908,8 @@ class TuneSession:
         if whole is not None:
             winner, replicates, why = whole
             notes = before_pruning + [why]
-        winner, suppressions, lint_notes = self._lint_gate(winner, ablations, replicates)
-        notes += lint_notes
+        winner, replicates, suppressions, gated = self._gate_the_gain(winner, ablations, replicates, runner, journal)
+        notes += gated
         report = self._report(observations, winner, replicates, result, time.monotonic() - began,
                               notes, ablations=ablations, suppressions=suppressions)
         if not s.resume:  # a resumed session took some of its runs from the journal
@@ -1039,7 +1073,7 @@ class TuneSession:
                 f"{measurable} changes could be measured one by one: {', '.join(ablated)} are (the MPM, "
                 f"the pool's size and what the seeds measured large first, then the model's strongest), and "
                 f"{', '.join(weaker)} together with the changes the model saw no effect of, so a round "
-                f"stays at {MAX_SINGLE_ABLATIONS + 3} points (one ablation each would take "
+                f"stays at {single_ablations(changed) + 3} points (one ablation each would take "
                 f"{self.settings.ablation_rounds * (measurable + len(together) + 2)} runs)")
         if len(grouped) > 1:
             ablated.append(GROUP_JOIN.join(grouped))
@@ -1123,10 +1157,11 @@ class TuneSession:
         mpm = space.mpm_of(winner)
         changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name) and mpm in d.mpms]
         alone = [name for name in changed if name not in together]
-        if len(alone) <= MAX_SINGLE_ABLATIONS:
+        limit = single_ablations(changed)
+        if len(alone) <= limit:
             return changed, alone, []
         ranked = self._single_ablation_order(winner, alone)
-        return changed, ranked[:MAX_SINGLE_ABLATIONS], ranked[MAX_SINGLE_ABLATIONS:]
+        return changed, ranked[:limit], ranked[limit:]
 
     def _revert_unless_alone(self, winner: dict[str, Value], together: Sequence[str]
                              ) -> tuple[dict[str, Value], list[str]]:
@@ -1156,7 +1191,7 @@ class TuneSession:
             note = (f"{name} stays {format_value(name, space.start[name])} (the search's best point had "
                     f"{format_value(name, point[name])}): it is recommended only with an ablation of its own "
                     f"({reason}, so a group's gain says nothing of it), "
-                    f"and this session's {MAX_SINGLE_ABLATIONS} went to {', '.join(alone) or 'none'}")
+                    f"and this session's {single_ablations(changed)} went to {', '.join(alone) or 'none'}")
             point = candidate
             notes.append(note)
             self.events.note(note)
@@ -1171,24 +1206,24 @@ class TuneSession:
         dimensions ranked ListenBacklog and EnableMMAP strongest in the
         no-switch session of 2026-11-27, above MaxRequestWorkers, whose
         ablation in the same session measured x1.4."""
-        surrogate = self._surrogate
-        space = self.space
-
-        def strength(name: str) -> float:
-            if surrogate is None:
-                return 0.0
-            without = dict(winner)
-            without[name] = space.start[name]
-            try:
-                ratio, _, _ = surrogate.ratio(winner, without)
-            except Exception:  # a point the model cannot place: no credit
-                return 0.0
-            return abs(math.log(ratio)) if ratio and ratio > 0 and math.isfinite(ratio) else 0.0
-
         def first(name: str) -> int:
             return FIRST_ABLATED.index(name) if name in FIRST_ABLATED else len(FIRST_ABLATED)
 
-        return sorted(names, key=lambda name: (first(name), -strength(name), names.index(name)))
+        return sorted(names, key=lambda name: (first(name), -self._model_strength(winner, name), names.index(name)))
+
+    def _model_strength(self, winner: Mapping[str, Value], name: str) -> float:
+        """|log| of the model's ratio of the winner to the winner with `name`
+        at the start's value (0: no model, or a point it cannot place)."""
+        surrogate = getattr(self, "_surrogate", None)
+        if surrogate is None:
+            return 0.0
+        without = dict(winner)
+        without[name] = self.space.start[name]
+        try:
+            ratio, _, _ = surrogate.ratio(dict(winner), without)
+        except Exception:  # a point the model cannot place: no credit
+            return 0.0
+        return abs(math.log(ratio)) if ratio and ratio > 0 and math.isfinite(ratio) else 0.0
 
     def _whole_when_no_part_earns(self, winner: dict[str, Value], ablations):
         """(the rounds' winner, its replicates against the start, why) when the
@@ -1249,7 +1284,13 @@ class TuneSession:
 
     def _drop_unearned(self, winner: dict[str, Value], ablations) -> tuple[dict[str, Value], list[str]]:
         """Each change whose measured effect is within noise (or a loss) goes
-        back to the start's value, if the point stays free of lint errors."""
+        back to the start's value, if the point stays free of lint errors.
+
+        When two or more would go back, the point without all of them is one
+        no round ran; see _measured_pruning for the point recommended then."""
+        measured = self._measured_pruning(winner, ablations)
+        if measured is not None:
+            return measured
         space = self.space
         point = dict(winner)
         notes = []
@@ -1269,6 +1310,61 @@ class TuneSession:
                          f"{effect.winner_value}): its measured effect is {effect.verdict()}, "
                          f"{effect.sentence()}")
         return point, notes
+
+    def _measured_pruning(self, winner: dict[str, Value], ablations) -> tuple[dict[str, Value], list[str]] | None:
+        """With two or more changes within noise, the round's point that sends
+        back the most of them and still beat the start beyond noise in the
+        same rounds: (that point, the notes), or None.
+
+        Changes can stand in for one another: each within noise when
+        reverted alone, while reverting all of them loses the gain. The
+        point without every one of them was never run; measured on its own
+        (ten runs more) it missed the gain in three of the README's four
+        sessions of 2026-11-27/28, which then fell back to the whole winner.
+        A role of the rounds was run beside the start: recommending it keeps
+        every figure measured, and sends back the largest share of what did
+        not earn its place. A change that is recommended only with an
+        ablation of its own (MEASURED_ALONE_ONLY) is never the one kept."""
+        from advisor.tuner.session.ablation import role_without
+        from advisor.tuner.session.gain import measure_gain
+
+        space = self.space
+        reverted = ablations.reverted()
+        if len(reverted) < 2:
+            return None
+        options = []
+        for effect in reverted:
+            kept = [other for other in reverted if other is not effect]
+            if any(_measured_alone_only(member, winner) for other in kept for member in other.members):
+                continue
+            point = ablations.point_of(role_without(effect.dimension), space.start)
+            replicates = ablations.replicates_for(role_without(effect.dimension))
+            if point is None or replicates is None or min(len(replicates.start), len(replicates.winner)) < 2:
+                continue
+            if self.lint is not None and self.lint.check(point).errors:
+                continue
+            try:
+                gain = measure_gain(replicates)
+            except ValueError:
+                continue
+            if gain.low is None or gain.low <= 1.0:
+                continue
+            options.append((len(effect.members), gain.low, effect, kept, point, gain))
+        if not options:
+            return None
+        _, _, effect, kept, point, gain = max(options, key=lambda option: option[:2])
+        together = len(effect.members) > 1
+        notes = [f"{', '.join(effect.members)} {'stay' if together else 'stays'} {effect.start_value} (the search's "
+                 f"best point had {effect.winner_value}): {'their' if together else 'its'} measured effect"
+                 f"{' together' if together else ''} is {effect.verdict()}, {effect.sentence()}"]
+        for other in kept:
+            notes.append(f"{', '.join(other.members)} {'keep' if len(other.members) > 1 else 'keeps'} the search's "
+                         f"{other.winner_value} although {'their' if len(other.members) > 1 else 'its'} own measured "
+                         f"effect is {other.verdict()}, {other.sentence()}: sending it back as well as "
+                         f"{effect.dimension} would recommend a point no round ran (changes can stand in for one "
+                         f"another), and the rounds measured the winner without {effect.dimension} at "
+                         f"×{gain.ratio:.2f} (95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}) over the start")
+        return dict(point), notes
 
     def _drop_single_within_noise(self, winner: dict[str, Value], replicates) -> tuple[dict[str, Value], list[str]]:
         """With one change, the gain's replicates are its ablation: a change
@@ -1310,52 +1406,123 @@ class TuneSession:
         return dict(space.start), [f"the starting config is kept: the recommendation as a whole measured "
                                    f"×{gain.ratio:.3f} of it ({interval}), {verdict}"]
 
-    def _lint_gate(self, winner: dict[str, Value], ablations, replicates):
+    def _lint_gate(self, winner: dict[str, Value], ablations, replicates, *,
+                   measured_later: Sequence[str] = ()):
         """The recommendation as the admin's `lint --fail-on` judges it: each
         finding it brings is kept only when the change behind it measured a
         gain beyond noise, and then carries a suppression comment with the
         figure; otherwise the change goes back to the start's value.
 
-        Returns (point, {dimension: suppression comment}, notes)."""
+        The tree is linted again after each return: a finding that stands on
+        several values (P105's StartServers x ThreadsPerChild against the
+        pool) outlives the return of the line it points at, and then the
+        other changes no measurement backs go back one at a time, the one
+        the model credits least first, until it is gone. `measured_later`:
+        changes the ablation rounds will measure on their own (the gate
+        before the rounds leaves them to the gate after).
+
+        Returns (point, {directive: suppression comment}, notes)."""
         from advisor.tuner.search.space import format_value
 
         lint, space = self.lint, self.space
         if lint is None or space is None:
             return winner, {}, []
         point = dict(winner)
-        suppressions: dict[str, str] = {}
         notes: list[str] = []
-        changed = [d.name for d in space.free if point.get(d.name) != space.start.get(d.name)
-                   and space.mpm_of(point) in d.mpms]
-        brought = lint.brought(point)
+        written = space.as_written(space.start)
+        figures: dict[tuple[str, tuple[str, ...]], str | None] = {}
+
+        def figure_of(dimension: str | None, changed: list[str]) -> str | None:
+            if dimension is None:
+                return None
+            if dimension in measured_later:
+                return "measured later"
+            key = (dimension, tuple(changed))
+            if key not in figures:
+                figures[key] = self._measured_figure(dimension, changed, ablations, replicates)
+            return figures[key]
+
+        def blocking(candidate: dict[str, Value]) -> list[tuple[tuple, str | None, str | None]]:
+            """(finding, directive, dimension) of each finding no measurement backs."""
+            changed = self._changed(candidate)
+            out = []
+            for key in lint.brought(candidate):
+                directive = lint.directive_of(candidate, key)
+                if directive is None and key[0] == OVERRIDE_CODE:
+                    continue
+                if key[0] == OVERRIDE_CODE and Path(key[1]).name != CANDIDATE_FILE:
+                    continue  # the drop-in overriding the admin's own line is how it works, not a risk
+                dimension = _dimension_for(space, directive, changed)
+                if figure_of(dimension, changed) is None:
+                    out.append((key, directive, dimension))
+            return out
+
+        def send_back(name: str, why: str) -> None:
+            nonlocal point
+            notes.append(f"{name} stays {format_value(name, written[name])} (the search's best point had "
+                         f"{format_value(name, point[name])}): {why}")
+            point = dict(point, **{name: space.start[name]})
+
+        for _ in range(len(space.free) + 1):
+            left = blocking(point)
+            if not left:
+                break
+            codes = ", ".join(sorted({key[0] for key, _, _ in left}))
+            moved = False
+            for key, directive, dimension in left:
+                candidate = dict(point, **{dimension: space.start[dimension]}) if dimension else None
+                if candidate is not None and not lint.check(candidate).errors:
+                    send_back(dimension, f"it brings lint {key[0]} at --fail-on {lint.fail_on}, and no measurement "
+                                         "shows a gain from it beyond noise")
+                    moved = True
+                    break
+            if moved:
+                continue
+            # The finding outlived the return of the line it stands on: try
+            # the other unbacked changes, one at a time.
+            changed = self._changed(point)
+            named = _rule_directives({key[0] for key, _, _ in left})
+            options = [name for name in changed if name != "MPM" and figure_of(name, changed) is None
+                       and (not named or name.lower() in named)]
+            options.sort(key=lambda name: self._model_strength(point, name))
+            for name in options:
+                candidate = dict(point, **{name: space.start[name]})
+                if lint.check(candidate).errors or len(blocking(candidate)) >= len(left):
+                    continue
+                send_back(name, f"with it the tuned tree brings lint {codes} at --fail-on {lint.fail_on} "
+                                f"({left[0][0][3]}), and no measurement shows a gain from it beyond noise")
+                moved = True
+                break
+            if not moved:
+                notes.append(f"the tuned tree still brings lint {codes} at --fail-on {lint.fail_on}: no change "
+                             "that no measurement backs clears it on its own")
+                break
+        if measured_later:
+            return point, {}, notes
+        return point, self._suppressions(point, ablations, replicates), notes
+
+    def _suppressions(self, point: dict[str, Value], ablations, replicates) -> dict[str, str]:
+        """{directive: the suppression comment} for each finding at or above
+        --fail-on the point keeps: the change's measured figure, or the
+        drop-in overriding the admin's own line on purpose."""
+        lint, space = self.lint, self.space
+        changed = self._changed(point)
         by_directive: dict[str, set[str]] = {}
         overridden: dict[str, list[str]] = {}
-        for key in brought:
+        for key in lint.brought(point):
             directive = lint.directive_of(point, key)
             if directive is None:
                 continue
             if key[0] == OVERRIDE_CODE and Path(key[1]).name != CANDIDATE_FILE:
-                # The drop-in overriding the admin's own line is how it works, not a risk.
                 overridden.setdefault(directive, []).append(f"{key[1]}:{key[2]}")
                 continue
             by_directive.setdefault(directive, set()).add(key[0])
         stamp = f"tune session {_today()}, {self.settings.session_dir}"
+        suppressions: dict[str, str] = {}
         for directive in sorted(set(by_directive) | set(overridden)):
             codes = by_directive.get(directive, set())
             dimension = _dimension_for(space, directive, changed)
-            figure = None
-            if codes and dimension is not None:
-                figure = self._measured_figure(dimension, changed, ablations, replicates)
-            if codes and figure is None and dimension is not None:
-                candidate = dict(point)
-                candidate[dimension] = space.start[dimension]
-                if not lint.check(candidate).errors:
-                    notes.append(f"{dimension} stays {format_value(dimension, space.as_written(space.start)[dimension])} (the "
-                                 f"search's best point had {format_value(dimension, point[dimension])}): it brings "
-                                 f"lint {', '.join(sorted(codes))} at --fail-on {lint.fail_on}, and no measurement "
-                                 "shows a gain from it beyond noise")
-                    point = candidate
-                    continue
+            figure = self._measured_figure(dimension, changed, ablations, replicates) if codes and dimension else None
             reasons = []
             if figure is not None:
                 reasons.append(f"measured {figure} on {self.workload.name}{self._where_measured()}")
@@ -1366,7 +1533,39 @@ class TuneSession:
                 reasons.append(f"overrides {', '.join(overridden[directive])} on purpose")
             suppressions[directive] = (f"# apache-advisor: disable={','.join(sorted(codes))} -- "
                                        f"{'; '.join(reasons)}; {stamp}")
-        return point, suppressions, notes
+        return suppressions
+
+    def _changed(self, point: Mapping[str, Value]) -> list[str]:
+        space = self.space
+        return [d.name for d in space.free if point.get(d.name) != space.start.get(d.name)
+                and space.mpm_of(point) in d.mpms]
+
+    def _gate_the_gain(self, winner: dict[str, Value], ablations, replicates, runner, journal):
+        """The lint gate on the recommendation, and a gain that is still the
+        recommendation's: when the gate sends a change back, the replicates
+        measured the point before it. A role of the rounds may have run the
+        gated point (its gain comes from there); else it is measured on its
+        own. Returns (point, replicates, suppressions, notes)."""
+        measured = dict(winner)
+        point, suppressions, notes = self._lint_gate(winner, ablations, replicates)
+        if replicates is None or _key(self.space, point) == _key(self.space, measured):
+            return point, replicates, suppressions, notes
+        for note in notes:
+            self.events.note(note)
+        again = self._gain_from_rounds(point, ablations) if ablations is not None else None
+        if again is not None:
+            return point, again, self._suppressions(point, ablations, again), notes + [again.source]
+        if not self.settings.gain_replicates:
+            return point, None, suppressions, notes + [
+                "the gain measured before the lint gate is not this point's, and no gain runs are set"]
+        self.events.note("the lint gate changed the measured point: its gain is measured on its own")
+        again = self._replicates(runner, point, journal, [])
+        if again is None:
+            return point, None, suppressions, notes
+        point, unearned = self._keep_start_without_a_gain(point, again)
+        if unearned:
+            return point, again, {}, notes + unearned
+        return point, again, self._suppressions(point, ablations, again), notes
 
     def _measured_figure(self, dimension: str, changed: list[str], ablations, replicates) -> str | None:
         """The change's own measured gain, as a phrase, when beyond noise."""
@@ -1589,7 +1788,16 @@ class TrialObjective:
             # invalid: 5 to 7 probes a first-round run in the README session
             # of 2026-11-27 17:04, where 3 or 4 bracket a peak within ±25 %.
             return GUESS_STEP
-        return 2.0
+        # A search trial from the incumbent's peak: most points of a good
+        # region meet the same limit (the server's CPU), just above or below
+        # it. Doubling sent them to twice the incumbent, then bisected down:
+        # in the README's session of 2026-11-28 four trials each spent
+        # three overloaded probes (736, 520, 444 sessions/s, 7 to 9 s each
+        # against 4 s for a probe that passes) to learn that the peak lay
+        # within 21 % above 368. A step of GUESS_STEP probes near the
+        # incumbent, where the search's comparison lies; knee_search squares
+        # later steps, so a point far better still reaches the trial's cap.
+        return GUESS_STEP
 
     def _peak(self, point: Mapping[str, Value], base) -> TrialOutcome:
         from advisor.tuner.trial.runner import knee_search
@@ -1740,6 +1948,29 @@ def _today() -> str:
     from datetime import date
 
     return date.today().isoformat()
+
+
+def _measured_alone_only(name: str, point: Mapping[str, Value]) -> bool:
+    """Whether `name` at the point's value is recommended only on an ablation of its own."""
+    if name not in MEASURED_ALONE_ONLY:
+        return False
+    _, towards = MEASURED_ALONE_ONLY[name]
+    return towards is None or point.get(name) in towards
+
+
+def _rule_directives(codes: set[str]) -> set[str]:
+    """The directives (lower case) the rules of `codes` read, as their
+    metadata names them; empty when one of them names none."""
+    from advisor import rules as registry
+
+    by_code = {rule.code: rule for rule in registry.all_rules()}
+    named: set[str] = set()
+    for code in codes:
+        rule = by_code.get(code)
+        if rule is None or not getattr(rule, "directives", None):
+            return set()
+        named |= {name.lower() for name in rule.directives}
+    return named
 
 
 def _dimension_for(space: Space, directive: str | None, changed: list[str]) -> str | None:

@@ -124,18 +124,23 @@ class Pace:
                                "runs": {kind: c.runs for kind, c in self.costs.items()}}
         runs, sessions = self._after_search_totals()
         if sessions:
-            out["after_search"] = {"sessions": sessions, "runs": round(runs, 2)}
+            out[RECORD_FIELD] = {"sessions": sessions, "runs": round(runs, 2)}
         return out
 
 
 # Sessions the record of runs after the search keeps (older ones are scaled away).
 RECORD_SESSIONS = 8
+# The record's name. "after_search" counted the runs of sessions before
+# 2026-11-28 11:00, whose rounds held five points under an MPM switch and
+# whose gain took ten runs of its own after most prunings: 25 and 35 runs,
+# where the rounds now take 20. A plan from it would say 30.
+RECORD_FIELD = "after_search_rounds"
 
 
 def after_search_record(earlier: Mapping[str, Any]) -> tuple[float, int]:
     """(runs after the search, summed, sessions) from a saved entry; the sum
     is a weight once older sessions were scaled away."""
-    record = earlier.get("after_search") if isinstance(earlier, Mapping) else None
+    record = earlier.get(RECORD_FIELD) if isinstance(earlier, Mapping) else None
     if not isinstance(record, Mapping):
         return 0.0, 0
     try:
