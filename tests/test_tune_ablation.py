@@ -620,3 +620,62 @@ def test_under_an_mpm_switch_the_mpm_alone_is_measured_on_its_own_and_the_new_po
     prefork = dict(winner, MPM="prefork")
     changed, alone, _ = session._single_slots(prefork, together=[])
     assert "MPM" not in changed and len(alone) == MAX_SINGLE_ABLATIONS == 2
+
+
+class _MpmOrPoolRunner(_Runner):
+    """The event MPM, or prefork with a larger pool: either gives the gain."""
+
+    def __call__(self, point):
+        from advisor.tuner.search.optimizer import TrialOutcome
+
+        self.points.append(dict(point))
+        either = point["MPM"] != "prefork" or point["MaxRequestWorkers"] != self.space.start["MaxRequestWorkers"]
+        return TrialOutcome((1800.0 if either else 1200.0) + next(self.jitter), True, "server CPU", {})
+
+
+def test_a_pruning_keeps_the_mpm_only_on_its_own_measure(tmp_path):
+    """The README's session of 2026-11-28 10:55: the event MPM with the
+    start's pool, and prefork with the winner's pool, each beat the start by
+    about a third; each of the two was within noise of the winner. The
+    pruning sends the MPM back (a switch is a full restart and another
+    pool), not the pool."""
+    space, lint, session = _switch_session(tmp_path)
+    winner = dict(space.start, MPM="event", MaxRequestWorkers=17168, MaxKeepAliveRequests=1000)
+    ablations = session._ablate(_MpmOrPoolRunner(space, [], True), winner, _Journal(), [],
+                                together=["MaxKeepAliveRequests"])
+    assert [name for name in ablations.effects] == ["MPM", "MaxKeepAliveRequests + MaxRequestWorkers"]
+    assert all(not effect.beyond_noise for effect in ablations.effects.values())
+    pruned, notes = session._drop_unearned(winner, ablations)
+    assert pruned["MPM"] == "prefork" and pruned["MaxRequestWorkers"] == 17168, pruned
+    assert any(note.startswith("MPM stays prefork") for note in notes), notes
+    assert any(note.startswith("MaxKeepAliveRequests, MaxRequestWorkers keep the search's") for note in notes)
+    gain = session._gain_from_rounds(pruned, ablations)
+    assert gain is not None and min(gain.winner) > 1700 > 1300 > max(gain.start)
+
+
+def test_under_another_mpm_a_finding_of_the_wrapper_alone_is_not_the_points(tmp_path):
+    """Under another MPM the point is judged without the admin's tree; the
+    README's session of 2026-11-28 10:55 then called S512 ("the main server
+    has no access log", where the admin's tree answers through its virtual
+    host) a finding the point brings, and the gate could clear it with no
+    change."""
+    from advisor.config import LoadOptions, load_config
+    from advisor.tuner.search.space import derive_space
+    from advisor.tuner.search.space_lint import CandidateLint
+    from advisor.tuner.session.report_data import lint_comparison
+
+    main = tmp_path / "httpd.conf"
+    main.write_text(f"LoadModule mpm_prefork_module {M}/mod_mpm_prefork.so\nLoadModule cgi_module {M}/mod_cgi.so\n"
+                    "Listen 127.0.0.1:8080\nMaxRequestWorkers 256\nEnableSendfile On\n"
+                    "<VirtualHost 127.0.0.1:8080>\n    DocumentRoot /tmp\n</VirtualHost>\n")
+    cfg = load_config(str(main), LoadOptions(server_root=str(tmp_path)))
+    space = derive_space(cfg, {"prefork": 2867, "worker": 17168, "event": 9392}, allow_mpm_switch=True)
+    lint = CandidateLint(cfg, space)
+    event = dict(space.start, MPM="event", MaxRequestWorkers=17168, MaxKeepAliveRequests=1000)
+    assert lint.brought(event) == []
+    comparison = lint_comparison(lint, event, {})
+    assert not [f for f in comparison["added"] if f["severity"] != "info"], comparison["added"]
+    assert not comparison["gone"], comparison["gone"]
+    # Near miss: a finding on the include's own lines is the point's, under any MPM.
+    static = dict(event, **README_WINNER)
+    assert "P105" in {key[0] for key in lint.brought(static)}

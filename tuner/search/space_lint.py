@@ -146,10 +146,23 @@ class CandidateLint:
         severities = self.policy.failing(self.fail_on)
         if not severities:
             return []
-        found = self._new(self.space.directives(point, own_lines=False), self.space.mpm_of(point), severities,
-                          admins=True)
+        mpm = self.space.mpm_of(point)
+        found = self._new(self.space.directives(point, own_lines=False), mpm, severities, admins=True)
+        if mpm != self.cfg.mpm:
+            # Judged without the admin's tree (see _wrapper): a finding on the
+            # wrapper's own lines is about a tree of one LoadModule line (S512's
+            # "the main server has no access log" where the admin's virtual
+            # hosts have theirs), not about the point.
+            found = [key for key in found if self._on_candidate(key)]
         start = self._start_pairs(severities)
         return [key for key in found if (key[0], key[3]) not in start]
+
+    def _on_candidate(self, key: Key) -> bool:
+        """Whether a finding stands on a candidate line, or names one as its related line."""
+        if Path(key[1]).name == CANDIDATE:
+            return True
+        related = self._related.get(tuple(key[:4]))
+        return related is not None and Path(related[0]).name == CANDIDATE
 
     def _start_pairs(self, severities: tuple[str, ...]) -> set[tuple[str, str]]:
         """(code, message) of each finding the start's own tree has.
@@ -176,13 +189,25 @@ class CandidateLint:
         lines = self.space.directives(point, own_lines=False) if point is not None else []
         mpm = self.space.mpm_of(point) if point is not None else (self.cfg.mpm or "prefork")
         found = self._errors(lines, mpm, SEVERITY_ORDER, admins=True, detail=True)
+        if point is not None and mpm != self.cfg.mpm:
+            # Under another MPM the point is judged without the admin's tree:
+            # the tuned tree is the start's findings (the admin's files, read
+            # with the start's MPM) and those on the include's own lines.
+            found = {f for f in found if self._on_candidate(f[:4])}
+            found |= self._errors([], self.cfg.mpm or "prefork", SEVERITY_ORDER, admins=True, detail=True)
         out = []
         for code, file, line, message, severity in sorted(found, key=lambda k: (k[1], k[2], k[0])):
-            on_include = Path(file).name in (CANDIDATE, WRAPPER)
             directive = self.directive_of(point, (code, file, line, message)) if point is not None else None
-            out.append({"code": code, "severity": severity, "message": message,
-                        "where": f"tuned include: {lines[line - 1]}" if on_include and 1 <= line <= len(lines)
-                        else f"{file}:{line}", "directive": directive, "suppressed": False})
+            if Path(file).name == CANDIDATE and 1 <= line <= len(lines):
+                where = f"tuned include: {lines[line - 1]}"
+            elif Path(file).name == WRAPPER:
+                # A finding of the tree as a whole (httpd's defaults, a module
+                # not loaded): the temporary wrapper's line names nothing.
+                where = "the whole tree"
+            else:
+                where = f"{file}:{line}"
+            out.append({"code": code, "severity": severity, "message": message, "where": where,
+                        "directive": directive, "suppressed": False})
         return out
 
     def directive_of(self, point: Mapping[str, "Value"], key: Key) -> str | None:

@@ -424,6 +424,8 @@ class Plan:
     """Who loads what, and the most any trial will offer (said before the first)."""
     round_trip: str = ""
     """The clients' round trip (--rtt) and how the trials show it; "" without."""
+    mpm_searched: bool = False
+    """--allow-mpm-switch put the MPM in the space: the rounds ablate it alone."""
     ablation_rounds: int = 0
     lint_gate: str = ""
     """How the recommendation is held to the admin's lint (said before the first trial)."""
@@ -449,12 +451,15 @@ class Plan:
         resumed = f" ({self.resumed} already in the journal)" if self.resumed else ""
         out.append(f"budget: {self.budget} trials{resumed}, {self.search} search, seed {self.seed}{limit}")
         if self.ablation_rounds:
-            out.append(f"then: {self.ablation_rounds} interleaved rounds of the winner and the winner less each "
-                       "of its changes (one at a time; those the model saw no effect of together), so each change "
-                       "the recommendation keeps has its own measured effect; a change within noise goes back to "
-                       "the start's value" + ("; the starting config runs in each round too, and gives the gain "
-                                              "when a round's point is the one recommended" if self.gain_replicates
-                                              else ""))
+            alone = ("the MPM on its own, the other changes together" if self.mpm_searched else
+                     f"up to {MAX_SINGLE_ABLATIONS} changes one at a time (the pool's size and what the seeds "
+                     "measured large first), the others together")
+            out.append(f"then: {self.ablation_rounds} interleaved rounds of the winner and the winner less its "
+                       f"changes ({alone}), so each change the recommendation keeps has a measured effect, its "
+                       "own or its group's; a change within noise goes back to the start's value (when two or "
+                       "more are, the round's point that sent back the most of them and beat the start)"
+                       + ("; the starting config runs in each round too, and gives the gain when a round's point "
+                          "is the one recommended" if self.gain_replicates else ""))
         if self.gain_replicates:
             out.append(("then, when no round measured the point recommended: " if self.ablation_rounds else "then: ")
                        + f"{self.gain_replicates} interleaved replicates each of the starting config and "
@@ -659,7 +664,8 @@ class TuneSession:
             estimate_extras=self.estimate_extras(),
             ablation_rounds=self.settings.ablation_rounds, lint_gate=self._lint_gate_text(),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
-            pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text())
+            pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text(),
+            mpm_searched=space.dimension("MPM") is not None)
 
     def _leave_out_overridden(self, cfg, space) -> None:
         """Dimensions whose directive a later line of the config overrides (or the
@@ -1069,9 +1075,11 @@ class TuneSession:
         grouped = [name for name in changed if name in together] + weaker
         if weaker:
             measurable = len(ablated) + len(weaker)
+            which = ("the MPM is (under a switch it alone is measured on its own)" if ablated == ["MPM"] else
+                     f"{', '.join(ablated)} {'is' if len(ablated) == 1 else 'are'} (the MPM, the pool's size and "
+                     "what the seeds measured large first, then the model's strongest)")
             self.events.note(
-                f"{measurable} changes could be measured one by one: {', '.join(ablated)} are (the MPM, "
-                f"the pool's size and what the seeds measured large first, then the model's strongest), and "
+                f"{measurable} changes could be measured one by one: {which}, and "
                 f"{', '.join(weaker)} together with the changes the model saw no effect of, so a round "
                 f"stays at {single_ablations(changed) + 3} points (one ablation each would take "
                 f"{self.settings.ablation_rounds * (measurable + len(together) + 2)} runs)")
@@ -1324,7 +1332,8 @@ class TuneSession:
         A role of the rounds was run beside the start: recommending it keeps
         every figure measured, and sends back the largest share of what did
         not earn its place. A change that is recommended only with an
-        ablation of its own (MEASURED_ALONE_ONLY) is never the one kept."""
+        ablation of its own (MEASURED_ALONE_ONLY, and the MPM) is never the
+        one kept."""
         from advisor.tuner.session.ablation import role_without
         from advisor.tuner.session.gain import measure_gain
 
@@ -1335,7 +1344,13 @@ class TuneSession:
         options = []
         for effect in reverted:
             kept = [other for other in reverted if other is not effect]
-            if any(_measured_alone_only(member, winner) for other in kept for member in other.members):
+            # The MPM is kept only on its own measure: a switch is a full
+            # restart and another pool, and its ablation measured it within
+            # noise. (The README's session of 2026-11-28 11:10: event with
+            # the start's pool, and prefork with the winner's pool, both beat
+            # the start by about a third.)
+            if any(member == "MPM" or _measured_alone_only(member, winner) for other in kept
+                   for member in other.members):
                 continue
             point = ablations.point_of(role_without(effect.dimension), space.start)
             replicates = ablations.replicates_for(role_without(effect.dimension))
