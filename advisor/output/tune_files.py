@@ -149,7 +149,8 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
         ["budget", f"{facts.budget} trials" + (f", at most {facts.max_time_s:g} s" if facts.max_time_s else "")],
         ["search", f"{facts.search}, seed {facts.seed}"],
         ["MPM", report.space.get("mpm", "")],
-        ["elapsed", f"{facts.elapsed_s:,.0f} s"],
+        ["elapsed", f"{facts.elapsed_s:,.0f} s" + (f" (the plan said {facts.planned_s:,.0f} s)"
+                                                   if facts.planned_s else "")],
     ])
     out += ["", "The space (each dimension, its range and why):", ""]
     out += [f"- {line}" for line in report.space.get("plan", [])]

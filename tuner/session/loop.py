@@ -507,6 +507,7 @@ class PointRefused(Exception):
 
 class TuneSession:
     _surrogate = None  # the model of the trials, once _simplify fitted it; it ranks the single ablations
+    planned_s: float | None = None  # the plan's estimate, for the report beside the time taken
 
     def __init__(self, target, work_dir: Path | None, workload: SessionWorkload, objective: ObjectiveSpec,
                  probes: ProbeSettings, settings: SessionSettings, events: SessionEvents | None = None) -> None:
@@ -660,12 +661,16 @@ class TuneSession:
             workload=self.workload.describe(), objective=self.objective.label(self.workload.unit),
             measurement=self._measurement_text(), budget=self.settings.budget,
             max_time_s=self.settings.max_time_s, search=self.settings.search, seed=self.settings.seed,
-            gain_replicates=self.settings.gain_replicates, estimate_s=self.estimate_s(len(self.resumed)),
+            gain_replicates=self.settings.gain_replicates, estimate_s=self._planned(),
             estimate_extras=self.estimate_extras(),
             ablation_rounds=self.settings.ablation_rounds, lint_gate=self._lint_gate_text(),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
             pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text(),
             mpm_searched=space.dimension("MPM") is not None)
+
+    def _planned(self) -> float:
+        self.planned_s = self.estimate_s(len(self.resumed))
+        return self.planned_s
 
     def _leave_out_overridden(self, cfg, space) -> None:
         """Dimensions whose directive a later line of the config overrides (or the
@@ -890,6 +895,8 @@ class TuneSession:
             if together:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(together)}: "
                                  "measured together, as one ablation, before any goes back")
+            # Candidates for an ablation of their own: said only of those that get one.
+            first = [name for name in first if name in alone and winner.get(name) != self.space.start.get(name)]
             if first:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(first)} either, but "
                                  f"{'it is' if len(first) == 1 else 'they are'} among the changes measured one "
@@ -1617,6 +1624,7 @@ class TuneSession:
         facts = SessionFacts(workload=self.workload.name, objective=self.objective.short_label(self.workload.unit),
                              unit=self.objective.unit, budget=s.budget, max_time_s=s.max_time_s, search=s.search,
                              seed=s.seed, stop_reason=stop, elapsed_s=round(elapsed, 1),
+                             planned_s=round(self.planned_s, 1) if self.planned_s is not None else None,
                              target=str(self.target.base_url), round_trip=self.objective.rtt_text())
         return build_report(self.cfg, self.space, observations, winner, facts, replicates=replicates, seed=s.seed,
                             notes=notes or [], ablations=ablations, suppressions=suppressions or {},

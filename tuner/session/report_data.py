@@ -102,6 +102,8 @@ class SessionFacts:
     seed: int = 0
     stop_reason: str = ""
     elapsed_s: float = 0.0
+    planned_s: float | None = None
+    """The plan's estimate of the session, said before the first trial."""
     target: str = ""
     round_trip: str = ""
     """The clients' round trip (--rtt) and how the trials show it; "" without."""
