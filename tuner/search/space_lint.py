@@ -93,8 +93,11 @@ class CandidateLint:
     """Judge candidates of one space against one config."""
 
     def __init__(self, cfg: "Config", space: "Space", options: "LoadOptions | None" = None,
-                 facts=None, policy: LintPolicy | None = None) -> None:
+                 facts=None, policy: LintPolicy | None = None, hidden: tuple[str, ...] = ()) -> None:
         self.cfg = cfg
+        self.hidden = hidden
+        """Files of the tree that are the tool's, not the admin's (the sandbox's
+        instrument include): read empty once the tree is frozen."""
         self.space = space
         self.options = options
         self.facts = facts
@@ -102,6 +105,7 @@ class CandidateLint:
         self.settings, self.profile, self.fail_on, self.rules = self.policy.resolved()
         self._base: dict[str, set[Key]] = {}
         self._start: dict[str, set[tuple[str, str]]] = {}
+        self._include_lines: dict[tuple, list[str]] = {}
         self._related: dict[Key, tuple[str, int]] = {}
         """A finding's related line (E406: the line that overrides), by its key."""
         self._frozen = None
@@ -121,6 +125,10 @@ class CandidateLint:
 
         if self._frozen is None:
             self._frozen = freeze_tree(self.cfg.main_file, self._options(LoadOptions))
+            for path in self.hidden:
+                copy = Path(self._frozen.root + os.path.normpath(path))
+                if copy.is_file():
+                    copy.write_text("")
             self._base.clear()
             self._start.clear()
 
@@ -147,15 +155,31 @@ class CandidateLint:
         if not severities:
             return []
         mpm = self.space.mpm_of(point)
-        found = self._new(self.space.directives(point, own_lines=False), mpm, severities, admins=True)
-        if mpm != self.cfg.mpm:
-            # Judged without the admin's tree (see _wrapper): a finding on the
-            # wrapper's own lines is about a tree of one LoadModule line (S512's
-            # "the main server has no access log" where the admin's virtual
-            # hosts have theirs), not about the point.
-            found = [key for key in found if self._on_candidate(key)]
+        found = self._new(self.include_lines(point), mpm, severities, admins=True)
+        if mpm == self.cfg.mpm:
+            return found  # judged on the admin's tree, against that tree as it is
+        # Judged without the admin's tree (see _wrapper): a finding on the
+        # wrapper's own lines is about a tree of one LoadModule line (S512's
+        # "the main server has no access log" where the admin's virtual hosts
+        # have theirs), and one the start's tree has too is not the point's.
         start = self._start_pairs(severities)
-        return [key for key in found if (key[0], key[3]) not in start]
+        return [key for key in found if self._on_candidate(key) and (key[0], key[3]) not in start]
+
+    def include_lines(self, point: Mapping[str, "Value"]) -> list[str]:
+        """The lines the drop-in writes for the point (recommend's changes),
+        as lint of the tuned tree reads them: the admin's own lines keep
+        what the drop-in leaves out. Judging every line of the point
+        instead restated the start's values (EnableSendfile Off where the
+        admin's tree leaves httpd's default) and moved a finding from the
+        admin's line to a line the drop-in never writes."""
+        from advisor.tuner.search.recommend import recommend
+
+        key = tuple(sorted((name, str(value)) for name, value in point.items()))
+        lines = self._include_lines.get(key)
+        if lines is None:
+            changes = recommend(self.cfg, self.space, point).changes
+            lines = self._include_lines[key] = [f"{change.directive} {change.value}" for change in changes]
+        return list(lines)
 
     def _on_candidate(self, key: Key) -> bool:
         """Whether a finding stands on a candidate line, or names one as its related line."""
@@ -169,15 +193,15 @@ class CandidateLint:
 
         A point under another MPM is judged on its own (see _wrapper): what
         the admin's tree says only through httpd's defaults (ServerTokens
-        Full, no mod_reqtimeout) and the start's own values restated in the
-        candidate (EnableSendfile Off) come back there at other lines. They
-        are the start's findings, not the point's; the same finding is the
-        same code with the same message, wherever it stands."""
+        Full, no mod_reqtimeout) comes back there at other lines. They are
+        the start's findings, not the point's; the same finding is the
+        same code with the same message, wherever it stands. (Under the
+        admin's own MPM the point is judged on the admin's tree, against
+        that tree as it is: a value `--space` fixes away from the admin's is
+        the point's, and so is what it brings, E406 included.)"""
         key = ",".join(severities)
         if key not in self._start:
-            start = self.space.start
-            lines = self.space.directives(start, own_lines=False)
-            self._start[key] = {(k[0], k[3]) for k in self._errors(lines, self.space.mpm_of(start), severities,
+            self._start[key] = {(k[0], k[3]) for k in self._errors([], self.cfg.mpm or "prefork", severities,
                                                                     admins=True)}
         return self._start[key]
 
@@ -186,7 +210,7 @@ class CandidateLint:
         point's lines read last when a point is given (where the tuned
         include goes): code, severity, message, where (file:line, or the
         include's line), and the directive of a finding on the include."""
-        lines = self.space.directives(point, own_lines=False) if point is not None else []
+        lines = self.include_lines(point) if point is not None else []
         mpm = self.space.mpm_of(point) if point is not None else (self.cfg.mpm or "prefork")
         found = self._errors(lines, mpm, SEVERITY_ORDER, admins=True, detail=True)
         if point is not None and mpm != self.cfg.mpm:
@@ -220,7 +244,7 @@ class CandidateLint:
             if related is None or Path(related[0]).name != CANDIDATE:
                 return None
             line = related[1]
-        lines = self.space.directives(point, own_lines=False)
+        lines = self.include_lines(point)
         if not 1 <= line <= len(lines):
             return None
         words = lines[line - 1].split()
@@ -267,13 +291,20 @@ class CandidateLint:
                 facts = replace(facts, mpm=config.mpm)
             result = lint_config(config, facts, rules, known_codes=_known_codes(),
                                  settings=self.settings if admins else None)
+        found = set()
         for f in result.findings:
+            if f.severity not in severities and f.related is None:
+                continue
+            # Each check writes its candidate and wrapper in a new temporary
+            # directory: named by file name, the same finding of two checks
+            # (ServerTokens Full at the wrapper's line 1) is one key.
+            file = Path(f.file).name if Path(f.file).name in (CANDIDATE, WRAPPER) else f.file
             if f.related is not None:
-                self._related[(f.code, f.file, f.line, f.message)] = f.related
-        if detail:
-            return {(f.code, f.file, f.line, f.message, f.severity) for f in result.findings
-                    if f.severity in severities}
-        return {(f.code, f.file, f.line, f.message) for f in result.findings if f.severity in severities}
+                self._related[(f.code, file, f.line, f.message)] = f.related
+            if f.severity in severities:
+                found.add((f.code, file, f.line, f.message, f.severity) if detail else
+                          (f.code, file, f.line, f.message))
+        return found
 
     def _wrapper(self, mpm: str, candidate: Path) -> str:
         if mpm == self.cfg.mpm:

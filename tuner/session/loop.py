@@ -635,9 +635,15 @@ class TuneSession:
         self._leave_out_overridden(cfg, space)
         self.cfg, self.space = cfg, space
         self._load_pace(space)
-        self.lint = CandidateLint(cfg, space, options if options.root else None, policy=self.settings.lint_policy)
-        if self.settings.allow_mpm_switch:
-            self.lint.freeze()  # the switch edits the tree the candidates are judged on
+        sandbox = getattr(self.target, "sandbox", None)
+        self.lint = CandidateLint(cfg, space, options if options.root else None, policy=self.settings.lint_policy,
+                                  hidden=(str(sandbox.instrument_path),) if sandbox is not None else ())
+        # Candidates, and the report's lint of the start's tree, are judged on
+        # the tree as it is now: the trials write the managed include (and a
+        # switch edits the MPM's lines), so the live tree at the report holds
+        # the last run's point, and read as "the start" it made the winner's
+        # own P102 look like one the start had.
+        self.lint.freeze()
         path = self.journal_path
         if self.settings.resume:
             from advisor.tuner.session.journal import check_compatible
