@@ -104,7 +104,8 @@ class CandidateLint:
         self.policy = policy or LintPolicy()
         self.settings, self.profile, self.fail_on, self.rules = self.policy.resolved()
         self._base: dict[str, set[Key]] = {}
-        self._start: dict[str, set[tuple[str, str]]] = {}
+        self._as_is: set | None = None
+        """Every finding (with its severity) of the admin's tree with no candidate, once read."""
         self._include_lines: dict[tuple, list[str]] = {}
         self._related: dict[Key, tuple[str, int]] = {}
         """A finding's related line (E406: the line that overrides), by its key."""
@@ -130,7 +131,7 @@ class CandidateLint:
                 if copy.is_file():
                     copy.write_text("")
             self._base.clear()
-            self._start.clear()
+            self._as_is = None
 
     def close(self) -> None:
         if self._frozen is not None:
@@ -199,11 +200,14 @@ class CandidateLint:
         admin's own MPM the point is judged on the admin's tree, against
         that tree as it is: a value `--space` fixes away from the admin's is
         the point's, and so is what it brings, E406 included.)"""
-        key = ",".join(severities)
-        if key not in self._start:
-            self._start[key] = {(k[0], k[3]) for k in self._errors([], self.cfg.mpm or "prefork", severities,
-                                                                    admins=True)}
-        return self._start[key]
+        return {(code, message) for code, _, _, message, severity in self._tree_as_is() if severity in severities}
+
+    def _tree_as_is(self) -> set:
+        """The admin's tree with no candidate, under its own MPM, linted once:
+        (code, file, line, message, severity) of every finding."""
+        if self._as_is is None:
+            self._as_is = self._errors([], self.cfg.mpm or "prefork", SEVERITY_ORDER, admins=True, detail=True)
+        return self._as_is
 
     def tree_findings(self, point: Mapping[str, "Value"] | None) -> list[dict]:
         """Every finding of the admin's rules on the admin's tree, with the
@@ -211,14 +215,16 @@ class CandidateLint:
         include goes): code, severity, message, where (file:line, or the
         include's line), and the directive of a finding on the include."""
         lines = self.include_lines(point) if point is not None else []
-        mpm = self.space.mpm_of(point) if point is not None else (self.cfg.mpm or "prefork")
-        found = self._errors(lines, mpm, SEVERITY_ORDER, admins=True, detail=True)
-        if point is not None and mpm != self.cfg.mpm:
-            # Under another MPM the point is judged without the admin's tree:
-            # the tuned tree is the start's findings (the admin's files, read
-            # with the start's MPM) and those on the include's own lines.
-            found = {f for f in found if self._on_candidate(f[:4])}
-            found |= self._errors([], self.cfg.mpm or "prefork", SEVERITY_ORDER, admins=True, detail=True)
+        if point is None:
+            found = self._tree_as_is()
+        else:
+            mpm = self.space.mpm_of(point)
+            found = self._errors(lines, mpm, SEVERITY_ORDER, admins=True, detail=True)
+            if mpm != self.cfg.mpm:
+                # Under another MPM the point is judged without the admin's tree:
+                # the tuned tree is the start's findings (the admin's files, read
+                # with the start's MPM) and those on the include's own lines.
+                found = {f for f in found if self._on_candidate(f[:4])} | self._tree_as_is()
         out = []
         for code, file, line, message, severity in sorted(found, key=lambda k: (k[1], k[2], k[0])):
             directive = self.directive_of(point, (code, file, line, message)) if point is not None else None

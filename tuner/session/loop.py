@@ -659,6 +659,7 @@ class TuneSession:
         if self.managed is None:
             pending = self.target.state_base.with_name(self.target.state_base.name + ".journal").exists()
         described = self.target.describe()  # a remote target names its config host:path
+        self.planned_s = self.estimate_s(len(self.resumed))
         return Plan(
             target=described, config=str(described.get("config") or cfg.main_file), mpm=space.mpm,
             dimensions=[{"name": d.name, "text": d.describe(), "fixed": d.is_fixed,
@@ -667,16 +668,12 @@ class TuneSession:
             workload=self.workload.describe(), objective=self.objective.label(self.workload.unit),
             measurement=self._measurement_text(), budget=self.settings.budget,
             max_time_s=self.settings.max_time_s, search=self.settings.search, seed=self.settings.seed,
-            gain_replicates=self.settings.gain_replicates, estimate_s=self._planned(),
+            gain_replicates=self.settings.gain_replicates, estimate_s=self.planned_s,
             estimate_extras=self.estimate_extras(),
             ablation_rounds=self.settings.ablation_rounds, lint_gate=self._lint_gate_text(),
             journal=str(path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
             pending_restore=pending, load=self._load_text(), round_trip=self.objective.rtt_text(),
             mpm_searched=space.dimension("MPM") is not None)
-
-    def _planned(self) -> float:
-        self.planned_s = self.estimate_s(len(self.resumed))
-        return self.planned_s
 
     def _leave_out_overridden(self, cfg, space) -> None:
         """Dimensions whose directive a later line of the config overrides (or the
@@ -902,7 +899,7 @@ class TuneSession:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(together)}: "
                                  "measured together, as one ablation, before any goes back")
             # Candidates for an ablation of their own: said only of those that get one.
-            first = [name for name in first if name in alone and winner.get(name) != self.space.start.get(name)]
+            first = [name for name in first if name in alone]
             if first:
                 self.events.note(f"the model of the trials sees no effect of {', '.join(first)} either, but "
                                  f"{'it is' if len(first) == 1 else 'they are'} among the changes measured one "
@@ -1174,9 +1171,7 @@ class TuneSession:
         the weaker ones that join the group): of the changes outside
         `together`, the first MAX_SINGLE_ABLATIONS in _single_ablation_order
         are measured alone, the rest (in that order) together."""
-        space = self.space
-        mpm = space.mpm_of(winner)
-        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name) and mpm in d.mpms]
+        changed = self._changed(winner)
         alone = [name for name in changed if name not in together]
         limit = single_ablations(changed)
         if len(alone) <= limit:
@@ -1200,11 +1195,9 @@ class TuneSession:
         point = dict(winner)
         notes = []
         for name in changed:
-            if name not in MEASURED_ALONE_ONLY or name in alone:
+            if name in alone or not _measured_alone_only(name, point):
                 continue
-            reason, towards = MEASURED_ALONE_ONLY[name]
-            if towards is not None and point[name] not in towards:
-                continue
+            reason, _ = MEASURED_ALONE_ONLY[name]
             candidate = dict(point)
             candidate[name] = space.start[name]
             if self.lint is not None and self.lint.check(candidate).errors:
@@ -1235,13 +1228,13 @@ class TuneSession:
     def _model_strength(self, winner: Mapping[str, Value], name: str) -> float:
         """|log| of the model's ratio of the winner to the winner with `name`
         at the start's value (0: no model, or a point it cannot place)."""
-        surrogate = getattr(self, "_surrogate", None)
+        surrogate = self._surrogate
         if surrogate is None:
             return 0.0
         without = dict(winner)
         without[name] = self.space.start[name]
         try:
-            ratio, _, _ = surrogate.ratio(dict(winner), without)
+            ratio, _, _ = surrogate.ratio(winner, without)
         except Exception:  # a point the model cannot place: no credit
             return 0.0
         return abs(math.log(ratio)) if ratio and ratio > 0 and math.isfinite(ratio) else 0.0
@@ -1359,7 +1352,7 @@ class TuneSession:
             kept = [other for other in reverted if other is not effect]
             # The MPM is kept only on its own measure: a switch is a full
             # restart and another pool, and its ablation measured it within
-            # noise. (The README's session of 2026-11-28 11:10: event with
+            # noise. (The README's session of 2026-11-28 08:55: event with
             # the start's pool, and prefork with the winner's pool, both beat
             # the start by about a third.)
             if any(member == "MPM" or _measured_alone_only(member, winner) for other in kept
@@ -1400,8 +1393,7 @@ class TuneSession:
         from advisor.tuner.search.space import format_value
 
         space = self.space
-        changed = [d.name for d in space.free if winner.get(d.name) != space.start.get(d.name)
-                   and space.mpm_of(winner) in d.mpms]
+        changed = self._changed(winner)
         gain = _gain_not_beyond_noise(replicates) if len(changed) == 1 else None
         if gain is None:
             return winner, []
@@ -1476,9 +1468,7 @@ class TuneSession:
             out = []
             for key in lint.brought(candidate):
                 directive = lint.directive_of(candidate, key)
-                if directive is None and key[0] == OVERRIDE_CODE:
-                    continue
-                if key[0] == OVERRIDE_CODE and Path(key[1]).name != CANDIDATE_FILE:
+                if key[0] == OVERRIDE_CODE and (directive is None or Path(key[1]).name != CANDIDATE_FILE):
                     continue  # the drop-in overriding the admin's own line is how it works, not a risk
                 dimension = _dimension_for(space, directive, changed)
                 if figure_of(dimension, changed) is None:

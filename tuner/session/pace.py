@@ -131,7 +131,7 @@ class Pace:
 # Sessions the record of runs after the search keeps (older ones are scaled away).
 RECORD_SESSIONS = 8
 # The record's name. "after_search" counted the runs of sessions before
-# 2026-11-28 11:00, whose rounds held five points under an MPM switch and
+# 50ca1cf (2026-11-28), whose rounds held five points under an MPM switch and
 # whose gain took ten runs of its own after most prunings: 25 and 35 runs,
 # where the rounds now take 20. A plan from it would say 30.
 RECORD_FIELD = "after_search_rounds"
