@@ -208,3 +208,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(_NETNS_GROUPS.get(item.module.__name__, "netns")))
         elif item.module.__name__ in _WORKER_GROUPS:
             item.add_marker(pytest.mark.xdist_group(_WORKER_GROUPS[item.module.__name__]))
+
+
+# Where a run's wall time goes (issue 25): with ADVISOR_TEST_TIMELINE=FILE,
+# each test appends "worker start end nodeid" (wall-clock seconds)
+# when it ends, so idle workers and the exclusive block's waits can be read
+# off one CI run. junit's per-test times say how long, not when.
+_timeline_started: dict[str, float] = {}
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if os.environ.get("ADVISOR_TEST_TIMELINE"):
+        import time
+
+        _timeline_started[nodeid] = time.time()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    path = os.environ.get("ADVISOR_TEST_TIMELINE")
+    if not path or nodeid not in _timeline_started:
+        return
+    import time
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    with open(path, "a") as out:  # one short line per write: appends from several workers stay whole
+        out.write(f"{worker} {_timeline_started.pop(nodeid):.2f} {time.time():.2f} {nodeid}\n")

@@ -679,3 +679,49 @@ def test_under_another_mpm_a_finding_of_the_wrapper_alone_is_not_the_points(tmp_
     # Near miss: a finding on the include's own lines is the point's, under any MPM.
     static = dict(event, **README_WINNER)
     assert "P105" in {key[0] for key in lint.brought(static)}
+
+
+class _PoolAndLossRunner(_Runner):
+    """The no-switch session of 2026-11-28 12:55: the pool carries the gain,
+    MaxConnectionsPerChild costs a little (its ablation measured ×0.92), and
+    four other changes do nothing."""
+
+    def __call__(self, point):
+        from advisor.tuner.search.optimizer import TrialOutcome
+
+        self.points.append(dict(point))
+        rate = 1200.0 + next(self.jitter)
+        if point["MaxRequestWorkers"] != self.space.start["MaxRequestWorkers"]:
+            rate += 600.0
+        if point["MaxConnectionsPerChild"] != self.space.start["MaxConnectionsPerChild"]:
+            rate -= 150.0
+        return TrialOutcome(rate, True, "server CPU", {})
+
+
+def test_a_pruning_never_keeps_a_change_measured_as_a_loss_to_send_back_changes_within_noise(tmp_path):
+    """Two points of the rounds beat the start: the winner without the four
+    changes within noise (which keeps MaxConnectionsPerChild, a loss) and the
+    winner without MaxConnectionsPerChild (which keeps the four, and
+    measured higher). The second is recommended: the rounds showed the first
+    one's kept change costs throughput."""
+    from test_tune_core import load_stock
+
+    from advisor.tuner.search.space_lint import CandidateLint
+
+    cfg, space = load_stock(tmp_path)
+    session = _grouped_session(space, CandidateLint(cfg, space))
+    quiet = ["MinSpareServers", "MaxSpareServers", "KeepAliveTimeout", "MaxKeepAliveRequests"]
+    winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100,
+                  MaxConnectionsPerChild=231680, MinSpareServers=62, MaxSpareServers=119,
+                  KeepAliveTimeout=402, MaxKeepAliveRequests=207)
+    ablations = session._ablate(_PoolAndLossRunner(space, [], True), winner, _Journal(), [], together=quiet)
+    loss = ablations.effect_of("MaxConnectionsPerChild")
+    assert loss.members == ["MaxConnectionsPerChild"] and loss.verdict() == "a loss", loss
+    group = ablations.effect_of("KeepAliveTimeout")
+    assert len(group.members) == 4 and group.verdict() == "within noise"
+    assert ablations.effect_of("MaxRequestWorkers").beyond_noise
+    pruned, notes = session._drop_unearned(winner, ablations)
+    assert pruned == dict(winner, MaxConnectionsPerChild=space.start["MaxConnectionsPerChild"]), pruned
+    assert any(note.startswith("MaxConnectionsPerChild stays ") and "a loss" in note for note in notes), notes
+    gain = session._gain_from_rounds(pruned, ablations)
+    assert gain is not None and min(gain.winner) > 1700 > 1300 > max(gain.start)

@@ -306,3 +306,36 @@ def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_p
     assert after_search_record({RECORD_FIELD: {"runs": -5, "sessions": 2}}) == (0.0, 0)
     assert after_search_record({RECORD_FIELD: "x"}) == (0.0, 0)
     assert after_search_record({"after_search": {"runs": 40, "sessions": 2}}) == (0.0, 0)
+
+
+def test_a_session_of_short_probes_leaves_no_pace_for_a_session_of_default_ones(tmp_path, monkeypatch):
+    """The worst-practice session of 2026-11-28 13:00 planned 5 minutes and
+    took 18.5: its host had a record of 1-s probes without a warm-up (2 s a
+    probe). A record is read only by sessions whose probes are alike."""
+    from types import SimpleNamespace
+
+    from test_tune_core import load_stock
+
+    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
+                                            make_session_workload)
+    from advisor.tuner.session.pace import OWN, SEARCH, Pace, save
+
+    monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+    workload = make_session_workload("almeida-sessions", tmp_path)
+    _, space = load_stock(tmp_path)
+    target = SimpleNamespace(describe=lambda: {"kind": "sandbox"})
+
+    def session_with(probes: ProbeSettings) -> TuneSession:
+        session = TuneSession(target, tmp_path, workload, ObjectiveSpec(), probes, SessionSettings(tmp_path / "r"))
+        session._load_pace(space)
+        return session
+
+    short = session_with(ProbeSettings(duration_s=1.0, warmup_s=0.0))
+    short.pace.record(SEARCH, 3, 6.0)
+    short.pace.record(OWN, 3, 6.0)
+    save(short.pace_key, short.pace)
+    default = session_with(ProbeSettings())
+    assert default.pace_key != short.pace_key and default.pace.earlier == {}
+    # Near miss: a session with the same probes reads the record (and plans from its 2 s a probe).
+    again = session_with(ProbeSettings(duration_s=1.0, warmup_s=0.0))
+    assert again.pace.earlier["probe_s"]["all"] == 2.0

@@ -327,3 +327,17 @@ def test_the_evidence_point_applies_lints_fixes(debian, tmp_path):
     # A dimension the admin fixed is left alone.
     narrowed = narrow_from_file(space, space_file(tmp_path, '[EnableSendfile]\nvalue = "Off"\n'))
     assert narrowed.evidence_point()["EnableSendfile"] == "Off"
+
+
+def test_a_note_names_the_unlimited_top_as_httpds_0(debian):
+    """The search keeps "never recycle" as its top value; a note that a
+    change stays at the start must say 0, what the admin wrote (a README
+    session said "MaxConnectionsPerChild stays 1000000" of a config with 0)."""
+    from advisor.tuner.search.space import format_value
+
+    space = derive_space(debian, 300)
+    by_name = {d.name: d for d in space.dimensions}
+    for name in ("MaxConnectionsPerChild", "MaxKeepAliveRequests"):
+        top = by_name[name].high
+        assert format_value(name, top) == "0"
+        assert format_value(name, top - 1) == str(top - 1)

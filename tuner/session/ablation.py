@@ -96,6 +96,11 @@ class ChangeEffect:
             return True
         return self.low is not None and self.high is not None and self.low > 1.0
 
+    @property
+    def a_loss(self) -> bool:
+        """Measured worse with the change than without it, beyond noise."""
+        return not self.without_served_nothing and self.high is not None and self.high < 1.0
+
     def verdict(self) -> str:
         if self.without_served_nothing:
             return "a gain"

@@ -742,7 +742,7 @@ class TuneSession:
         described = self.target.describe()
         mpm = "any" if space.dimension("MPM") is not None else space.mpm
         self.pace_key = pace_key(described, self.workload.name, isinstance(described.get("tls"), dict),
-                                 self.objective.rtt_ms, mpm)
+                                 self.objective.rtt_ms, mpm, self.probes.duration_s, self.probes.warmup_s)
         self.pace = Pace(earlier=load_earlier(self.pace_key))
 
     def _probe_s(self) -> float:
@@ -1326,9 +1326,14 @@ class TuneSession:
         return point, notes
 
     def _measured_pruning(self, winner: dict[str, Value], ablations) -> tuple[dict[str, Value], list[str]] | None:
-        """With two or more changes within noise, the round's point that sends
-        back the most of them and still beat the start beyond noise in the
-        same rounds: (that point, the notes), or None.
+        """With two or more changes within noise (or a loss), the round's
+        point that sends back the most of them and still beat the start
+        beyond noise in the same rounds: (that point, the notes), or None. A
+        point that keeps a change measured as a loss comes last: the no-switch
+        session of 2026-11-28 12:55 kept MaxConnectionsPerChild 231,680
+        (×0.92, 95 % CI ×0.85 to ×0.99) to send back a group of four within
+        noise, where the round without it had measured higher than the
+        winner.
 
         Changes can stand in for one another: each within noise when
         reverted alone, while reverting all of them loses the gain. The
@@ -1370,10 +1375,11 @@ class TuneSession:
                 continue
             if gain.low is None or gain.low <= 1.0:
                 continue
-            options.append((len(effect.members), gain.low, effect, kept, point, gain))
+            keeps_no_loss = not any(other.a_loss for other in kept)
+            options.append((keeps_no_loss, len(effect.members), gain.low, effect, kept, point, gain))
         if not options:
             return None
-        _, _, effect, kept, point, gain = max(options, key=lambda option: option[:2])
+        *_, effect, kept, point, gain = max(options, key=lambda option: option[:3])
         together = len(effect.members) > 1
         notes = [f"{', '.join(effect.members)} {'stay' if together else 'stays'} {effect.start_value} (the search's "
                  f"best point had {effect.winner_value}): {'their' if together else 'its'} measured effect"
