@@ -39,7 +39,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The installed package, not this checkout's advisor/ put first on the path:
+# tuner/ is advisor.tuner only once installed, so a regular install run from
+# here failed on its first import (an editable one hid it).
 
 from advisor.config.load_options import LoadOptions  # noqa: E402
 from advisor.config.loader import load_config  # noqa: E402

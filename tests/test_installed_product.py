@@ -98,3 +98,23 @@ def test_staging_and_a_tune_plan_against_a_sandbox(installed_product, tmp_path):
         down = installed_product.run("staging", "down", "--workdir", str(workdir))
     assert down.returncode == 0, down.stderr
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+_BENCH_SCRIPTS = sorted(path.name for path in (REPO / "bench").glob("*.py") if "__main__" in path.read_text())
+
+
+@pytest.mark.parametrize("script", _BENCH_SCRIPTS)
+def test_each_bench_script_runs_against_the_regular_install(installed_product, script):
+    """bench/tune_bench.py put the checkout first on sys.path, where tuner/
+    is not advisor.tuner: from a regular install it died on its first
+    import (2026-11-28), and only an editable install, which maps tuner/,
+    ran it."""
+    import subprocess
+
+    from installed import product_environment
+
+    result = subprocess.run([str(installed_product.python), str(REPO / "bench" / script), "--help"],
+                            cwd=installed_product.workdir, capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL, env=product_environment())
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "usage:" in result.stdout.lower(), result.stdout[:500]
