@@ -310,7 +310,7 @@ def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_p
 
 def test_a_session_of_short_probes_leaves_no_pace_for_a_session_of_default_ones(tmp_path, monkeypatch):
     """The worst-practice session of 2026-11-28 13:00 planned 5 minutes and
-    took 18.5: its host had a record of 1-s probes without a warm-up (2 s a
+    took 18.6: its host had a record of 1-s probes without a warm-up (2 s a
     probe). A record is read only by sessions whose probes are alike."""
     from types import SimpleNamespace
 

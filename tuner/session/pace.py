@@ -157,7 +157,7 @@ def pace_key(target: Mapping[str, Any], workload: str, tls: bool, rtt_ms: float 
     """Host (this machine, or the SSH host), workload, transport, MPM and
     the probe's own length and warm-up: what a probe's cost depends on. (A
     session of 1-s probes without a warm-up left 2 s a probe on record, and
-    the next default session here planned 5 minutes for 18.5.)"""
+    the next default session here planned 5 minutes for 18.6.)"""
     host = target.get("host") or "local"
     warm = "steady" if warmup_s is None else f"{warmup_s:g}s"
     return (f"{host}|{workload}|{'https' if tls else 'http'}|rtt {rtt_ms or 0:g}|{mpm or '?'}"
