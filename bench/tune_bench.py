@@ -43,16 +43,16 @@ from pathlib import Path
 # tuner/ is advisor.tuner only once installed, so a regular install run from
 # here failed on its first import (an editable one hid it).
 
-from advisor.config.load_options import LoadOptions  # noqa: E402
-from advisor.config.loader import load_config  # noqa: E402
-from advisor.tuner.search.optimizer import SearchSettings, make_searcher, run_search  # noqa: E402
-from advisor.tuner.search.simulated import default_levels, grid  # noqa: E402
-from advisor.tuner.search.space import derive_space  # noqa: E402
-from advisor.tuner.search.space_lint import CandidateLint  # noqa: E402
-from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, TrialObjective, _key,  # noqa: E402
+from advisor.config.load_options import LoadOptions
+from advisor.config.loader import load_config
+from advisor.tuner.search.optimizer import SearchSettings, make_searcher, run_search
+from advisor.tuner.search.simulated import default_levels, grid
+from advisor.tuner.search.space import derive_space
+from advisor.tuner.search.space_lint import CandidateLint
+from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, TrialObjective, _key,
                                         make_session_workload)
-from advisor.tuner.staging.sandbox import Sandbox, find_httpd, find_modules_dir  # noqa: E402
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget  # noqa: E402
+from advisor.tuner.staging.sandbox import Sandbox, find_httpd, find_modules_dir
+from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
 
 # The worst practice. MaxConnectionsPerChild 100 and MaxRequestWorkers 8
 # lie below the space's guards (lint calls MaxConnectionsPerChild <= 1,000 an

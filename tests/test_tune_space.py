@@ -329,15 +329,18 @@ def test_the_evidence_point_applies_lints_fixes(debian, tmp_path):
     assert narrowed.evidence_point()["EnableSendfile"] == "Off"
 
 
-def test_a_note_names_the_unlimited_top_as_httpds_0(debian):
+def test_a_note_names_the_unlimited_top_as_httpds_0(debian, tmp_path):
     """The search keeps "never recycle" as its top value; a note that a
     change stays at the start must say 0, what the admin wrote (a README
     session said "MaxConnectionsPerChild stays 1000000" of a config with 0)."""
-    from advisor.tuner.search.space import format_value
-
     space = derive_space(debian, 300)
     by_name = {d.name: d for d in space.dimensions}
     for name in ("MaxConnectionsPerChild", "MaxKeepAliveRequests"):
         top = by_name[name].high
-        assert format_value(name, top) == "0"
-        assert format_value(name, top - 1) == str(top - 1)
+        assert space.value_text(name, top) == "0"
+        assert space.value_text(name, top - 1) == str(top - 1)
+    # Near miss: a --space file's narrower top is a number like any other, in
+    # the notes as in the directives (the dimension says so, not the name).
+    narrowed = narrow_from_file(space, space_file(tmp_path, "[MaxConnectionsPerChild]\nhigh = 50000\n"))
+    assert narrowed.value_text("MaxConnectionsPerChild", 50000) == "50000"
+    assert narrowed.settings(dict(narrowed.start, MaxConnectionsPerChild=50000))["MaxConnectionsPerChild"] == 50000

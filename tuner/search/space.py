@@ -49,9 +49,6 @@ ASYNC_FACTOR_GUARD = (1, 8)
 # At a million connections per child a child is recycled less than once an
 # hour at the rates a staging box sustains: no different from unlimited.
 MCPC_TOP = 1_000_000
-MKAR_TOP = 1000
-# The searched value that stands for httpd's 0 (no limit), by directive.
-UNLIMITED_TOPS = {"MaxConnectionsPerChild": MCPC_TOP, "MaxKeepAliveRequests": MKAR_TOP}
 
 # httpd 2.4's defaults for what the space reads when the config is silent.
 # (The MPM pool's own defaults live in advisor.rules._mpm.DEFAULTS.)
@@ -158,6 +155,15 @@ class Space:
     def dimension(self, name: str) -> Dimension | None:
         wanted = name.lower()
         return next((d for d in self.dimensions if d.name.lower() == wanted), None)
+
+    def value_text(self, name: str, value: Value) -> str:
+        """A searched value as httpd.conf writes it: a dimension's top that
+        stands for 0 (unlimited) is 0, what the admin wrote, whatever a
+        --space file narrowed the top to (format_value knows no dimension)."""
+        dim = self.dimension(name)
+        if dim is not None and dim.unlimited_at_top and value == dim.high:
+            return "0"
+        return format_value(name, value)
 
     @property
     def free(self) -> list[Dimension]:
@@ -407,8 +413,6 @@ def format_value(name: str, value: Value) -> str:
     if name == "KeepAliveTimeout":
         ms = int(value)
         return str(ms // 1000) if ms % 1000 == 0 else f"{ms}ms"
-    if UNLIMITED_TOPS.get(name) == value:
-        return "0"  # the top stands for httpd's 0 (unlimited): a note must name what the admin wrote
     return str(value)
 
 
@@ -577,7 +581,7 @@ def _common_dimensions(somaxconn: int) -> list[Dimension]:
              "100 ms: httpd 2.4 takes milliseconds, and below this even a fast client misses the window; "
              "15 s: Debian's own value, each idle second holds a prefork or worker thread (lint P104)",
              log=True, unit="ms"),
-        _int("MaxKeepAliveRequests", 10, MKAR_TOP,
+        _int("MaxKeepAliveRequests", 10, 1000,
              "10: throughput was still rising at 8 requests per connection (Arlitt & Williamson 2004, "
              "sec. 5.1.6); the top stands for 0 (unlimited)", log=True, unlimited_at_top=True),
         _choice("EnableSendfile", "send files from the page cache without a copy: what Hu, Nanda & Yang "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from advisor.tuner.search.optimizer import LOG_FLOOR, Observation
-from advisor.tuner.search.space import Space, Value, format_value
+from advisor.tuner.search.space import Space, Value
 
 if TYPE_CHECKING:
     from advisor.tuner.search.recommend import Recommendation
@@ -186,8 +186,8 @@ def sensitivities(surrogate: Surrogate | None, recommendation: Recommendation) -
         reverted = dict(winner)
         reverted[dim.name] = start[dim.name]
         ratio, low, high = surrogate.ratio(winner, reverted)
-        out.append(Sensitivity(dim.name, format_value(dim.name, start[dim.name]),
-                               format_value(dim.name, winner[dim.name]), ratio, low, high,
+        out.append(Sensitivity(dim.name, space.value_text(dim.name, start[dim.name]),
+                               space.value_text(dim.name, winner[dim.name]), ratio, low, high,
                                f"{surrogate.source}: the winner against the winner with this one "
                                "dimension at its start value"))
     return out

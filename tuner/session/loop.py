@@ -1072,7 +1072,6 @@ class TuneSession:
         rounds, each run journalled; runs an interrupted session journalled
         for the same points are taken from the journal. The changes in
         `together` (the model saw no effect of each) are reverted as one."""
-        from advisor.tuner.search.space import format_value
         from advisor.tuner.session.ablation import (GROUP_JOIN, MIN_ROUNDS, START, WINNER, ablation_order,
                                                     measure_effects, members, role_without, settled)
         from advisor.tuner.session.journal import GainRun
@@ -1110,8 +1109,8 @@ class TuneSession:
                                  "its effect is not measured on its own")
                 continue
             points[role_without(name)] = without
-            values[name] = (", ".join(format_value(m, winner[m]) for m in members(name)),
-                            ", ".join(format_value(m, written[m]) for m in members(name)))
+            values[name] = (", ".join(space.value_text(m, winner[m]) for m in members(name)),
+                            ", ".join(space.value_text(m, written[m]) for m in members(name)))
         if not values:
             return None
         # With a gain to measure, the start runs in every round too: the
@@ -1186,8 +1185,6 @@ class TuneSession:
         the reason (if the point stays free of lint errors): a group's gain
         says nothing of them, and the rounds then measure what is
         recommended."""
-        from advisor.tuner.search.space import format_value
-
         changed, alone, _ = self._single_slots(winner, together)
         if len(changed) < 2:
             return winner, []  # one change: the gain's replicates are its ablation
@@ -1202,8 +1199,8 @@ class TuneSession:
             candidate[name] = space.start[name]
             if self.lint is not None and self.lint.check(candidate).errors:
                 continue
-            note = (f"{name} stays {format_value(name, space.start[name])} (the search's best point had "
-                    f"{format_value(name, point[name])}): it is recommended only with an ablation of its own "
+            note = (f"{name} stays {space.value_text(name, space.start[name])} (the search's best point had "
+                    f"{space.value_text(name, point[name])}): it is recommended only with an ablation of its own "
                     f"({reason}, so a group's gain says nothing of it), "
                     f"and this session's {single_ablations(changed)} went to {', '.join(alone) or 'none'}")
             point = candidate
@@ -1396,8 +1393,6 @@ class TuneSession:
     def _drop_single_within_noise(self, winner: dict[str, Value], replicates) -> tuple[dict[str, Value], list[str]]:
         """With one change, the gain's replicates are its ablation: a change
         whose gain is within noise (or a loss) is not recommended."""
-        from advisor.tuner.search.space import format_value
-
         space = self.space
         changed = self._changed(winner)
         gain = _gain_not_beyond_noise(replicates) if len(changed) == 1 else None
@@ -1410,8 +1405,8 @@ class TuneSession:
             return winner, []
         interval = (f"95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}" if gain.low is not None and gain.high is not None
                     else "no finite 95 % interval")
-        return candidate, [f"{name} stays {format_value(name, space.as_written(space.start)[name])} (the search's best point had "
-                           f"{format_value(name, winner[name])}): it was the only change, and its measured gain "
+        return candidate, [f"{name} stays {space.value_text(name, space.as_written(space.start)[name])} (the search's best point had "
+                           f"{space.value_text(name, winner[name])}): it was the only change, and its measured gain "
                            f"×{gain.ratio:.3f} ({interval}) is not beyond noise"]
 
     def _keep_start_without_a_gain(self, winner: dict[str, Value],
@@ -1448,8 +1443,6 @@ class TuneSession:
         before the rounds leaves them to the gate after).
 
         Returns (point, {directive: suppression comment}, notes)."""
-        from advisor.tuner.search.space import format_value
-
         lint, space = self.lint, self.space
         if lint is None or space is None:
             return winner, {}, []
@@ -1483,8 +1476,8 @@ class TuneSession:
 
         def send_back(name: str, why: str) -> None:
             nonlocal point
-            notes.append(f"{name} stays {format_value(name, written[name])} (the search's best point had "
-                         f"{format_value(name, point[name])}): {why}")
+            notes.append(f"{name} stays {space.value_text(name, written[name])} (the search's best point had "
+                         f"{space.value_text(name, point[name])}): {why}")
             point = dict(point, **{name: space.start[name]})
 
         for _ in range(len(space.free) + 1):
@@ -2083,16 +2076,13 @@ def ram_workers(cfg, mpms: list[str], ram_bytes: int | None, docroot: str | None
 
 def point_text(space: Space, point: Mapping[str, Value]) -> str:
     """The dimensions where `point` differs from the start, as httpd.conf writes them."""
-    from advisor.tuner.search.space import format_value
-
     changed = []
     mpm = space.mpm_of(point)
     for d in space.free:
         value = point.get(d.name)
         if value is None or value == space.start.get(d.name) or mpm not in d.mpms:
             continue  # unchanged, or a directive the point's MPM does not have
-        shown = "0" if d.unlimited_at_top and value == d.high else format_value(d.name, value)
-        changed.append(f"{d.name} {shown}")
+        changed.append(f"{d.name} {space.value_text(d.name, value)}")
     return ", ".join(changed) if changed else "the starting config"
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from advisor.tuner.search.optimizer import Observation
 from advisor.tuner.search.recommend import FOLLOWS, FileDiff, Recommendation, diffs, recommend
-from advisor.tuner.search.space import Space, Value, format_value
+from advisor.tuner.search.space import Space, Value
 from advisor.tuner.search.surrogate import (MIN_TRIALS_FOR_SURROGATE, Curve, Sensitivity, Surrogate, curves,
                                             sensitivities)
 from advisor.tuner.session.gain import Gain, Replicates, measure_gain
@@ -397,7 +397,7 @@ def trial_rows(space: Space, observations: Sequence[Observation], winner: Mappin
         # A replicate can pull a point's mean down: the best is recomputed, not a running maximum.
         best = max((sum(v) / len(v) for v in values.values()), default=None)
         mpm = space.mpm_of(o.point)  # a directive of another MPM is not part of this point
-        changed = {d.name: format_value(d.name, o.point[d.name]) for d in space.free
+        changed = {d.name: space.value_text(d.name, o.point[d.name]) for d in space.free
                    if o.point.get(d.name) != space.start.get(d.name) and mpm in d.mpms}
         rows.append(TrialRow(o.trial, o.objective, best, o.verdict, o.replicate, o.valid, key == start_key,
                              key == winner_key, changed, o.elapsed_s,

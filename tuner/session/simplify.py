@@ -80,8 +80,6 @@ def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateL
     would have sent back are listed in `deferred` for the ablations that
     follow, and only the changes that cannot matter (inert, or ignored by
     the point's MPM) go back."""
-    from advisor.tuner.search.space import format_value
-
     start = space.start
     point = dict(winner)
     reverted: list[Reverted] = []
@@ -107,9 +105,9 @@ def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateL
         if lint is not None and lint.check(candidate).errors:
             continue
         if not judge_model and not _structural(name, point):
-            deferred.append(Reverted(name, format_value(name, point[name]), format_value(name, start[name]), why))
+            deferred.append(Reverted(name, space.value_text(name, point[name]), space.value_text(name, start[name]), why))
             continue
-        reverted.append(Reverted(name, format_value(name, point[name]), format_value(name, start[name]), why))
+        reverted.append(Reverted(name, space.value_text(name, point[name]), space.value_text(name, start[name]), why))
         point = candidate
         if lint is not None and judge_lint:
             warnings_now = lint.warnings(point)
