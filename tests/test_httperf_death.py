@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
+import threading
 
 import pytest
 
@@ -65,3 +67,40 @@ def test_near_miss_an_httperf_that_never_ran_is_still_an_error_not_an_invalid_tr
         httperf.finish(process, timeout=10)
     assert not isinstance(raised.value, httperf.HttperfDied)
     assert raised.value.message.startswith("httperf failed")
+
+
+def test_an_httperf_that_gives_up_its_run_at_a_failed_tls_handshake_is_the_clients_failure():
+    """httperf 0.9.0 exits (-1) at the first TLS handshake that fails, with no
+    report: one reset connection costs the whole run. A real httperf with
+    --ssl against a real socket that closes each connection it accepts."""
+    require("httperf")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def close_each() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted, _ = listener.accept()
+            except OSError:
+                continue
+            accepted.close()
+
+    closer = threading.Thread(target=close_each, daemon=True)
+    closer.start()
+    try:
+        process = subprocess.Popen(["httperf", "--ssl", "--server", "127.0.0.1", f"--port={port}",
+                                    "--num-conns=5", "--rate=10", "--timeout=2"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        with pytest.raises(httperf.HttperfDied) as raised:
+            httperf.finish(process, timeout=20)
+    finally:
+        stop.set()
+        closer.join()
+        listener.close()
+    assert process.returncode == 255
+    assert raised.value.message.startswith("httperf ended its run at a failed TLS handshake "
+                                           "(failed to connect to SSL server"), raised.value.message

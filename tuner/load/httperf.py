@@ -376,8 +376,12 @@ def ran(result: HttperfResult) -> bool:
 
 
 class HttperfDied(AdvisorError):
-    """httperf ended on a signal after it started the run, without its report:
-    the client failed, which says nothing of the server."""
+    """httperf ended on a signal, or gave up its whole run at one failed TLS
+    handshake, after it started the run and without its report: the client
+    failed, which says nothing of the server."""
+
+
+_TLS_ABORT = re.compile(r"failed to connect to SSL server \(err=-?\d+, reason=\d+\)")
 
 
 def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
@@ -401,6 +405,16 @@ def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
             except ValueError:
                 name = f"signal {-code}"
             raise HttperfDied(f"httperf died of {name} before its report",
+                              hint="a client failure: run the trial again")
+        handshake = _TLS_ABORT.search(out)
+        if handshake is not None:
+            # httperf 0.9.0 ends the whole run (exit(-1)) when one TLS
+            # handshake fails, where a browser would count one failed
+            # connection; its message goes to stderr before the command
+            # line its exit flushes (bench/tune_bench.py's worst-practice
+            # grid lost its run this way at 80 sessions/s).
+            raise HttperfDied(f"httperf ended its run at a failed TLS handshake ({handshake.group(0)}) "
+                              "before its report",
                               hint="a client failure: run the trial again")
         raise AdvisorError(f"httperf failed: {out.strip().splitlines()[-1] if out.strip() else 'no output'}",
                            hint="check the target host and port")
