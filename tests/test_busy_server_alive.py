@@ -36,26 +36,42 @@ def _hold(url: str, done: list) -> None:
         done.append(time.monotonic())
 
 
+def _hold_the_worker(target: SandboxTarget, count: int, hold_ms: int) -> tuple[list[threading.Thread], list[float]]:
+    slow = f"{target.base_url}/cgi-bin/sleep.cgi?ms={hold_ms}"
+    done: list[float] = []
+    holders = [threading.Thread(target=_hold, args=(slow, done)) for _ in range(count)]
+    for holder in holders:
+        holder.start()
+        time.sleep(0.1)
+    time.sleep(0.5)
+    return holders, done
+
+
+
+def _timed_check(target: SandboxTarget, holders: list[threading.Thread], **kwargs) -> tuple[float, AdvisorError | None]:
+    """Seconds check_alive took and the error it raised (None if none); then
+    the holders are let finish."""
+    t0 = time.monotonic()
+    error = None
+    try:
+        target.check_alive(**kwargs)
+    except AdvisorError as raised:
+        error = raised
+    seconds = time.monotonic() - t0
+    for holder in holders:
+        holder.join(timeout=40)
+    return seconds, error
+
 def test_a_busy_https_server_is_waited_for_and_a_stopped_one_fails_at_once():
     require("apache2")
     with SandboxRun(mpm="prefork", tls=True) as run:
         target = SandboxTarget(run.sandbox)
         with ManagedConfig(target) as managed:
             managed.apply(ONE_WORKER)
-            slow = f"{target.base_url}/cgi-bin/sleep.cgi?ms={HOLD_MS}"
-            done: list[float] = []
-            holders = [threading.Thread(target=_hold, args=(slow, done)) for _ in range(2)]
-            for holder in holders:
-                holder.start()
-                time.sleep(0.2)
-            time.sleep(0.5)
-            t0 = time.monotonic()
-            target.check_alive()
-            waited = time.monotonic() - t0
-            for holder in holders:
-                holder.join(timeout=30)
+            holders, done = _hold_the_worker(target, 2, HOLD_MS)
+            waited, error = _timed_check(target, holders)
         run.assert_stock_restored()
-        assert len(done) == 2
+        assert error is None and len(done) == 2
         # Its first handshake timed out (3 s): the check waited for a worker.
         assert 3.0 <= waited < 20.0, waited
         run.sandbox.down()
@@ -64,3 +80,29 @@ def test_a_busy_https_server_is_waited_for_and_a_stopped_one_fails_at_once():
             target.check_alive()
         assert time.monotonic() - t0 < 2.0
         assert "cannot connect" in raised.value.message
+
+
+def test_a_server_still_draining_its_queue_is_waited_for_past_the_busy_bound():
+    """tune_bench's worst-practice search (2026-11-28) called its server dead
+    20 s after a trial, while it was still working through a queue of TLS
+    handshakes. Here sixteen 1-s requests wait for one worker (about two a
+    second are served): the queue shrinks between the check's 3-s handshake
+    attempts, so it keeps waiting past its 2-s bound. The
+    near miss: a queue that does not move (one 12-s request ahead) fails at
+    the bound."""
+    require("apache2")
+    with SandboxRun(mpm="prefork", tls=True) as run:
+        target = SandboxTarget(run.sandbox)
+        with ManagedConfig(target) as managed:
+            managed.apply(ONE_WORKER)
+            holders, done = _hold_the_worker(target, 16, 1000)
+            draining, error = _timed_check(target, holders, busy_wait_s=2.0)
+            holders, _ = _hold_the_worker(target, 2, 12000)
+            stuck, raised = _timed_check(target, holders, busy_wait_s=2.0)
+        run.assert_stock_restored()
+    assert error is None and len(done) == 16
+    # Past the 2-s bound (its first handshake alone timed out at 3 s), and
+    # before the sixteen 1-s requests could have been served one at a time.
+    assert 3.0 <= draining < 16.0, draining
+    assert raised is not None and "no TLS handshake" in raised.message
+    assert stuck < 7.0, stuck

@@ -29,6 +29,11 @@ from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER, MANAGED_HEADER, San
 # serving the last trial's backlog) may take before it counts as gone: as
 # long as the runner waits for a server to drain (runner.QUIET_TIMEOUT_S).
 BUSY_SERVER_WAIT_S = 20.0
+# A server whose accept queue keeps shrinking is working through it, however
+# long that takes (thousands of queued TLS handshakes on half a core took
+# longer than BUSY_SERVER_WAIT_S after a worst-practice trial); it is waited
+# for while it drains, up to this bound.
+DRAINING_SERVER_MAX_S = 180.0
 
 
 # -- the interface -----------------------------------------------------------
@@ -238,9 +243,11 @@ class StagingTarget(ABC):
     def check_alive(self, busy_wait_s: float = BUSY_SERVER_WAIT_S) -> None:
         """A one-line error unless the server answers. A handshake that times
         out on a connection the server accepted is a server still working
-        through the last trial's backlog, not a dead one: it gets `busy_wait_s`
-        (a refused connection fails at once)."""
-        deadline = time.monotonic() + busy_wait_s
+        through the last trial's backlog, not a dead one: it gets `busy_wait_s`,
+        renewed each time its accept queue is found shorter than at the last
+        look, up to DRAINING_SERVER_MAX_S (a refused connection fails at once)."""
+        started = time.monotonic()
+        deadline = started + busy_wait_s
         if self.base_url.lower().startswith("https:"):
             # A plain-HTTP port behind an https URL fails here in one line, not as a TLS error mid-trial.
             from urllib.parse import urlsplit
@@ -248,12 +255,22 @@ class StagingTarget(ABC):
             from advisor.tuner.measure.tls_probe import TlsProbeTimeout, probe
 
             parts = urlsplit(self.base_url)
+            port = parts.port or 443
+            pid = self.server_pid()
+            waiting = self.accept_queue(pid, port)
             while True:
                 try:
-                    self.tls_info = probe(parts.hostname or "127.0.0.1", parts.port or 443, self.base_url)
+                    self.tls_info = probe(parts.hostname or "127.0.0.1", port, self.base_url)
                     break
                 except TlsProbeTimeout:
-                    if time.monotonic() >= deadline:
+                    now = time.monotonic()
+                    # (Each timed-out probe leaves its own connection in the
+                    # queue: a shorter queue is the server accepting faster.)
+                    before, waiting = waiting, self.accept_queue(pid, port)
+                    if (before is not None and waiting is not None and waiting < before
+                            and now - started < DRAINING_SERVER_MAX_S):
+                        deadline = max(deadline, now + busy_wait_s)
+                    if now >= deadline:
                         raise
         wait_healthy(self.health_url(), timeout=3.0, busy_timeout=deadline - time.monotonic())
 
