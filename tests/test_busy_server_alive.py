@@ -47,7 +47,6 @@ def _hold_the_worker(target: SandboxTarget, count: int, hold_ms: int) -> tuple[l
     return holders, done
 
 
-
 def _timed_check(target: SandboxTarget, holders: list[threading.Thread], **kwargs) -> tuple[float, AdvisorError | None]:
     """Seconds check_alive took and the error it raised (None if none); then
     the holders are let finish."""
@@ -61,6 +60,7 @@ def _timed_check(target: SandboxTarget, holders: list[threading.Thread], **kwarg
     for holder in holders:
         holder.join(timeout=40)
     return seconds, error
+
 
 def test_a_busy_https_server_is_waited_for_and_a_stopped_one_fails_at_once():
     require("apache2")
@@ -87,9 +87,8 @@ def test_a_server_still_draining_its_queue_is_waited_for_past_the_busy_bound():
     20 s after a trial, while it was still working through a queue of TLS
     handshakes. Here sixteen 1-s requests wait for one worker (about two a
     second are served): the queue shrinks between the check's 3-s handshake
-    attempts, so it keeps waiting past its 2-s bound. The
-    near miss: a queue that does not move (one 12-s request ahead) fails at
-    the bound."""
+    attempts, so it keeps waiting past its 2-s bound. The near miss: a queue
+    that does not move (one 12-s request ahead) fails at the bound."""
     require("apache2")
     with SandboxRun(mpm="prefork", tls=True) as run:
         target = SandboxTarget(run.sandbox)

@@ -34,6 +34,9 @@ BUSY_SERVER_WAIT_S = 20.0
 # longer than BUSY_SERVER_WAIT_S after a worst-practice trial); it is waited
 # for while it drains, up to this bound.
 DRAINING_SERVER_MAX_S = 180.0
+# How far apart the two looks at the accept queue are that tell a draining
+# server from a stuck one (longer than a remote target's cached reading).
+QUEUE_LOOK_APART_S = 1.0
 
 
 # -- the interface -----------------------------------------------------------
@@ -244,8 +247,9 @@ class StagingTarget(ABC):
         """A one-line error unless the server answers. A handshake that times
         out on a connection the server accepted is a server still working
         through the last trial's backlog, not a dead one: it gets `busy_wait_s`,
-        renewed each time its accept queue is found shorter than at the last
-        look, up to DRAINING_SERVER_MAX_S (a refused connection fails at once)."""
+        and `busy_wait_s` more each time that runs out while its accept queue
+        is still shrinking, up to DRAINING_SERVER_MAX_S (a refused connection
+        fails at once)."""
         started = time.monotonic()
         deadline = started + busy_wait_s
         if self.base_url.lower().startswith("https:"):
@@ -256,23 +260,30 @@ class StagingTarget(ABC):
 
             parts = urlsplit(self.base_url)
             port = parts.port or 443
-            pid = self.server_pid()
-            waiting = self.accept_queue(pid, port)
             while True:
                 try:
                     self.tls_info = probe(parts.hostname or "127.0.0.1", port, self.base_url)
                     break
                 except TlsProbeTimeout:
-                    now = time.monotonic()
-                    # (Each timed-out probe leaves its own connection in the
-                    # queue: a shorter queue is the server accepting faster.)
-                    before, waiting = waiting, self.accept_queue(pid, port)
-                    if (before is not None and waiting is not None and waiting < before
-                            and now - started < DRAINING_SERVER_MAX_S):
-                        deadline = max(deadline, now + busy_wait_s)
-                    if now >= deadline:
-                        raise
+                    if time.monotonic() < deadline:
+                        continue
+                    if time.monotonic() - started < DRAINING_SERVER_MAX_S and self._queue_shrinks(port):
+                        deadline = time.monotonic() + busy_wait_s
+                        continue
+                    raise
         wait_healthy(self.health_url(), timeout=3.0, busy_timeout=deadline - time.monotonic())
+
+    def _queue_shrinks(self, port: int) -> bool:
+        """Whether the server's accept queue is shorter a moment later: it is
+        accepting (read only once a wait has run out, never on the way of an
+        answering server)."""
+        pid = self.server_pid()
+        before = self.accept_queue(pid, port)
+        if not before:
+            return False
+        time.sleep(QUEUE_LOOK_APART_S)
+        after = self.accept_queue(pid, port)
+        return after is not None and after < before
 
     # What check_alive's TLS connection negotiated (advisor.tuner.measure.tls_probe.TlsInfo); None over HTTP.
     tls_info = None
