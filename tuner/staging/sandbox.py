@@ -545,6 +545,8 @@ class Sandbox:
         state = self.load_state()
         pid = self.running_pid()
         quota = self.cpu_quota()
+        if quota is not None:
+            quota.lift()
         stragglers = self._stop(pid, state, quota, timeout=timeout, grace=grace)
         if state is not None and state.php_fpm:
             from advisor.tuner.staging import phpfpm

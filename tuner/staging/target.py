@@ -61,6 +61,10 @@ class StagingTarget(ABC):
     # available): "ServerLimit 256 -> 4". Set by ManagedConfig; trials on a
     # server in that state are invalid.
     pending_restart: list[str] = []
+    # (server pid, children, monotonic time the count last changed, when this
+    # was seen) once ManagedConfig last let a reload settle: the next trial's
+    # quiet wait need not watch the same pool hold still a second time.
+    pool_settled: tuple[int | None, int, float, float] | None = None
 
     @property
     @abstractmethod
@@ -863,17 +867,21 @@ class ManagedConfig:
             raise
 
     def restore(self) -> None:
+        """Put the original back at the end of a run. The server is reloaded
+        and answers with it before this returns; the pool is not watched
+        settling, since no trial of this run follows (the next run's first
+        apply, or its quiet wait, waits for it)."""
         journal = self.read_journal()
         if journal is not None:
-            self._restore_from(journal)
+            self._restore_from(journal, settle=False)
 
-    def _restore_from(self, journal: Journal) -> None:
+    def _restore_from(self, journal: Journal, settle: bool = True) -> None:
         # The files first, so nothing is lost; the journal goes only after the
         # reload was tried, so a run killed in between restores again next time.
         try:
             for path, text in journal.files.items():
                 self.target.write_config_file(path, text)
-            self._change(journal.original, validate=False)
+            self._change(journal.original, validate=False, settle=settle)
         finally:
             if self.target.read_managed() == journal.original and all(
                     self.target.read_config_file(path) == text for path, text in journal.files.items()):
@@ -883,7 +891,7 @@ class ManagedConfig:
         pool = self.target.pool_config(claimed=False)
         return pool.restart_limits if pool is not None else {}
 
-    def _change(self, text: str | None, validate: bool) -> None:
+    def _change(self, text: str | None, validate: bool, settle: bool = True) -> None:
         """Write the managed include (None: remove it) and the instruments' share
         of the config that goes with it, then make the server run it."""
         self._in_effect = None  # apply() sets it once the server runs a candidate
@@ -891,9 +899,9 @@ class ManagedConfig:
         self.target.instrument()
         if validate:
             self.target.validate()
-        self._reload()
+        self._reload(settle)
 
-    def _reload(self) -> None:
+    def _reload(self, settle: bool = True) -> None:
         """Graceful restart, or a full one when a start-up-only limit changed.
 
         httpd keeps ServerLimit and ThreadLimit across a graceful restart
@@ -918,14 +926,16 @@ class ManagedConfig:
             self._running_mpm = configured
             self._mpm_unknown = False
             self.target.pending_restart = []
-            self._settle(set())
+            if settle:
+                self._settle(set())
             return
         self.target.pending_restart = changed
         before = self.target.generation()
-        old_children = self._children()
+        old_children = self._children() if settle else set()
         self.target.reload()
         self.target.wait_reloaded(before)
-        self._settle(old_children)
+        if settle:
+            self._settle(old_children)
 
     def _children(self) -> set[int]:
         return self.target.server_children()
@@ -951,3 +961,4 @@ class ManagedConfig:
             now = len(self._children())
             if now != count:
                 count, since = now, time.monotonic()
+        self.target.pool_settled = (self.target.server_pid(), count, since, time.monotonic())

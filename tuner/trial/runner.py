@@ -498,10 +498,26 @@ def client_limits(inputs: TrialInputs, result: httperf.HttperfResult, samples: l
     return limits
 
 
-# Per server pid: (children, when a child was last born), left
-# by the previous trial's child watcher, so a pool already at rest is not
-# watched for another maintenance cycle.
-_POOL_SEEN: dict[int, tuple[int, float]] = {}
+# Per server pid: (children, when a child was last born, when this was
+# seen), left by the previous trial's child watcher, so a pool already at
+# rest is not watched for another maintenance cycle.
+_POOL_SEEN: dict[int, tuple[int, float, float]] = {}
+
+
+def _last_seen_pool(target: StagingTarget, pid: int | None) -> tuple[int, float] | None:
+    """(children, when the count last grew) from whichever saw the pool
+    last: the previous trial's watcher or the settling of the reload that
+    applied this trial's config."""
+    if not pid:
+        return None
+    seen = [record for record in (_POOL_SEEN.get(pid),) if record is not None]
+    settled = target.pool_settled
+    if settled is not None and settled[0] == pid:
+        seen.append(settled[1:])
+    if not seen:
+        return None
+    children, since, _when = max(seen, key=lambda record: record[2])
+    return children, since
 
 
 def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float = QUIET_TIMEOUT_S,
@@ -525,9 +541,9 @@ def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float
     """
     t0 = time.monotonic()
     children, since = target.child_count(pid), t0
-    known = _POOL_SEEN.get(pid) if pid else None
+    known = _last_seen_pool(target, pid)
     if known is not None and children is not None and known[0] >= children:
-        since = known[1]  # not grown since the previous trial's watcher last saw it grow
+        since = known[1]  # not grown since it was last seen growing
     while time.monotonic() - t0 < timeout:
         queue = target.accept_queue(pid, port)
         busy_ok = True
@@ -702,7 +718,7 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         own_after = getattr(collector, "final_status_connections", None) if tls_info else None
         pool = collector.pool_state()
         if pid and pool is not None:
-            _POOL_SEEN[pid] = pool
+            _POOL_SEEN[pid] = (*pool, time.monotonic())
         if registry is not None and process in registry:
             registry.remove(process)
     lost = ""
