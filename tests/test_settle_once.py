@@ -21,9 +21,9 @@ from test_bench_support import SandboxRun, keepalive_header, require, require_cg
 
 pytestmark = [pytest.mark.httpd]
 
-
-def _children(pid: int) -> int:
-    return len(Path(f"/proc/{pid}/task/{pid}/children").read_text().split())
+# Where a cgroup's CPU limit is written, and what it reads without one, by version.
+LIMIT_FILE = {2: "cpu.max", 1: "cpu.cfs_quota_us"}
+UNLIMITED = {2: "max", 1: "-1"}
 
 
 def test_the_quiet_check_after_an_apply_does_not_wait_for_the_pool_a_second_time():
@@ -40,7 +40,7 @@ def test_the_quiet_check_after_an_apply_does_not_wait_for_the_pool_a_second_time
             assert waited < POOL_STEADY_S / 2, waited
             # A pool that grew since the settling is watched again.
             settled_pid, count, since, seen = target.pool_settled
-            target.pool_settled = (settled_pid, _children(pid) - 1, since, seen)
+            target.pool_settled = (settled_pid, target.child_count(pid) - 1, since, seen)
             waited, quiet = wait_quiet(target, pid, run.state.port)
             assert quiet and waited >= POOL_STEADY_S, waited
         run.assert_stock_restored()
@@ -91,6 +91,3 @@ def test_a_quota_is_lifted_before_the_server_is_stopped(monkeypatch):
     assert lifted == [(UNLIMITED[quota.version], True)], lifted
     assert not Path(quota.path).exists()  # removable only once every process of it is gone
 
-
-LIMIT_FILE = {2: "cpu.max", 1: "cpu.cfs_quota_us"}
-UNLIMITED = {2: "max", 1: "-1"}

@@ -510,14 +510,11 @@ def _last_seen_pool(target: StagingTarget, pid: int | None) -> tuple[int, float]
     applied this trial's config."""
     if not pid:
         return None
-    seen = [record for record in (_POOL_SEEN.get(pid),) if record is not None]
-    settled = target.pool_settled
-    if settled is not None and settled[0] == pid:
-        seen.append(settled[1:])
-    if not seen:
-        return None
-    children, since, _when = max(seen, key=lambda record: record[2])
-    return children, since
+    watched = _POOL_SEEN.get(pid)
+    settled = target.pool_settled[1:] if target.pool_settled and target.pool_settled[0] == pid else None
+    if watched is None or (settled is not None and settled[2] > watched[2]):
+        watched = settled
+    return watched[:2] if watched is not None else None
 
 
 def wait_quiet(target: StagingTarget, pid: int | None, port: int, timeout: float = QUIET_TIMEOUT_S,
