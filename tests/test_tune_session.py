@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -84,7 +83,12 @@ def interrupt_after_first_trial(run: SandboxRun, report: Path, how: signal.Signa
     try:
         assert wait_for(lambda: len(journal_lines(report)) >= 2 or process.poll() is not None, 90), "no trial completed"
         assert process.poll() is None, f"the session ended first: {process.stderr.read()}"
-        time.sleep(1.5)  # into the next trial: its candidate applied, its load running
+        # Into the next trial: its candidate applied, its load running. A
+        # fixed sleep of 1.5 s here once landed after the second trial (a
+        # second of load at 5/s) on a slow CI host, and the signal found the
+        # session already restoring at its end, which exits 0.
+        assert wait_for(lambda: bool(httperf_children(process)) or process.poll() is not None, 60, step=0.02), \
+            "the second trial never started its load"
         assert len(journal_lines(report)) < budget + 1, "the session ended before it could be interrupted"
         process.send_signal(how)
         process.wait(timeout=60)
