@@ -348,7 +348,11 @@ def test_json_report_template_writes_what_json_dumps_writes(items):
        st.lists(_FIELD, max_size=2))
 def test_sarif_result_template_writes_what_json_dumps_writes(items, notes):
     findings = [Finding(*item) for item in items]
-    rules = all_rules()
+    # The results are what this test varies; every rule's metadata (230 KB
+    # of SARIF, 80 ms an example) is written whole by the test below.
+    # Three rules still give the results rule indexes past the first.
+    by_code = rule_by_code()
+    rules = [by_code[code] for code in ("E401", "P101", "S509")]
     expected = json.dumps(sarif.build(findings, rules, notes), indent=2, ensure_ascii=False) + "\n"
     assert sarif.render(findings, rules, notes) == expected
 
