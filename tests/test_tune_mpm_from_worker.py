@@ -3,8 +3,8 @@
 The default search's first points are the start, the start with lint's
 fixes (the evidence point), then the evidence point under each other MPM,
 before the Latin-hypercube design (which does not stratify a categorical
-dimension): a budget of five tries prefork, worker and event whatever the
-seed. The candidate lint judges each point against the tree as the session
+dimension): a budget of four tries prefork, worker and event whatever the
+seed (three when the evidence point is the start). The candidate lint judges each point against the tree as the session
 first read it, not as the last switch left it on disk. Each trial's MPM is the
 one the server itself reported (mod_status ServerMPM), and the session ends
 on worker with its files as they were. No rate is asserted: 30
@@ -37,7 +37,7 @@ def test_a_worker_sandbox_session_tries_prefork_worker_and_event(tmp_path):
         files = {p: p.read_bytes() for p in (conf / "httpd.conf", conf / "site.conf")}
         with MpmWatch(run.state.status_url) as watch:
             result = cli("tune", "--workdir", str(run.dir), "--report", str(report), "--allow-mpm-switch",
-                         "--workload", "1k", "--budget", "5", *FIXED, check=False, timeout=CLI_TIMEOUT)
+                         "--workload", "1k", "--budget", "4", *FIXED, check=False, timeout=CLI_TIMEOUT)
         assert result.returncode == 0, result.stderr[-2000:]
         assert "MPM: worker | prefork | event" in result.stdout or "MPM: prefork | worker | event" in result.stdout
         assert check_trials_ran_their_mpm(report) == {"prefork", "worker", "event"}
