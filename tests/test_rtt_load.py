@@ -24,8 +24,13 @@ from advisor.tuner.load.roundtrips import RTT_ADDED, RTT_ON_LINK, client_time
 from test_bench_support import SandboxRun, require, two_cores
 
 RATE, CALLS, THINK_S, RTT_MS, DURATION_S = 20, 5, 0.1, 50.0, 4
+# The pool starts with more children than any of these loads holds (8 busy
+# near, 12 far), so no trial waits on prefork's parent adding them one a
+# second: a fresh-clone CI run on a slow host ended the 2-s warm-up with 9
+# children all busy, and the trial's pool check rightly called it invalid.
+POOL = ["--set", "StartServers 20", "--set", "MinSpareServers 20", "--set", "MaxSpareServers 40"]
 ARGS = ["--workload", "1k", "--think", str(THINK_S), "--num-calls", str(CALLS), "--rate", str(RATE),
-        "--duration", str(DURATION_S), "--warmup", "2", "--client-cpus", "1", "--slo-ms", "80"]
+        "--duration", str(DURATION_S), "--warmup", "2", "--client-cpus", "1", "--slo-ms", "80", *POOL]
 
 
 def _busy(trial: dict) -> float:
