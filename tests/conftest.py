@@ -151,11 +151,12 @@ def installed_product(built_wheel, tmp_path_factory):
 # had started meanwhile (up to a minute, for a tune session over ssh).
 _host_lock = None
 _held_host = None  # the exclusive hold kept across consecutive `load` tests
+_first_shared_test = True
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    global _host_lock, _held_host
+    global _host_lock, _held_host, _first_shared_test
     import exclusive
 
     if _host_lock is None:
@@ -168,6 +169,11 @@ def pytest_runtest_protocol(item, nextitem):
             yield
         return
     if not exclusive.needs_the_host(item):
+        if _first_shared_test:
+            _first_shared_test = False
+            # The session's items are what runs after -m and -k deselected.
+            if any(exclusive.needs_the_host(other) for other in item.session.items):
+                _host_lock.wait_for_the_load_block()
         with _host_lock.shared():
             yield
         return

@@ -24,6 +24,8 @@ from exclusive import HostLock, host_alone
 lock = HostLock(Path({directory!r}), "selftest", host_lock=Path({host!r}))
 kind, name, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
 held = {{"exclusive": lock.exclusive, "alone": lambda: host_alone(Path({host!r}))}}.get(kind, lock.shared)
+if kind == "first":  # a worker's first shared test in a run with `load` tests
+    lock.wait_for_the_load_block(timeout=2.0)
 with held():
     with open({log!r}, "a") as log:
         log.write(f"{{time.monotonic():.6f}} start {{name}}\\n")
@@ -79,6 +81,20 @@ def test_a_waiting_exclusive_holder_goes_before_later_shared_ones(tmp_path):
                                    ("shared", "c", 0.6, 0.2)])
     assert found["x"][0] >= found["a"][1]
     assert found["c"][0] >= found["x"][1]
+
+
+def test_a_workers_first_shared_test_lets_the_load_block_go_first(tmp_path):
+    # a is the first test of a worker and asks a moment before x, the first
+    # load test: without the grace it would take the host first and hold x
+    # back for its whole length (36 s in a CI run), here 1 s.
+    found = run_holders(tmp_path, [("first", "a", 0.0, 1.0), ("exclusive", "x", 0.3, 0.5)])
+    assert found["a"][0] >= found["x"][1]
+
+
+def test_the_grace_ends_by_itself_when_no_load_block_comes(tmp_path):
+    began = time.monotonic()
+    found = run_holders(tmp_path, [("first", "a", 0.0, 0.1)])
+    assert found["a"][0] - began < 2.0 + 1.5  # the 2-s grace, and a Python start
 
 
 def test_a_load_test_outside_xdist_waits_for_a_suites_load_test(tmp_path):
