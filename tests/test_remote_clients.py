@@ -124,12 +124,21 @@ def test_clients_start_when_the_tool_says_go(netns_topology):
 @pytest.mark.netns
 def test_interrupt_asks_each_command_to_report(netns_topology):
     group, connections = _group(netns_topology, ("local", "client2"))
-    # As httperf does on SIGINT: stop and print what it has.
-    command = ["python3", "-c", "import time\ntry:\n    time.sleep(43.5)\nexcept KeyboardInterrupt:\n"
-               "    print('reported after SIGINT')"]
+    # As httperf does on SIGINT: stop and print what it has. Each command marks the moment
+    # its handler is in place: a SIGINT that arrives while python3 still starts (0.5 s was
+    # not enough on a slow CI host) kills it in `import site`, which is not what is tested.
+    markers = netns_topology.work / "interrupt-markers"
+    markers.mkdir(mode=0o777, exist_ok=True)
+    markers.chmod(0o777)
+    program = ("import pathlib, sys, time\ntry:\n    pathlib.Path(sys.argv[1]).touch()\n    time.sleep(43.5)\n"
+               "except KeyboardInterrupt:\n    print('reported after SIGINT')")
+    commands = [["python3", "-c", program, str(markers / f"ready-{i}")] for i in range(2)]
     try:
-        group.start([command, command])
-        time.sleep(0.5)
+        group.start(commands)
+        deadline = time.monotonic() + 30.0
+        while not all((markers / f"ready-{i}").exists() for i in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all((markers / f"ready-{i}").exists() for i in range(2)), "a command did not start within 30 s"
         group.interrupt()
         outputs = group.finish(timeout=10)
     finally:

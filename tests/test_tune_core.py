@@ -182,6 +182,22 @@ def test_an_invalid_trial_is_retried_once_then_stops_with_advice(stock_space):
     assert "more client cores" in result.advice
 
 
+def test_the_stop_names_the_invalid_trials_reason_and_advice_that_fits_it(stock_space):
+    short = "the pool held 58 workers in 2 of 2 seconds it was full, not the 64 the server should run: " \
+            "the pool had not grown to its limit"
+    pool_short = lambda point: TrialOutcome(0.0, False, "keep-alive holding workers",  # noqa: E731
+                                            {"invalid_reasons": [short]})
+    result = run_search(make_searcher("random", stock_space, settings(budget=4)), pool_short)
+    assert result.stop_reason == f"trial 1 was invalid twice (keep-alive holding workers: {short})"
+    assert "StartServers" in result.advice and "disturbed" not in result.advice
+
+    busy = "other programs used 40 % of the server's cores on average"
+    disturbed = lambda point: TrialOutcome(0.0, False, "server CPU", {"invalid_reasons": [busy]})  # noqa: E731
+    result = run_search(make_searcher("random", stock_space, settings(budget=4)), disturbed)
+    assert result.stop_reason.endswith(f"(server CPU: {busy})")
+    assert result.advice.startswith("the trial was disturbed twice")
+
+
 def test_points_lint_refuses_are_never_tried(stock_space):
     tried = []
 

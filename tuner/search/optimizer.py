@@ -443,6 +443,28 @@ ADVICE = {
 }
 DEFAULT_ADVICE = ("the trial was disturbed twice: stop other programs on the server's and client's cores, "
                   "or cap the server with --cpu-quota so the client keeps up")
+SHORT_POOL_ADVICE = ("the server ran fewer workers than the candidate claims: start the pool nearer its limit "
+                     "(StartServers, MinSpareServers) or give each trial a longer warm-up (--warmup 10)")
+# What an invalid trial's first reason names, and what to do about it.
+REASON_ADVICE = (
+    ("previous generation", "workers of the previous generation still held the pool's slots after the reload: "
+                            "give slow requests less time on staging (Timeout, GracefulShutdownTimeout) "
+                            "or run the session again"),
+    ("the pool held", SHORT_POOL_ADVICE),
+    ("pool was still growing", SHORT_POOL_ADVICE),
+    ("start-up limits", "restart the staging server with the candidate in place, then run the session again"),
+    ("closed connections", "the server closes connections before the workload's calls are done: "
+                           "lower the calls per connection or raise MaxKeepAliveRequests in the space"),
+)
+
+
+def advice_for(reasons: list[str]) -> str:
+    """The advice for an invalid trial, from the first of its reasons that names a cause."""
+    for reason in reasons:
+        for marker, advice in REASON_ADVICE:
+            if marker in reason:
+                return advice
+    return DEFAULT_ADVICE
 
 
 def run_search(searcher: Searcher, objective: Objective, *, check: Callable[[Point], list[str]] | None = None,
@@ -500,8 +522,10 @@ def run_search(searcher: Searcher, objective: Objective, *, check: Callable[[Poi
         if on_trial is not None:
             on_trial(obs)
         if not outcome.valid:
-            stop_reason = f"trial {obs.trial} was invalid twice ({outcome.verdict})"
-            advice = ADVICE.get(outcome.verdict, DEFAULT_ADVICE)
+            reasons = [str(r) for r in (outcome.details or {}).get("invalid_reasons") or []]
+            stop_reason = f"trial {obs.trial} was invalid twice ({outcome.verdict}" + (
+                f": {reasons[0]})" if reasons else ")")
+            advice = ADVICE.get(outcome.verdict) or advice_for(reasons)
             break
         searcher.tell(point, outcome.objective, origin=origin)
     best = searcher.incumbent()

@@ -1897,7 +1897,12 @@ class TrialObjective:
             result = run_trial(self.target, with_rate(base, float(objective.rate)), **self._kwargs())
             result.attempt = attempt
             self.events.probe(result)
-            if not self._disturbed(result):
+            # A pool short of its limit is a transient the run itself ends (the
+            # parent forks while the load waits), as knee_search's
+            # retry_short_pool says: the next run meets the grown pool. Without
+            # the rerun the search ran the same short pool again and stopped
+            # (CI of 2026-11-29: "trial 1 was invalid twice").
+            if not self._disturbed(result) and not result.short_capacity_reasons:
                 break
         reasons = list(result.invalid_reasons)
         if self._disturbed(result):
