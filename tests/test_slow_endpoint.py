@@ -49,26 +49,31 @@ def _probes(knee) -> str:
 @pytest.mark.load
 @pytest.mark.httpd
 def test_a_200_ms_endpoint_peaks_at_the_pool_over_the_service_time():
-    """16 workers: near 16 / 0.2 s = 80 replies/s. 64 workers: near four
+    """8 workers: near 8 / 0.2 s = 40 replies/s. 32 workers: near four
     times that, or wherever the CGIs' CPU runs out first. httperf's own rate
     over a 2 s probe reads 9 % short at any load (its test time ends with
-    the last replies' 200 ms): were that read as overload, no rate would pass."""
+    the last replies' 200 ms): were that read as overload, no rate would pass.
+
+    The pools are small enough that the small one stays far below the CPU's
+    limit on a slow host: with 16 and 64 workers a CI host whose core ran
+    the CGIs out at 103 replies/s measured 71 and 103, under the 1.5x
+    asserted, though the larger pool did all the CPU let it."""
     require("apache2", "httperf")
     two_cores()
     with SandboxRun(mpm="prefork") as run:
-        small = _knee(run, 16, start=40, top=160)
-        large = _knee(run, 64, start=160, top=640)
-    print(f"\n16 workers: peak {small.peak_reply_rate}, {_probes(small)}"
-          f"\n64 workers: peak {large.peak_reply_rate}, {_probes(large)}")
+        small = _knee(run, 8, start=20, top=80)
+        large = _knee(run, 32, start=80, top=320)
+    print(f"\n8 workers: peak {small.peak_reply_rate}, {_probes(small)}"
+          f"\n32 workers: peak {large.peak_reply_rate}, {_probes(large)}")
     assert small.peak_reply_rate is not None, _probes(small)
-    assert 0.8 * 80 <= small.peak_reply_rate <= 1.1 * 80, _probes(small)
+    assert 0.8 * 40 <= small.peak_reply_rate <= 1.1 * 40, _probes(small)
     assert large.peak_reply_rate is not None and large.peak_reply_rate >= 1.5 * small.peak_reply_rate, _probes(large)
     # At the CPU: a probe above the peak saw the server's CPU saturate, first
     # or as the consequence of a pool whose replies the full CPU stretched.
     above = [p for p in large.probes if not p.meets_slo and p.inputs.rate > large.peak_rate]
     at_the_cpu = any(p.verdict.label == "server CPU"
                      or any(c["label"] == "server CPU" for c in p.verdict.consequences) for p in above)
-    assert large.peak_reply_rate >= 0.75 * 320 or at_the_cpu, _probes(large)
+    assert large.peak_reply_rate >= 0.75 * 160 or at_the_cpu, _probes(large)
     # Every passing probe's requests were answered, and in time.
     for probe in small.probes + large.probes:
         if probe.meets_slo:
