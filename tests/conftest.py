@@ -217,17 +217,26 @@ def pytest_collection_modifyitems(config, items):
 
 
 # Where a run's wall time goes (issue 25): with ADVISOR_TEST_TIMELINE=FILE,
-# each test appends "worker start end nodeid" (wall-clock seconds)
-# when it ends, so idle workers and the exclusive block's waits can be read
-# off one CI run. junit's per-test times say how long, not when.
-_timeline_started: dict[str, float] = {}
+# each test appends "worker start end cpu nodeid" (wall-clock seconds; cpu:
+# the seconds of CPU the worker and the child processes it waited for used)
+# when it ends, so idle workers, the exclusive block's waits and the tests
+# that load a run's shared cores can be read off one CI run. junit's per-test
+# times say how long, not when, nor at what cost to the tests beside it.
+_timeline_started: dict[str, tuple[float, float]] = {}
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def pytest_runtest_logstart(nodeid, location):
     if os.environ.get("ADVISOR_TEST_TIMELINE"):
         import time
 
-        _timeline_started[nodeid] = time.time()
+        _timeline_started[nodeid] = (time.time(), _cpu_seconds())
 
 
 def pytest_runtest_logfinish(nodeid, location):
@@ -237,5 +246,6 @@ def pytest_runtest_logfinish(nodeid, location):
     import time
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    started, cpu = _timeline_started.pop(nodeid)
     with open(path, "a") as out:  # one short line per write: appends from several workers stay whole
-        out.write(f"{worker} {_timeline_started.pop(nodeid):.2f} {time.time():.2f} {nodeid}\n")
+        out.write(f"{worker} {started:.2f} {time.time():.2f} {_cpu_seconds() - cpu:.2f} {nodeid}\n")

@@ -200,7 +200,7 @@ def test_sigterm_mid_session_restores_like_ctrl_c(tmp_path):
     report = tmp_path / "session"
     with SandboxRun(mpm="prefork") as run:
         process, before = interrupt_after_first_trial(run, report, signal.SIGTERM, budget=2)
-        assert process.returncode == 130
+        assert process.returncode == 130, process.stdout.read()[-2000:] + process.stderr.read()[-2000:]
         run.assert_stock_restored()
         assert len(before) >= 2 and journal_lines(report) == before
 

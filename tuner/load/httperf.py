@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -274,6 +275,23 @@ def _death_signal_setter():
     return set_death_signal
 
 
+def _with_death_signal(argv: list[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """The command line and preexec_fn that give httperf its parent-death signal.
+
+    util-linux's setpriv sets it in the child, which keeps it across the exec
+    into httperf. A preexec_fn is the fallback where setpriv is missing: with
+    one, Popen runs the interpreter's at-fork callbacks in this process, and
+    an exception a signal handler raises inside them is printed and dropped
+    ("Exception ignored in _releaseLock"). A SIGTERM that came as httperf
+    started was lost that way, and the tune session it should have ended
+    ran to its end and exited 0 (1 in 12 runs on a busy host).
+    """
+    setpriv = shutil.which("setpriv")
+    if setpriv:
+        return [setpriv, "--pdeathsig", "KILL", "--", *argv], None
+    return argv, _death_signal_setter()
+
+
 def start(spec: HttperfSpec, record: Path | None = None) -> subprocess.Popen:
     """Start httperf; the caller collects metrics while it runs and calls finish().
 
@@ -284,9 +302,10 @@ def start(spec: HttperfSpec, record: Path | None = None) -> subprocess.Popen:
     before it touches the server, so no trial is measured under a dead
     run's load.
     """
+    argv, preexec = _with_death_signal(spec.argv())
     try:
-        process = subprocess.Popen(spec.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   start_new_session=True, preexec_fn=_death_signal_setter())
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True, preexec_fn=preexec)
     except FileNotFoundError as exc:
         raise AdvisorError(f"cannot run httperf: {exc.filename}", hint=HTTPERF_NOT_FOUND_HINT) from None
     if record is not None:

@@ -508,6 +508,7 @@ class PointRefused(Exception):
 class TuneSession:
     _surrogate = None  # the model of the trials, once _simplify fitted it; it ranks the single ablations
     planned_s: float | None = None  # the plan's estimate, for the report beside the time taken
+    signalled: int | None = None  # the Ctrl-C or SIGTERM that came while the session held the target
 
     def __init__(self, target, work_dir: Path | None, workload: SessionWorkload, objective: ObjectiveSpec,
                  probes: ProbeSettings, settings: SessionSettings, events: SessionEvents | None = None) -> None:
@@ -552,16 +553,21 @@ class TuneSession:
         from advisor.tuner.staging.target import ManagedConfig
 
         previous = signal.getsignal(signal.SIGTERM)
+        previous_int = signal.getsignal(signal.SIGINT)
+        self.signalled = None
 
-        def on_sigterm(signum, frame):
+        def on_interrupt(signum, frame):
+            self.signalled = signum
             raise KeyboardInterrupt
 
-        signal.signal(signal.SIGTERM, on_sigterm)
+        signal.signal(signal.SIGTERM, on_interrupt)
+        signal.signal(signal.SIGINT, on_interrupt)
         managed = ManagedConfig(self.target)
         try:
             managed.__enter__()
         except BaseException:
             signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
             raise
         self.managed = managed
         if managed.stray_load:
@@ -573,20 +579,31 @@ class TuneSession:
         failed = False
         try:
             yield self
+            self.raise_if_signalled()
         except BaseException:
             failed = True
             raise
         finally:
             # Nothing may interrupt the restore: a second Ctrl-C or SIGTERM is ignored meanwhile.
-            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             try:
                 self._end_load()
                 self._restore(managed, quiet=failed)
             finally:
                 self.managed = None
-                signal.signal(signal.SIGINT, old_int)
+                signal.signal(signal.SIGINT, previous_int)
                 signal.signal(signal.SIGTERM, previous)
+
+    def raise_if_signalled(self) -> None:
+        """End the session for a Ctrl-C or SIGTERM whose KeyboardInterrupt was lost.
+
+        Python prints and drops an exception raised where it cannot propagate
+        (an at-fork callback, a finalizer), and a signal handled there would
+        otherwise let the session run on to its end and exit 0. Checked after
+        each trial and when the session's work ends."""
+        if self.signalled is not None:
+            raise KeyboardInterrupt
 
     def _end_load(self) -> None:
         for process in list(self.registry):
@@ -975,6 +992,7 @@ class TuneSession:
         def record(obs: Observation) -> None:
             nonlocal refused_in_row
             journal.append(obs)
+            self.raise_if_signalled()
             observations.append(obs)
             runner.learn(obs)
             refused_in_row = refused_in_row + 1 if obs.verdict == REFUSED else 0
