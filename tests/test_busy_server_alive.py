@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -36,6 +37,19 @@ def _hold(url: str, done: list) -> None:
         done.append(time.monotonic())
 
 
+def _connections_to(port: int | None) -> int:
+    """Established connections to the server's port, accepted or waiting for accept()."""
+    count = 0
+    for name in ("tcp", "tcp6"):
+        with open(f"/proc/net/{name}") as table:
+            next(table)
+            for line in table:
+                fields = line.split()
+                if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    count += 1
+    return count
+
+
 def _hold_the_worker(target: SandboxTarget, count: int, hold_ms: int) -> tuple[list[threading.Thread], list[float]]:
     slow = f"{target.base_url}/cgi-bin/sleep.cgi?ms={hold_ms}"
     done: list[float] = []
@@ -43,7 +57,17 @@ def _hold_the_worker(target: SandboxTarget, count: int, hold_ms: int) -> tuple[l
     for holder in holders:
         holder.start()
         time.sleep(0.1)
-    time.sleep(0.5)
+    # The check must meet every worker held: on a host busy with other tests
+    # a fixed half second was not always enough for the holders to connect,
+    # and the check's own handshake got a worker first. (The sandbox runs one
+    # worker more than ONE_WORKER says, for the status collector.)
+    port = urlsplit(target.base_url).port
+    wanted = min(count, 6)
+    deadline = time.monotonic() + 10.0
+    while _connections_to(port) < wanted and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _connections_to(port) >= wanted, "the holders did not connect in 10 s"
+    time.sleep(0.2)  # their requests sent behind the handshakes
     return holders, done
 
 
