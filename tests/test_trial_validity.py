@@ -57,3 +57,22 @@ def test_a_probe_whose_httperf_died_never_passes_and_is_worth_another_attempt():
     assert worth_another_attempt(died)
     # Near miss: the same failure with a live client is a plain result.
     assert not worth_another_attempt(probe(0, label="none"))
+
+
+def test_a_miss_the_round_trips_alone_explain_is_not_run_again_even_when_disturbed():
+    """Other programs can only take capacity away: a probe whose added round
+    trips alone take the SLO's reply time fails at any rate and any calm."""
+    from advisor.tuner.measure.metrics import Sample
+    from advisor.tuner.trial.runner import worth_another_attempt
+
+    def disturbed(evidence: dict) -> TrialResult:
+        result = probe(300, label="none", reply_ms=150.0)
+        result.verdict = Verdict("none", evidence)
+        result.samples = [Sample(t=0.0), Sample(t=1.0, httperf_cpu_pct=30.0), Sample(t=2.0)]
+        return result
+
+    floor = disturbed({"miss_cause": {"cause": "round trips", "round_trip_ms_per_reply": 150.0}})
+    assert floor.interference["disturbed"] and not floor.meets_slo
+    assert not worth_another_attempt(floor)
+    # Near miss: the same disturbed miss with no such cause may be the disturbance's doing.
+    assert worth_another_attempt(disturbed({}))

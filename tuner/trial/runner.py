@@ -1262,6 +1262,11 @@ def worth_another_attempt(result: TrialResult, retry_short_pool: bool = False) -
     """Whether a failed probe may have measured something other than the config."""
     if result.client_failed:
         return True  # httperf died mid-run: the server was not measured at all
+    if misses_at_any_rate(result):
+        # The round trips alone take the SLO's time: other programs can only
+        # take capacity away, and no rerun gives the time back (a CI run spent
+        # a second probe on it, then stopped for the same cause).
+        return False
     if result.interference["disturbed"] and result.verdict.label in RETRY_LABELS:
         return True
     return retry_short_pool and bool(result.short_capacity_reasons)
