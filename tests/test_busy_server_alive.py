@@ -15,13 +15,14 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+import psutil
 import pytest
 import requests
 import urllib3
 
 from advisor.errors import AdvisorError
 from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
-from test_bench_support import SandboxRun, require
+from test_bench_support import SandboxRun, require, wait_for
 
 pytestmark = [pytest.mark.httpd]
 
@@ -39,15 +40,8 @@ def _hold(url: str, done: list) -> None:
 
 def _connections_to(port: int | None) -> int:
     """Established connections to the server's port, accepted or waiting for accept()."""
-    count = 0
-    for name in ("tcp", "tcp6"):
-        with open(f"/proc/net/{name}") as table:
-            next(table)
-            for line in table:
-                fields = line.split()
-                if fields[3] == "01" and int(fields[1].rsplit(":", 1)[1], 16) == port:
-                    count += 1
-    return count
+    return sum(1 for c in psutil.net_connections("tcp")
+               if c.status == psutil.CONN_ESTABLISHED and c.laddr and c.laddr.port == port)
 
 
 def _hold_the_worker(target: SandboxTarget, count: int, hold_ms: int) -> tuple[list[threading.Thread], list[float]]:
@@ -63,10 +57,7 @@ def _hold_the_worker(target: SandboxTarget, count: int, hold_ms: int) -> tuple[l
     # worker more than ONE_WORKER says, for the status collector.)
     port = urlsplit(target.base_url).port
     wanted = min(count, 6)
-    deadline = time.monotonic() + 10.0
-    while _connections_to(port) < wanted and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _connections_to(port) >= wanted, "the holders did not connect in 10 s"
+    assert wait_for(lambda: _connections_to(port) >= wanted, 10.0, step=0.05), "the holders did not connect in 10 s"
     time.sleep(0.2)  # their requests sent behind the handshakes
     return holders, done
 

@@ -18,6 +18,7 @@ from advisor.errors import UsageError
 from advisor.tuner.load.httperf import HttperfSpec, parse
 from advisor.tuner.load.remote_clients import ClientGroup, LoadClient, merge, parse_clients, share
 from advisor.tuner.transport.ssh import HostSpec, SshConnection
+from test_bench_support import wait_for
 
 
 def test_clients_are_this_machine_unless_named():
@@ -135,10 +136,8 @@ def test_interrupt_asks_each_command_to_report(netns_topology):
     commands = [["python3", "-c", program, str(markers / f"ready-{i}")] for i in range(2)]
     try:
         group.start(commands)
-        deadline = time.monotonic() + 30.0
-        while not all((markers / f"ready-{i}").exists() for i in range(2)) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert all((markers / f"ready-{i}").exists() for i in range(2)), "a command did not start within 30 s"
+        assert wait_for(lambda: all((markers / f"ready-{i}").exists() for i in range(2)), 30.0, step=0.05), \
+            "a command did not start within 30 s"
         group.interrupt()
         outputs = group.finish(timeout=10)
     finally:
@@ -155,22 +154,12 @@ def _alive(pattern: str) -> bool:
     return subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0
 
 
-def _alive_within(pattern: str, seconds: float) -> bool:
-    """Whether the command shows up within `seconds` (a slow host takes longer than a fixed pause)."""
-    deadline = time.monotonic() + seconds
-    while not _alive(pattern):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 @pytest.mark.netns
 def test_stop_and_a_dead_tool_end_every_client(netns_topology):
     group, connections = _group(netns_topology, ("local", "client1"))
     try:
         group.start([["sleep", "41.5"], ["sleep", "41.5"]])
-        assert _alive_within("sleep 41.5", 10.0)
+        assert wait_for(lambda: _alive("sleep 41.5"), 10.0, step=0.05)
         t0 = time.monotonic()
         group.stop()
         assert time.monotonic() - t0 < 6
@@ -179,7 +168,7 @@ def test_stop_and_a_dead_tool_end_every_client(netns_topology):
         # The tool's side of a remote client dies (kill -9): the host ends the command.
         other, _ = _group(netns_topology, ("client2",))
         other.start([["sleep", "42.5"]])
-        assert _alive_within("sleep 42.5", 10.0)
+        assert wait_for(lambda: _alive("sleep 42.5"), 10.0, step=0.05)
         os.kill(other.processes[0].pid, signal.SIGKILL)
         deadline = time.monotonic() + 8
         while _alive("sleep 42.5") and time.monotonic() < deadline:
