@@ -40,7 +40,7 @@ def tune(run: SandboxRun, report: Path, *args: str, check: bool = True) -> subpr
 def start_tune(run: SandboxRun, report: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "advisor", "tune", "--workdir", str(run.dir), "--report",
                              str(report), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=dict(os.environ, COLUMNS="200"))
+                            env=dict(os.environ, COLUMNS="200", PYTHONFAULTHANDLER="1"))
 
 
 def httperf_children(process: subprocess.Popen) -> list[int]:
@@ -91,7 +91,15 @@ def interrupt_after_first_trial(run: SandboxRun, report: Path, how: signal.Signa
             "the second trial never started its load"
         assert len(journal_lines(report)) < budget + 1, "the session ended before it could be interrupted"
         process.send_signal(how)
-        process.wait(timeout=60)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            # A session that outlives its signal by a minute is stuck: its
+            # threads' stacks (faulthandler, enabled below) say where.
+            process.send_signal(signal.SIGABRT)
+            _out, err = process.communicate(timeout=30)
+            raise AssertionError(f"the session did not end within 60 s of {how.name}; its stacks:\n"
+                                 f"{err[-6000:]}") from None
     finally:
         if process.poll() is None:
             process.kill()
