@@ -95,7 +95,7 @@ def interrupt_after_first_trial(run: SandboxRun, report: Path, how: signal.Signa
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             # A session that outlives its signal by a minute is stuck: its
-            # threads' stacks (faulthandler, enabled below) say where.
+            # threads' stacks (faulthandler, enabled by start_tune) say where.
             process.send_signal(signal.SIGABRT)
             _out, err = process.communicate(timeout=30)
             raise AssertionError(f"the session did not end within 60 s of {how.name}; its stacks:\n"
