@@ -248,11 +248,13 @@ def test_lint_is_linear_on_the_2000_vhost_bench_tree(tmp_path):
     config.effective  # built by the loader, not timed here
     rules = all_rules()
     facts = HostFacts(config.apache_version, config.mpm)
-    start = time.perf_counter()
+    # CPU time of this process, not wall time: in CI five other workers share
+    # the two cores, and a fresh-clone run measured 2.24 s of wall time here.
+    start = time.process_time()
     result = lint_config(config, facts, rules, known_codes={r.code for r in rules})
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     # ~0.1 s on the reference machine; a quadratic rule takes tens of seconds.
-    assert elapsed < 2.0, f"lint engine took {elapsed:.2f} s on 2,000 vhosts"
+    assert elapsed < 2.0, f"lint engine took {elapsed:.2f} s of CPU on 2,000 vhosts"
     assert all(f.code not in ("E401", "E402", "E406") for f in result.findings)
 
 

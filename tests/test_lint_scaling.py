@@ -141,7 +141,10 @@ def test_each_extra_host_costs_the_lint_less_than_reading_it(tmp_path, shape):
     each) add to the engine and to the four formatters, against what they
     add to reading. Before issue 29 the formatters' share was over 4 times
     the reading's (relpath and rich's text per finding, the JSON and SARIF
-    writers walking every result key by key); now it is under 1.5."""
+    writers walking every result key by key). Now it measures 0.9 to 1.7 on
+    a calm host, and up to 2.6 with five other workers on the two cores
+    (contention slows the string-building formatters more than reading):
+    the limit of 3 passes that and still fails the old code by a third."""
     small = _Linted(generate(tmp_path / "small", 500, shape=shape))
     large = _Linted(generate(tmp_path / "large", 2000, shape=shape))
     small_parts: dict[str, float] = {}
@@ -154,7 +157,7 @@ def test_each_extra_host_costs_the_lint_less_than_reading_it(tmp_path, shape):
     extra = {name: large_parts[name] - small_parts[name] for name in large_parts}
     assert extra["reading"] > 0
     shares = {name: extra[name] / extra["reading"] for name in ("engine", "formatters")}
-    assert shares["engine"] < 1.5 and shares["formatters"] < 2.0, \
+    assert shares["engine"] < 1.5 and shares["formatters"] < 3.0, \
         f"per extra host, against reading it: {', '.join(f'{k} {v:.2f}x' for k, v in shares.items())}"
 
 
