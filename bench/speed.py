@@ -14,7 +14,10 @@ input that nothing changed, and reuses the result).
 Two tree shapes by default (both printed): `plain` (bench/vhost_tree.py's
 default hosts) and `logged` (a mass-hosting tree: three findings on every
 host, each message naming the host's own paths), since the cost of rules
-and formatters grows with the findings.
+and formatters grows with the findings. `--shapes plain,logged,fixable`
+adds a tree whose hosts each have two findings with a mechanical fix
+(KeepAlive Off, HostnameLookups On): the results whose SARIF carries an
+edit (2,000 such hosts once took 37 s to write as SARIF; 0.7 s now).
 
 With `--baseline PATH` (another apache-advisor, e.g. a regular install of
 main in its own venv), its dump and lints run in the same rounds as the

@@ -74,8 +74,12 @@ LOGGED_VHOST = """# Customer {n}: its own document root and access log.
 </VirtualHost>
 """
 
-SHAPES = ("plain", "noisy", "logged")
-"""`plain`: the default tree; `noisy`, `logged`: see above."""
+# Findings with a mechanical fix in every host (P102, P107): the findings
+# whose SARIF results carry an edit and take the general writer.
+FIXABLE_VHOST = VHOST.replace("    KeepAlive On\n", "    KeepAlive Off\n    HostnameLookups On\n")
+
+SHAPES = ("plain", "noisy", "logged", "fixable")
+"""`plain`: the default tree; `noisy`, `logged`, `fixable`: see above."""
 
 NOISY_SERVER_DIRECTORY = """<Directory {root}/srv/site{n}>
     Options Indexes FollowSymLinks
@@ -100,9 +104,9 @@ def generate(target: Path, count: int = 2000, noisy: bool = False, inline: bool 
               f"ErrorLog {target}/logs/error.log", "ServerTokens Prod", "ServerSignature Off",
               "TraceEnable Off", "Timeout 30", "KeepAlive On", "KeepAliveTimeout 5",
               f"DocumentRoot {target}/htdocs"]
-    vhost = {"plain": VHOST, "noisy": NOISY_VHOST, "logged": LOGGED_VHOST}[shape]
+    vhost = {"plain": VHOST, "noisy": NOISY_VHOST, "logged": LOGGED_VHOST, "fixable": FIXABLE_VHOST}[shape]
     text = "\n".join(lines) + "\n"
-    if shape != "plain":
+    if shape not in ("plain", "fixable"):
         for n in range(1, count + 1):
             (target / "srv" / f"site{n}").mkdir(parents=True, exist_ok=True)
     if noisy:

@@ -27,6 +27,7 @@ from hypothesis import given, settings, strategies as st
 from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
 from advisor.lint.context import HostFacts, LintContext
+from advisor.lint.edits import Edit
 from advisor.lint.engine import _silenced, lint_config
 from advisor.lint.rule import Finding
 from advisor.lint.suppress import Suppression
@@ -149,7 +150,7 @@ def _best_parts(linted: _Linted, rounds: int) -> dict[str, float]:
     return best
 
 
-@pytest.mark.parametrize("shape", ["logged", "plain"])
+@pytest.mark.parametrize("shape", ["logged", "plain", "fixable"])
 def test_each_extra_host_costs_the_lint_less_than_reading_it(tmp_path, shape):
     """Measured against reading the same tree, so a fast machine cannot hide
     a slow rule or formatter: what 1,500 more hosts (three or four findings
@@ -374,6 +375,24 @@ def test_sarif_result_template_writes_what_json_dumps_writes(items, notes):
     rules = [by_code[code] for code in ("E401", "P101", "S509")]
     expected = json.dumps(sarif.build(findings, rules, notes), indent=2, ensure_ascii=False) + "\n"
     assert sarif.render(findings, rules, notes) == expected
+
+
+_EDIT = st.builds(Edit, file=st.sampled_from(["a.conf", "/abs/b c.conf", "sub/ü.conf"]), line=st.integers(1, 10**6),
+                  start=st.integers(0, 200), end=st.integers(0, 200), text=_FIELD, original=_FIELD, summary=_FIELD,
+                  blocked=st.sampled_from(["", "", "a comment on the line"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["P102", "P107", "S509"]), st.sampled_from(["error", "warning", "info"]),
+                          _FIELD, st.sampled_from(["a.conf", "sub/ü.conf"]), st.integers(-1, 10**6), _FIELD,
+                          st.none() | _FIELD, st.none() | _EDIT), max_size=5))
+def test_sarif_fix_template_writes_what_json_dumps_writes(items):
+    """A result with an applicable edit gets its "fixes" from a template too."""
+    findings = [Finding(*item[:7], edit=item[7]) for item in items]
+    by_code = rule_by_code()
+    rules = [by_code[code] for code in ("P102", "P107")]
+    expected = json.dumps(sarif.build(findings, rules), indent=2, ensure_ascii=False) + "\n"
+    assert sarif.render(findings, rules) == expected
 
 
 def test_sarif_results_with_fixes_are_written_whole(tmp_path):

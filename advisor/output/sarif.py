@@ -8,6 +8,7 @@ below it, so code scanning can match it to the repository.
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from json.encoder import encode_basestring
 from typing import Iterable
 from urllib.parse import quote
@@ -72,6 +73,35 @@ def _fixes(finding: Finding, artifacts: dict[str, dict]) -> list[dict]:
     }]
 
 
+def _result(finding: Finding, index: dict[str, int], artifacts: dict[str, dict]) -> dict:
+    """One finding as a SARIF result; `artifacts` keeps each file's location."""
+    artifact = artifacts.get(finding.file)
+    if artifact is None:
+        artifact = artifacts[finding.file] = _artifact(finding.file)
+    text = finding.message
+    if finding.fix:
+        text += f" Fix: {finding.fix}"
+    result = {
+        "ruleId": finding.code,
+        "level": _LEVEL[finding.severity],
+        "message": {"text": text},
+        "locations": [{
+            "physicalLocation": {
+                "artifactLocation": dict(artifact),
+                "region": {"startLine": max(1, finding.line)},
+            }
+        }],
+        "properties": {"evidence": finding.evidence, "fix": finding.fix},
+    }
+    if finding.code in index:
+        result["ruleIndex"] = index[finding.code]
+    fixes = _fixes(finding, artifacts)
+    if fixes:
+        result["fixes"] = fixes
+    return result
+
+
+@lru_cache(maxsize=1)
 def _version() -> str:
     try:
         from importlib.metadata import version
@@ -86,32 +116,7 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
     rules = list(rules)
     index = {rule.code: position for position, rule in enumerate(rules)}
     artifacts: dict[str, dict] = {}  # quote() once per file, not per finding
-    results = []
-    for finding in findings:
-        artifact = artifacts.get(finding.file)
-        if artifact is None:
-            artifact = artifacts[finding.file] = _artifact(finding.file)
-        text = finding.message
-        if finding.fix:
-            text += f" Fix: {finding.fix}"
-        result = {
-            "ruleId": finding.code,
-            "level": _LEVEL[finding.severity],
-            "message": {"text": text},
-            "locations": [{
-                "physicalLocation": {
-                    "artifactLocation": dict(artifact),
-                    "region": {"startLine": max(1, finding.line)},
-                }
-            }],
-            "properties": {"evidence": finding.evidence, "fix": finding.fix},
-        }
-        if finding.code in index:
-            result["ruleIndex"] = index[finding.code]
-        fixes = _fixes(finding, artifacts)
-        if fixes:
-            result["fixes"] = fixes
-        results.append(result)
+    results = [_result(finding, index, artifacts) for finding in findings]
     root_uri = "file://" + quote(os.path.abspath(root or os.getcwd()).rstrip("/") + "/")
     version = _version()
     return {
@@ -138,6 +143,27 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
     }
 
 
+def _plain_edit(edit) -> bool:
+    """An edit whose fields the fix template writes as json.dumps would."""
+    return (type(edit.line) is int and type(edit.start) is int and type(edit.end) is int
+            and type(edit.text) is str and type(edit.summary) is str and type(edit.file) is str)
+
+
+# A result's "fixes" (what _fixes builds), as dumps_indented writes it at a
+# result's depth: one template, where the general writer walked 20 keys a
+# finding (0.35 s of a 2,000-host lint with two fixes a host).
+_FIXES = (',\n          "fixes": [\n            {{\n              "description": {{\n'
+          '                "text": {summary}\n              }},\n              "artifactChanges": [\n'
+          '                {{\n                  "artifactLocation": {location},\n'
+          '                  "replacements": [\n                    {{\n'
+          '                      "deletedRegion": {{\n                        "startLine": {line},\n'
+          '                        "startColumn": {start},\n                        "endLine": {line},\n'
+          '                        "endColumn": {end}\n                      }},\n'
+          '                      "insertedContent": {{\n                        "text": {text}\n'
+          '                      }}\n                    }}\n                  ]\n                }}\n'
+          '              ]\n            }}\n          ]')
+
+
 def render(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] = (),
            root: str | None = None) -> str:
     """What `dumps_indented(build(...))` writes, with each result written from
@@ -155,13 +181,17 @@ def render(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] 
     index = {rule.code: position for position, rule in enumerate(rules)}
     artifacts: dict[str, dict] = {}
     located: dict[str, str] = {}  # the artifactLocation, encoded once per file
+    located_in_fix: dict[str, str] = {}  # the same, at a fix's depth
     pieces: dict[tuple, tuple[str, str, str, str]] = {}
     results = []
     for finding in findings:
-        if (finding.edit is not None and finding.edit.applicable) or type(finding.line) is not int \
-                or type(finding.message) is not str or type(finding.evidence) is not str \
-                or (finding.fix is not None and type(finding.fix) is not str):
-            results.append(encode_at(build([finding], rules)["runs"][0]["results"][0], 4))
+        edit = finding.edit if finding.edit is not None and finding.edit.applicable else None
+        if type(finding.line) is not int or type(finding.message) is not str \
+                or type(finding.evidence) is not str or (finding.fix is not None and type(finding.fix) is not str) \
+                or (edit is not None and not _plain_edit(edit)):
+            # Not the whole log's build (every rule's help text wrapped
+            # again: 70 ms a finding, 37 s for 2,000 hosts with one fix each).
+            results.append(encode_at(_result(finding, index, artifacts), 4))
             continue
         location = located.get(finding.file)
         if location is None:
@@ -185,9 +215,17 @@ def render(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] 
                 f'\n                }}\n              }}\n            }}\n          ],\n'
                 f'          "properties": {{\n            "evidence": {encode_basestring(finding.evidence)},\n'
                 f'            "fix": {fix}\n          }}'
-                + (f',\n          "ruleIndex": {rule_index}' if rule_index is not None else "")
-                + "\n        }")
+                + (f',\n          "ruleIndex": {rule_index}' if rule_index is not None else ""))
+        fixes = ""
+        if edit is not None:
+            fix_location = located_in_fix.get(edit.file)
+            if fix_location is None:
+                artifact = artifacts.get(edit.file) or _artifact(edit.file)
+                fix_location = located_in_fix[edit.file] = encode_at(artifact, 9)
+            fixes = _FIXES.format(summary=encode_basestring(edit.summary), location=fix_location,
+                                  line=edit.line, start=edit.start + 1, end=edit.end + 1,
+                                  text=encode_basestring(edit.text))
         results.append(parts[0] + encode_basestring(message) + parts[1] + location + parts[2]
-                       + str(max(1, finding.line)) + parts[3])
+                       + str(max(1, finding.line)) + parts[3] + fixes + "\n        }")
     return (head[:cut] + '"results": [\n        ' + ",\n        ".join(results) + "\n      ]"
             + head[cut + len(empty):] + "\n")
