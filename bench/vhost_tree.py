@@ -74,8 +74,8 @@ LOGGED_VHOST = """# Customer {n}: its own document root and access log.
 </VirtualHost>
 """
 
-# Findings with a mechanical fix in every host (P102, P107): the findings
-# whose SARIF results carry an edit and take the general writer.
+# Findings with a mechanical fix in every host (P102, P107): SARIF results
+# that carry an edit (their own template in advisor/output/sarif.py).
 FIXABLE_VHOST = VHOST.replace("    KeepAlive On\n", "    KeepAlive Off\n    HostnameLookups On\n")
 
 SHAPES = ("plain", "noisy", "logged", "fixable")

@@ -25,10 +25,11 @@ PORT = 8080
 # 15.8 over the bridge): at 30/s the cgroup is throttled in nearly every
 # period and the verdict is the server's CPU. (At 100/s, ten times what fits,
 # the queue took 7-11 s to drain after each trial and the remote run served
-# no reply in its window: the test took 65 s where it now takes 39.) (1 KB files at 3,000/s, bench's other quota scenario, is not used here:
-# over the bridge that overload overflows the accept queue and connections
-# stall in the network for seconds, workers held in R and C with the CPU
-# idle: a property of the path, not of the server.)
+# no reply in its window.) (1 KB files at 3,000/s, bench's other quota
+# scenario, is not used here: over the bridge that overload overflows the
+# accept queue and connections stall in the network for seconds, workers
+# held in R and C with the CPU idle: a property of the path, not of the
+# server.)
 QUOTA = dict(up={"cpu_quota_pct": 20}, args=["--workload", "cgi", "--cgi-n", "1000", "--rate", "30",
                                              "--duration", "4", "--timeout", "5"])
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from json.encoder import encode_basestring
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 from urllib.parse import quote
 
 from advisor.lint.docs import rule_markdown, rule_text
 from advisor.lint.rule import Finding, Rule
 from advisor.output.jsonfmt import dumps_indented, encode_at
+
+if TYPE_CHECKING:
+    from advisor.lint.edits import Edit
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -143,7 +146,7 @@ def build(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] =
     }
 
 
-def _plain_edit(edit) -> bool:
+def _plain_edit(edit: Edit) -> bool:
     """An edit whose fields the fix template writes as json.dumps would."""
     return (type(edit.line) is int and type(edit.start) is int and type(edit.end) is int
             and type(edit.text) is str and type(edit.summary) is str and type(edit.file) is str)
@@ -151,7 +154,7 @@ def _plain_edit(edit) -> bool:
 
 # A result's "fixes" (what _fixes builds), as dumps_indented writes it at a
 # result's depth: one template, where the general writer walked 20 keys a
-# finding (0.35 s of a 2,000-host lint with two fixes a host).
+# finding (SARIF of 2,000 hosts with two fixes each: 347 -> 203 ms).
 _FIXES = (',\n          "fixes": [\n            {{\n              "description": {{\n'
           '                "text": {summary}\n              }},\n              "artifactChanges": [\n'
           '                {{\n                  "artifactLocation": {location},\n'
@@ -189,8 +192,8 @@ def render(findings: Iterable[Finding], rules: list[Rule], notes: Iterable[str] 
         if type(finding.line) is not int or type(finding.message) is not str \
                 or type(finding.evidence) is not str or (finding.fix is not None and type(finding.fix) is not str) \
                 or (edit is not None and not _plain_edit(edit)):
-            # Not the whole log's build (every rule's help text wrapped
-            # again: 70 ms a finding, 37 s for 2,000 hosts with one fix each).
+            # The result alone: building the whole log for it wraps every
+            # rule's help text again (70 ms a finding).
             results.append(encode_at(_result(finding, index, artifacts), 4))
             continue
         location = located.get(finding.file)
