@@ -133,6 +133,25 @@ def wait_for(predicate, timeout: float, step: float = 0.1) -> bool:
     return False
 
 
+def samplers_watching(httpd_pid: int) -> list[int]:
+    """The remote metrics samplers on this machine (every namespace's
+    processes are seen here) that watch this httpd. Other samplers are not the
+    caller's: the remote tune sessions run on another worker at the same time,
+    each with a sandbox of its own, and a test that counted every sampler on
+    the machine failed on theirs."""
+    import psutil
+
+    # The options' JSON is the program's last word: in python3's argv on the
+    # host, and inside the one quoted command of the ssh client and the shell.
+    mark = json.dumps({"pid": httpd_pid})[:-1] + ","
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        text = " ".join(process.info["cmdline"] or [])
+        if "class ChildWatcher" in text and mark in text:
+            found.append(process.info["pid"])
+    return found
+
+
 def keepalive_header(base_url: str) -> str | None:
     """What the live server says about keep-alive on a plain GET."""
     import requests

@@ -18,17 +18,17 @@ import pytest
 from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.remote_sampler import RemoteMetricsCollector, sampler_source
 from advisor.tuner.transport.ssh import HostSpec, SshConnection
-from test_bench_support import wait_for
+from test_bench_support import samplers_watching, wait_for
 from test_remote_target import remote_sandbox  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.netns
 INTERVAL = 0.5
 
 
-def no_sampler_left() -> bool:
-    """Stopped means gone: no sampler program left on the host. (It notices a
-    closed connection at its next write, later on a busy machine.)"""
-    return subprocess.run(["pgrep", "-f", "class ChildWatcher"], capture_output=True).returncode == 1
+def no_sampler_left(httpd_pid: int):
+    """Stopped means gone: no sampler of this httpd left on the host. (It
+    notices a closed connection at its next write, later on a busy machine.)"""
+    return lambda: not samplers_watching(httpd_pid)
 
 
 def test_sampler_source_is_one_self_contained_program():
@@ -99,14 +99,15 @@ def test_remote_samples_match_the_local_collector(remote_sandbox):  # noqa: F811
     assert remote_cpu is not None and local_cpu is not None
     assert abs(remote_cpu - local_cpu) < 0.1, (remote_cpu, local_cpu)
     assert remote_pool is not None and remote_pool[0] == last_local.httpd_processes - 1
-    assert wait_for(no_sampler_left, 10)
+    assert wait_for(no_sampler_left(pid), 10)
 
 
 def test_a_lost_connection_ends_the_stream_and_says_so(remote_sandbox):  # noqa: F811
     topo, run = remote_sandbox
     conn = SshConnection(HostSpec(topo.server.addr, "root"), options=topo.ssh_options(), identity=str(topo.user_key))
     conn.connect()
-    remote = RemoteMetricsCollector(conn, remote_pid=run.sandbox.running_pid(), interval=INTERVAL, port=8080,
+    pid = run.sandbox.running_pid()
+    remote = RemoteMetricsCollector(conn, remote_pid=pid, interval=INTERVAL, port=8080,
                                     max_samples=40)
     try:
         remote.prime()
@@ -120,4 +121,4 @@ def test_a_lost_connection_ends_the_stream_and_says_so(remote_sandbox):  # noqa:
     finally:
         remote.stop()
         conn.close()
-    assert wait_for(no_sampler_left, 10)
+    assert wait_for(no_sampler_left(pid), 10)

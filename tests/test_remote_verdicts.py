@@ -15,7 +15,7 @@ import json
 import pytest
 
 from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER
-from test_bench_support import SandboxRun, cli, require, require_cgroup_cpu, two_cores
+from test_bench_support import SandboxRun, cli, require, require_cgroup_cpu, samplers_watching, two_cores
 
 pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]
 
@@ -159,7 +159,7 @@ def test_a_connection_lost_mid_trial_makes_it_invalid_and_the_config_is_restored
         try:
             # The sampler runs on the host (here: a process on this machine) once the window starts.
             deadline = time.monotonic() + 60
-            while subprocess.run(["pgrep", "-f", "class ChildWatcher"], capture_output=True).returncode != 0:
+            while not samplers_watching(run.sandbox.running_pid()):
                 assert time.monotonic() < deadline and bench.poll() is None, "the trial never started sampling"
                 time.sleep(0.2)
             time.sleep(2.0)
