@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from advisor.commands import lint as cmd_lint
 from advisor.lint import cache as lint_cache
@@ -383,3 +385,49 @@ def test_damaged_findings_behind_a_current_entry_mean_a_fresh_lint(trees, cached
     fresh_before = cached["fresh"]
     assert lint(path, "--isolated", fmt="github") == cold  # no github report saved: decoded, damaged
     assert cached["fresh"] == fresh_before + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(min_value=0, max_value=3 * lint_cache._ENCODED_AT_ONCE + 1),
+       st.text(alphabet="a\"\\é\n" + "".join(map(chr, range(0xDC80, 0xDC84))), max_size=6))
+def test_an_entry_written_in_pieces_is_the_list_json_writes(count, text):
+    """Saved a slice at a time (the whole list at once held three copies of a
+    60 MB entry): the bytes are those of one json.dumps, at every boundary."""
+    items = [[index, text, None, [index, text]] for index in range(count)]
+    written = b"".join(lint_cache._encoded_list(items))
+    assert written == json.dumps(items, ensure_ascii=False).encode("utf-8", "surrogateescape")
+    assert json.loads(written.decode("utf-8", "surrogateescape")) == items
+
+
+def test_a_report_is_kept_only_when_written_to_the_end(tmp_path):
+    """Pieces pass through as they are written; the saved report appears
+    only after the last one, and a report left unfinished (a closed pipe, a
+    failure mid-way) leaves neither a report nor a temporary file."""
+    store = lint_cache.LintCache(str(tmp_path / "cache"))
+    pieces = ["[\n", '  {"a": 1},\n', '  {"b": "\udcff"}\n', "]\n"]
+    passing = store.storing_report("k", "abc123", "json-brief-every", iter(pieces))
+    assert next(passing) == pieces[0]
+    assert store.report("k", "abc123", "json-brief-every") is None  # not before the end
+    passing.close()  # the reader went away after one piece
+    assert list((tmp_path / "cache").iterdir()) == []
+    assert list(store.storing_report("k", "abc123", "json-brief-every", iter(pieces))) == pieces
+    assert "".join(store.report("k", "abc123", "json-brief-every")) == "".join(pieces)
+    assert store.report("k", "another", "json-brief-every") is None
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["lint-k.json-brief-every.out"]
+
+
+def test_a_cache_that_cannot_be_written_still_passes_the_report_on(tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    store = lint_cache.LintCache(str(blocked / "cache"))
+    assert list(store.storing_report("k", "abc", "text", iter(["one", "two"]))) == ["one", "two"]
+
+
+def test_a_saved_report_reads_back_whole_across_its_read_boundaries(tmp_path):
+    """Read back a megabyte at a time: a character split between two reads,
+    and bytes that are not UTF-8, come back as they were written."""
+    store = lint_cache.LintCache(str(tmp_path / "cache"))
+    text = "x" * ((1 << 20) - 1) + "é" + "y" * (1 << 20) + "\udcff€"
+    assert list(store.storing_report("k", "tok", "sarif", iter([text]))) == [text]
+    pieces = list(store.report("k", "tok", "sarif"))
+    assert len(pieces) >= 3 and "".join(pieces) == text

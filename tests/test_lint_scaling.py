@@ -20,6 +20,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -347,6 +348,11 @@ def test_fast_json_writer_hands_other_types_to_json():
 
 # ---- the JSON report's per-finding template ----
 
+# The reports are written a piece (PIECE findings) at a time: the examples
+# hold up to five findings, so pieces of one and two findings put a piece
+# boundary at every place, and the real size writes them in one piece.
+_PIECE_SIZES = (1, 2, 1024)
+
 _FIELD = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 
 
@@ -356,7 +362,9 @@ _FIELD = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
 def test_json_report_template_writes_what_json_dumps_writes(items):
     findings = [Finding(*item) for item in items]
     expected = json.dumps([jsonfmt.finding_object(f) for f in findings], indent=2, ensure_ascii=False) + "\n"
-    assert jsonfmt.render(findings) == expected
+    for size in _PIECE_SIZES:
+        with mock.patch.object(jsonfmt, "PIECE", size):
+            assert jsonfmt.render(findings) == expected
 
 
 # ---- the SARIF log's per-result template ----
@@ -374,7 +382,9 @@ def test_sarif_result_template_writes_what_json_dumps_writes(items, notes):
     by_code = rule_by_code()
     rules = [by_code[code] for code in ("E401", "P101", "S509")]
     expected = json.dumps(sarif.build(findings, rules, notes), indent=2, ensure_ascii=False) + "\n"
-    assert sarif.render(findings, rules, notes) == expected
+    for size in _PIECE_SIZES:
+        with mock.patch.object(sarif, "PIECE", size):
+            assert sarif.render(findings, rules, notes) == expected
 
 
 _EDIT = st.builds(Edit, file=st.sampled_from(["a.conf", "/abs/b c.conf", "sub/ü.conf"]), line=st.integers(1, 10**6),
@@ -392,7 +402,9 @@ def test_sarif_fix_template_writes_what_json_dumps_writes(items):
     by_code = rule_by_code()
     rules = [by_code[code] for code in ("P102", "P107")]
     expected = json.dumps(sarif.build(findings, rules), indent=2, ensure_ascii=False) + "\n"
-    assert sarif.render(findings, rules) == expected
+    for size in _PIECE_SIZES:
+        with mock.patch.object(sarif, "PIECE", size):
+            assert sarif.render(findings, rules) == expected
 
 
 def test_a_sarif_result_with_a_fix_costs_about_what_one_without_costs():

@@ -35,7 +35,8 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from itertools import chain
+from typing import Any, BinaryIO, Iterable, Iterator
 
 from advisor.config.inputs import InputRecorder, changed
 
@@ -133,6 +134,41 @@ class CachedResult:
         return self.findings
 
 
+# Findings encoded this many at a time: the whole list as one string, then
+# as bytes, then joined to the head held three copies of a 60 MB entry at
+# once (the first lint of 20,000 hosts with two fixes each peaked 90 MB
+# above a lint that saves nothing).
+_ENCODED_AT_ONCE = 2048
+
+
+def _encoded_list(items: list[Any]) -> Iterator[bytes]:
+    """The JSON array of `items`, as json.dumps writes it, in pieces."""
+    if not items:
+        yield b"[]"
+        return
+    for start in range(0, len(items), _ENCODED_AT_ONCE):
+        text = json.dumps(items[start:start + _ENCODED_AT_ONCE], ensure_ascii=False, check_circular=False)
+        opening = "[" if start == 0 else ", "
+        closing = "]" if start + _ENCODED_AT_ONCE >= len(items) else ""
+        yield (opening + text[1:-1] + closing).encode("utf-8", "surrogateescape")
+
+
+def _decoded_pieces(handle: BinaryIO) -> Iterator[str]:
+    """The rest of an open file as text, a megabyte at a time (a character
+    split between two reads is decoded whole)."""
+    import codecs
+
+    decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
+    with handle:
+        while chunk := handle.read(1 << 20):
+            text = decoder.decode(chunk)
+            if text:
+                yield text
+        tail = decoder.decode(b"", final=True)
+        if tail:
+            yield tail
+
+
 class LintCache:
     def __init__(self, directory: str) -> None:
         self.directory = directory
@@ -191,25 +227,24 @@ class LintCache:
         # one of its (20,000 on a large tree) signatures: half the encoding time.
         # Without an indent json.dumps writes no raw newline: the first one
         # ends the head.
-        data = json.dumps(entry, ensure_ascii=False, check_circular=False).encode("utf-8", "surrogateescape")
-        data += b"\n" + json.dumps(result.finding_fields(), ensure_ascii=False,
-                                   check_circular=False).encode("utf-8", "surrogateescape")
+        head = json.dumps(entry, ensure_ascii=False, check_circular=False).encode("utf-8", "surrogateescape")
         try:
-            self._write(self._path(key), data)
+            self._write(self._path(key), chain((head, b"\n"), _encoded_list(result.finding_fields())))
             self._prune()
         except OSError:
             return False
         return True
 
-    def _write(self, path: str, data: bytes) -> None:
-        """All of `data` at `path` or nothing (a temporary file renamed)."""
+    def _write(self, path: str, pieces: Iterable[bytes]) -> None:
+        """All of `pieces` at `path` or nothing (a temporary file renamed)."""
         import tempfile  # only when saving: importing it costs a lookup about 3 ms
 
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
         try:
             with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
+                for piece in pieces:
+                    stream.write(piece)
             os.replace(temporary, path)
         except BaseException:
             try:
@@ -218,33 +253,79 @@ class LintCache:
                 pass
             raise
 
-    def report(self, key: str, token: str, variant: str) -> str | None:
-        """A report saved from the entry named `token`, or None."""
+    def report(self, key: str, token: str, variant: str) -> Iterator[str] | None:
+        """A report saved from the entry named `token`, as pieces read from
+        the file while they are written out (a saved SARIF log of 20,000
+        hosts is 150 MB: read whole, then decoded, it took 470 MB), or None."""
         try:
-            with open(self._report_path(key, variant), "rb") as handle:
-                if os.fstat(handle.fileno()).st_uid != os.geteuid():
-                    return None
-                data = handle.read()
+            handle = open(self._report_path(key, variant), "rb")
         except OSError:
             return None
-        head, newline, text = data.partition(b"\n")
-        if not newline or not token or head.decode("ascii", "replace") != token:
-            return None
         try:
-            return text.decode("utf-8", "surrogateescape")
-        except UnicodeDecodeError:
+            if os.fstat(handle.fileno()).st_uid != os.geteuid():
+                handle.close()
+                return None
+            head = handle.readline()
+        except OSError:
+            handle.close()
             return None
+        if not head.endswith(b"\n") or not token or head[:-1].decode("ascii", "replace") != token:
+            handle.close()
+            return None
+        return _decoded_pieces(handle)
 
-    def store_report(self, key: str, token: str, variant: str, text: str) -> bool:
-        """Keep a report made from the entry named `token`; True when saved."""
-        if not token:
-            return False
+    def storing_report(self, key: str, token: str, variant: str, pieces: Iterable[str]) -> Iterator[str]:
+        """The report's pieces, passed on as they come and kept beside the
+        entry named `token` once the last has passed (never a part of one:
+        a report left unfinished is not kept). Saving is best effort: a
+        cache that cannot be written only stops being written to."""
+        import tempfile  # only when saving: importing it costs a lookup about 3 ms
+
+        stream = temporary = None
+        if token:
+            try:
+                os.makedirs(self.directory, mode=0o700, exist_ok=True)
+                handle, temporary = tempfile.mkstemp(prefix=".tmp-", dir=self.directory)
+                stream = os.fdopen(handle, "wb")
+                stream.write(token.encode("ascii") + b"\n")
+            except OSError:
+                self._abandon(stream, temporary)
+                stream = None
+        finished = False
         try:
-            self._write(self._report_path(key, variant),
-                        token.encode("ascii") + b"\n" + text.encode("utf-8", "surrogateescape"))
-        except (OSError, UnicodeEncodeError):
-            return False
-        return True
+            for piece in pieces:
+                if stream is not None:
+                    try:
+                        stream.write(piece.encode("utf-8", "surrogateescape"))
+                    except (OSError, UnicodeEncodeError):
+                        self._abandon(stream, temporary)
+                        stream = None
+                yield piece
+            finished = True
+        finally:
+            if stream is not None:
+                if finished:
+                    try:
+                        stream.close()
+                        os.replace(temporary, self._report_path(key, variant))
+                    except OSError:
+                        self._abandon(None, temporary)
+                else:
+                    self._abandon(stream, temporary)
+
+    @staticmethod
+    def _abandon(stream: Any, temporary: str | None) -> None:
+        """Close and remove a report that will not be kept."""
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except OSError:
+                pass
 
     def _prune(self) -> None:
         entries = []

@@ -20,6 +20,7 @@ place and says why in `blocked`; the applier reports it and leaves it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -70,31 +71,16 @@ def _physical_lines(ctx: LintContext, file: str) -> list[str] | None:
     return cache[file]
 
 
+# A word as httpd's argument splitter groups it: a quoted run to its closing
+# quote (a backslash escapes the next character; no closing quote: to the
+# end), or anything up to the next blank. Every alternative takes a
+# character, so the blanks after the last word end the search.
+_WORD = re.compile(r"""[ \t\f\v]*("(?:\\.|\\\Z|[^"\\])*"?|'(?:\\.|\\\Z|[^'\\])*'?|[^ \t\f\v]+)""", re.S)
+
+
 def _words(content: str, position: int) -> list[tuple[int, int]]:
     """Spans of the words from `position` on, quotes as httpd groups them."""
-    spans = []
-    length = len(content)
-    while True:
-        while position < length and content[position] in _BLANKS:
-            position += 1
-        if position >= length:
-            return spans
-        begin = position
-        quote = content[position] if content[position] in "\"'" else ""
-        position += 1
-        while position < length:
-            char = content[position]
-            if quote:
-                if char == "\\" and position + 1 < length:
-                    position += 2
-                    continue
-                if char == quote:
-                    position += 1
-                    break
-            elif char in _BLANKS:
-                break
-            position += 1
-        spans.append((begin, position))
+    return [match.span(1) for match in _WORD.finditer(content, position)]
 
 
 def _locate(ctx: LintContext, node: Node):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from advisor.lint.rule import Finding
 
@@ -89,26 +89,44 @@ def _string_or_null(value: Any) -> str:
     return "null" if value is None else encode_basestring(value)
 
 
-def render(findings: Iterable[Finding]) -> str:
-    """What `dumps_indented` writes for the list of finding objects, from one
-    template per finding: the keys and layout never change, so only the
-    values are encoded (a findings-heavy tree has tens of thousands)."""
-    findings = list(findings)
+# Findings joined into one piece of the report at a time: a report of tens
+# of thousands is written piece by piece, never held whole (the whole list
+# joined, then concatenated, then encoded held three copies of it).
+PIECE = 1024
+
+
+def render_pieces(findings: Iterable[Finding]) -> Iterator[str]:
+    """What `dumps_indented` writes for the list of finding objects, in
+    pieces, from one template per finding: the keys and layout never
+    change, so only the values are encoded (a findings-heavy tree has tens
+    of thousands)."""
     encode = encode_basestring
     parts: list[str] = []
-    try:
-        for f in findings:
-            if type(f.line) is not int or type(f.message) is not str or type(f.file) is not str \
-                    or type(f.code) is not str or type(f.severity) is not str \
-                    or type(f.evidence) is not str or (f.fix is not None and type(f.fix) is not str):
-                raise _Unusual
+    opening = "[\n"
+    for f in findings:
+        if type(f.line) is not int or type(f.message) is not str or type(f.file) is not str \
+                or type(f.code) is not str or type(f.severity) is not str \
+                or type(f.evidence) is not str or (f.fix is not None and type(f.fix) is not str):
+            # The finding alone, through the general writer, at its depth.
+            parts.append("  " + encode_at(finding_object(f), 1))
+        else:
             parts.append(
                 f'  {{\n    "code": {encode(f.code)},\n    "severity": {encode(f.severity)},\n'
                 f'    "message": {encode(f.message)},\n    "file": {encode(f.file)},\n'
                 f'    "line": {int.__repr__(f.line)},\n    "evidence": {encode(f.evidence)},\n'
                 f'    "fix": {_string_or_null(f.fix)}\n  }}')
-    except _Unusual:
-        return dumps_indented([finding_object(f) for f in findings]) + "\n"
-    if not parts:
-        return "[]\n"
-    return "[\n" + ",\n".join(parts) + "\n]\n"
+        if len(parts) == PIECE:
+            yield opening + ",\n".join(parts)
+            parts.clear()
+            opening = ",\n"
+    if parts:
+        yield opening + ",\n".join(parts) + "\n]\n"
+    elif opening == "[\n":
+        yield "[]\n"
+    else:
+        yield "\n]\n"
+
+
+def render(findings: Iterable[Finding]) -> str:
+    """The whole report as one string (see `render_pieces`)."""
+    return "".join(render_pieces(findings))
