@@ -18,14 +18,16 @@ and formatters grows with the findings. `--shapes plain,logged,fixable`
 adds a tree whose hosts each have two findings with a mechanical fix
 (KeepAlive Off, HostnameLookups On): the results whose SARIF carries an
 edit (2,000 such hosts once took 37 s to write as SARIF; 0.7 s now).
+`--formats text,json,sarif` adds a cold lint for each report format: the
+memory of a report of 40,000 findings is the report's, not the tree's.
 
 With `--baseline PATH` (another apache-advisor, e.g. a regular install of
 main in its own venv), its dump and lints run in the same rounds as the
 ones measured, and are printed below them with the same ratios: a before/
 after comparison that a machine whose speed drifts cannot skew.
 
-    python bench/speed.py [--vhosts 20000] [--runs 7] [--shapes plain,logged] [--tree DIR] [--advisor PATH]
-                          [--baseline PATH]
+    python bench/speed.py [--vhosts 20000] [--runs 7] [--shapes plain,logged] [--formats text,json,sarif]
+                          [--tree DIR] [--advisor PATH] [--baseline PATH]
 """
 
 from __future__ import annotations
@@ -113,7 +115,7 @@ def interleaved(jobs: list[Job], runs: int, warm: Callable[[], None] | None = No
 
 
 def report(label: str, timing: Timing, reference: Timing | None = None) -> None:
-    line = f"{label:30} wall {timing.wall * 1000:7.1f} ms"
+    line = f"{label:34} wall {timing.wall * 1000:7.1f} ms"
     line += f" ({timing.wall / reference.wall:4.2f}x)" if reference else " " * 8
     line += f"   cpu {timing.cpu * 1000:7.1f} ms"
     line += f" ({timing.cpu / reference.cpu:4.2f}x)" if reference else " " * 8
@@ -165,6 +167,9 @@ def main() -> int:
                         "(one file each; default 2,000)")
     parser.add_argument("--shapes", default="plain,logged",
                         help="comma-separated tree shapes of bench/vhost_tree.py (default plain,logged)")
+    parser.add_argument("--formats", default="text",
+                        help="comma-separated report formats of the cold lint (default text; json and sarif "
+                        "add a cold lint each: their reports of a findings-heavy tree are the largest)")
     parser.add_argument("--tree", type=Path, help="reuse the tree here, or create it (with --vhosts hosts; "
                         "one shape only)")
     parser.add_argument("--advisor", help="the apache-advisor executable to time (default: the one on PATH; "
@@ -184,6 +189,10 @@ def main() -> int:
     unknown = [shape for shape in shapes if shape not in SHAPES]
     if unknown or not shapes:
         parser.error(f"--shapes takes {', '.join(SHAPES)}")
+    formats = [name.strip() for name in args.formats.split(",") if name.strip()]
+    if not formats or any(name not in ("text", "json", "sarif") for name in formats):
+        parser.error("--formats takes text, json and sarif")
+    args.extra_formats = [name for name in formats if name != "text"]
     if args.tree and len(shapes) > 1:
         parser.error("--tree takes one shape (--shapes NAME)")
     # The ratios depend on the interpreter's build as well as on the code: a
@@ -233,6 +242,8 @@ def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: 
                 Job("lint, cold (--no-cache)", lint + ["--no-cache"], env),
                 Job("lint, first (saves to cache)", lint, cached, empty_cache),
                 Job("lint, unchanged tree", lint, cached, saved_entry)]
+        jobs += [Job(f"lint, cold, -f {name}", lint + ["--no-cache", "--format", name], env)
+                 for name in args.extra_formats]
         if baseline is not None:
             # Its own cache directory: the two versions' entries differ.
             old_cache = Path(tmp) / "baseline-cache"
@@ -245,9 +256,15 @@ def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: 
                     subprocess.run(old_lint, env=old_cached, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, check=False)
 
+            def old_empty_cache() -> None:
+                shutil.rmtree(old_cache, ignore_errors=True)
+
             jobs += [Job("  dump (baseline)", baseline + ["dump", str(main_file)], env),
                      Job("  lint, cold (baseline)", old_lint + ["--no-cache"], env),
+                     Job("  lint, first (baseline)", old_lint, old_cached, old_empty_cache),
                      Job("  lint, unchanged (baseline)", old_lint, old_cached, old_saved_entry)]
+            jobs += [Job(f"  lint, cold, -f {name} (baseline)", old_lint + ["--no-cache", "--format", name],
+                         env) for name in args.extra_formats]
         # The cache saves no result for a tree changed within its racy window.
         _wait_out_racy_window(tree)
         timings = interleaved(jobs, args.runs, warm=_page_cache_warmer(tree))

@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from advisor.commands import lint as cmd_lint
 from advisor.lint import cache as lint_cache
@@ -387,16 +385,36 @@ def test_damaged_findings_behind_a_current_entry_mean_a_fresh_lint(trees, cached
     assert cached["fresh"] == fresh_before + 1
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(min_value=0, max_value=3 * lint_cache._ENCODED_AT_ONCE + 1),
-       st.text(alphabet="a\"\\é\n" + "".join(map(chr, range(0xDC80, 0xDC84))), max_size=6))
-def test_an_entry_written_in_pieces_is_the_list_json_writes(count, text):
-    """Saved a slice at a time (the whole list at once held three copies of a
-    60 MB entry): the bytes are those of one json.dumps, at every boundary."""
-    items = [[index, text, None, [index, text]] for index in range(count)]
-    written = b"".join(lint_cache._encoded_list(items))
-    assert written == json.dumps(items, ensure_ascii=False).encode("utf-8", "surrogateescape")
-    assert json.loads(written.decode("utf-8", "surrogateescape")) == items
+def test_findings_that_changed_after_writing_are_never_decoded(trees, cached, tmp_path):
+    """The head holds the findings' length and CRC-32: a byte changed in
+    place (same length) means a fresh lint, and marshal never sees the data
+    (a damaged size could otherwise ask it for a list of a billion items)."""
+    path = trees["reports"]
+    cold = lint(path, "--isolated", "--no-cache", fmt="github")
+    lint(path, "--isolated", fmt="json")  # saves the entry
+    (entry,) = (tmp_path / "cache").glob("lint-*.json")
+    head, _, findings = entry.read_bytes().partition(b"\n")
+    assert json.loads(head)["findings_size"] == len(findings)
+    for position in (0, len(findings) // 2, len(findings) - 1):
+        damaged = bytearray(findings)
+        damaged[position] ^= 0x41
+        entry.write_bytes(head + b"\n" + bytes(damaged))
+        fresh_before = cached["fresh"]
+        assert lint(path, "--isolated", fmt="github") == cold
+        assert cached["fresh"] == fresh_before + 1
+
+
+def test_cached_findings_read_back_as_they_were_written(tmp_path):
+    fields = [["P102", "warning", "KeepAlive Off \udcff é", "sites/a.conf", 3, "evidence", "fix",
+               ["sites/a.conf", 3, 10, 13, "On", "KeepAlive Off", "KeepAlive Off -> On", ""]],
+              ["S509", "info", "m", "b.conf", 1, "e", None, None]]
+    result = lint_cache.CachedResult(fields, ["a note"], ["b.conf"], 1)
+    data = lint_cache.marshal.dumps(fields)
+    handle = (tmp_path / "findings").open("wb+")
+    handle.write(data)
+    handle.seek(0)
+    read = lint_cache.CachedResult(None, [], [], 1, "t", handle, len(data), lint_cache.zlib.crc32(data))
+    assert read.finding_fields() == result.finding_fields()
 
 
 def test_a_report_is_kept_only_when_written_to_the_end(tmp_path):

@@ -16,10 +16,15 @@ times. So a result whose inputs changed less than `RACY_WINDOW_NS` before the
 run started is not saved at all (git's "racily clean" problem, solved the
 simple way); the next run saves it.
 
-Entries are JSON (nothing in them is executed), written atomically, one file
-per key, in two lines: what proves the entry current (the inputs, the exit
-code), then the findings, which are decoded only when a report has to be
-made from them. Beside an entry, each report already made from it (one per
+Entries are written atomically, one file per key (`lint-KEY.json`), in two
+parts: a line of JSON that proves the entry current (the inputs, the exit
+code), then the findings, decoded only when a report has to be made from
+them. The findings are marshal data: plain lists of strings, numbers and
+None (marshal loads no code it would run, and nothing here executes what
+it loads), written eleven times faster than JSON (80,004 findings: 0.06 s
+against 0.63 s, a sixth of a first lint of 20,000 hosts). The head holds
+their length and CRC-32: damaged findings are never handed to marshal,
+which could take a damaged size for a list of a billion items. Beside an entry, each report already made from it (one per
 format and way of showing, `lint-KEY.VARIANT.out`) is kept with the entry's
 token, so linting an unchanged tree again costs the stats and one copy of the
 report, not a rendering of every finding (a mass-hosting tree has tens of
@@ -32,15 +37,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import sys
+import zlib
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, BinaryIO, Iterable, Iterator
 
 from advisor.config.inputs import InputRecorder, changed
 
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 RACY_WINDOW_NS = 2_000_000_000
 MAX_ENTRIES = 64
 """Old entries beyond this many are removed when a new one is written."""
@@ -104,6 +110,7 @@ def entry_key(options: dict[str, Any], settings_path: str | None) -> str:
     material = json.dumps({
         "format": CACHE_FORMAT,
         "python": sys.version,
+        "marshal": marshal.version,
         "code": _code_fingerprint(),
         "cwd": os.getcwd(),
         "options": options,
@@ -127,30 +134,25 @@ class CachedResult:
     from it only when asked for (the file may be replaced meanwhile; the
     open handle still reads this entry)."""
 
+    size: int = 0
+    crc: int = 0
+    """Length and CRC-32 of the findings' bytes, as the head recorded them."""
+
     def finding_fields(self) -> list[list[Any]]:
+        """The findings; ValueError when they are not what was written."""
         if self.findings is None:
             with self.rest as stream:
-                self.findings = json.loads(stream.read() or b"[]")
+                data = stream.read(self.size + 1)
+            if len(data) != self.size or zlib.crc32(data) != self.crc:
+                raise ValueError("the cached findings are damaged")
+            try:
+                findings = marshal.loads(data)
+            except (EOFError, TypeError) as exc:
+                raise ValueError(f"the cached findings are damaged: {exc}") from None
+            if type(findings) is not list:
+                raise ValueError("the cached findings are damaged")
+            self.findings = findings
         return self.findings
-
-
-# Findings encoded this many at a time: the whole list as one string, then
-# as bytes, then joined to the head held three copies of a 60 MB entry at
-# once (the first lint of 20,000 hosts with two fixes each peaked 90 MB
-# above a lint that saves nothing).
-_ENCODED_AT_ONCE = 2048
-
-
-def _encoded_list(items: list[Any]) -> Iterator[bytes]:
-    """The JSON array of `items`, as json.dumps writes it, in pieces."""
-    if not items:
-        yield b"[]"
-        return
-    for start in range(0, len(items), _ENCODED_AT_ONCE):
-        text = json.dumps(items[start:start + _ENCODED_AT_ONCE], ensure_ascii=False, check_circular=False)
-        opening = "[" if start == 0 else ", "
-        closing = "]" if start + _ENCODED_AT_ONCE >= len(items) else ""
-        yield (opening + text[1:-1] + closing).encode("utf-8", "surrogateescape")
 
 
 def _decoded_pieces(handle: BinaryIO) -> Iterator[str]:
@@ -202,7 +204,8 @@ class LintCache:
                 handle.close()
                 return None
             return CachedResult(None, entry["notes"], entry["files"], int(entry["exit_code"]),
-                                str(entry["token"]), handle)
+                                str(entry["token"]), handle, int(entry["findings_size"]),
+                                int(entry["findings_crc"]))
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             if handle is not None:
                 handle.close()
@@ -214,6 +217,7 @@ class LintCache:
         if recorder.unreliable or recorder.newest_time_ns() >= started_ns - RACY_WINDOW_NS:
             return False
         result.token = os.urandom(12).hex()
+        findings = marshal.dumps(result.finding_fields())
         entry = {
             "key": key,
             "token": result.token,
@@ -222,6 +226,8 @@ class LintCache:
             "notes": result.notes,
             "files": result.files,
             "exit_code": result.exit_code,
+            "findings_size": len(findings),
+            "findings_crc": zlib.crc32(findings),
         }
         # No circular check: the entry is plain data, and checking marks every
         # one of its (20,000 on a large tree) signatures: half the encoding time.
@@ -229,7 +235,7 @@ class LintCache:
         # ends the head.
         head = json.dumps(entry, ensure_ascii=False, check_circular=False).encode("utf-8", "surrogateescape")
         try:
-            self._write(self._path(key), chain((head, b"\n"), _encoded_list(result.finding_fields())))
+            self._write(self._path(key), (head, b"\n", findings))
             self._prune()
         except OSError:
             return False
