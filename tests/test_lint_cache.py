@@ -449,3 +449,13 @@ def test_a_saved_report_reads_back_whole_across_its_read_boundaries(tmp_path):
     assert list(store.storing_report("k", "tok", "sarif", iter([text]))) == [text]
     pieces = list(store.report("k", "tok", "sarif"))
     assert len(pieces) >= 3 and "".join(pieces) == text
+
+
+def test_a_result_marshal_cannot_write_is_not_kept(tmp_path):
+    """A value that is not plain data (a rule's bug) costs the saving, not the lint."""
+    from advisor.config.inputs import InputRecorder
+
+    store = lint_cache.LintCache(str(tmp_path / "cache"))
+    result = lint_cache.CachedResult([["P101", "info", "m", "a.conf", 1, "e", object(), None]], [], [], 1)
+    assert store.store("k", InputRecorder(), result, time.time_ns()) is False
+    assert result.token == "" and not (tmp_path / "cache").exists()

@@ -24,13 +24,16 @@ None (marshal loads no code it would run, and nothing here executes what
 it loads), written eleven times faster than JSON (80,004 findings: 0.06 s
 against 0.63 s, a sixth of a first lint of 20,000 hosts). The head holds
 their length and CRC-32: damaged findings are never handed to marshal,
-which could take a damaged size for a list of a billion items. Beside an entry, each report already made from it (one per
-format and way of showing, `lint-KEY.VARIANT.out`) is kept with the entry's
-token, so linting an unchanged tree again costs the stats and one copy of the
-report, not a rendering of every finding (a mass-hosting tree has tens of
-thousands). Both are in in `$APACHE_ADVISOR_CACHE_DIR`, else `$XDG_CACHE_HOME/apache-advisor`,
-else `~/.cache/apache-advisor`. A cache that cannot be read or written is
-skipped without a word: it only ever saves time.
+which could take a damaged size for a list of a billion items.
+
+Beside an entry, each report already made from it (one per format and way
+of showing, `lint-KEY.VARIANT.out`) is kept with the entry's token, so
+linting an unchanged tree again costs the stats and one copy of the report,
+not a rendering of every finding (a mass-hosting tree has tens of
+thousands). Both are in `$APACHE_ADVISOR_CACHE_DIR`, else
+`$XDG_CACHE_HOME/apache-advisor`, else `~/.cache/apache-advisor`. A cache
+that cannot be read or written is skipped without a word: it only ever
+saves time.
 """
 
 from __future__ import annotations
@@ -216,8 +219,11 @@ class LintCache:
         when saved."""
         if recorder.unreliable or recorder.newest_time_ns() >= started_ns - RACY_WINDOW_NS:
             return False
+        try:
+            findings = marshal.dumps(result.finding_fields())
+        except ValueError:
+            return False  # a value marshal cannot write: this result is not kept
         result.token = os.urandom(12).hex()
-        findings = marshal.dumps(result.finding_fields())
         entry = {
             "key": key,
             "token": result.token,
