@@ -159,7 +159,8 @@ def test_a_connection_lost_mid_trial_makes_it_invalid_and_the_config_is_restored
         try:
             # The sampler runs on the host (here: a process on this machine) once the window starts.
             deadline = time.monotonic() + 60
-            while not samplers_watching(run.sandbox.running_pid()):
+            httpd_pid = run.sandbox.running_pid()
+            while not samplers_watching(httpd_pid):
                 assert time.monotonic() < deadline and bench.poll() is None, "the trial never started sampling"
                 time.sleep(0.2)
             time.sleep(2.0)

@@ -95,36 +95,46 @@ def _string_or_null(value: Any) -> str:
 PIECE = 1024
 
 
-def render_pieces(findings: Iterable[Finding]) -> Iterator[str]:
-    """What `dumps_indented` writes for the list of finding objects, in
-    pieces, from one template per finding: the keys and layout never
-    change, so only the values are encoded (a findings-heavy tree has tens
-    of thousands)."""
+def joined_in_pieces(items: Iterable[str], opening: str, separator: str, closing: str, empty: str,
+                     size: int) -> Iterator[str]:
+    """`opening + separator.join(items) + closing` (`empty` when there are no
+    items), in pieces of `size` items: what a report writes a piece at a time."""
+    batch: list[str] = []
+    started = False
+    for item in items:
+        batch.append(item)
+        if len(batch) == size:
+            yield (separator if started else opening) + separator.join(batch)
+            batch.clear()
+            started = True
+    if batch:
+        yield (separator if started else opening) + separator.join(batch) + closing
+    else:
+        yield closing if started else empty
+
+
+def _finding_texts(findings: Iterable[Finding]) -> Iterator[str]:
+    """Each finding as `dumps_indented` writes it inside the report's list,
+    from one template: the keys and layout never change, so only the values
+    are encoded (a findings-heavy tree has tens of thousands)."""
     encode = encode_basestring
-    parts: list[str] = []
-    opening = "[\n"
     for f in findings:
         if type(f.line) is not int or type(f.message) is not str or type(f.file) is not str \
                 or type(f.code) is not str or type(f.severity) is not str \
                 or type(f.evidence) is not str or (f.fix is not None and type(f.fix) is not str):
             # The finding alone, through the general writer, at its depth.
-            parts.append("  " + encode_at(finding_object(f), 1))
+            yield "  " + encode_at(finding_object(f), 1)
         else:
-            parts.append(
-                f'  {{\n    "code": {encode(f.code)},\n    "severity": {encode(f.severity)},\n'
-                f'    "message": {encode(f.message)},\n    "file": {encode(f.file)},\n'
-                f'    "line": {int.__repr__(f.line)},\n    "evidence": {encode(f.evidence)},\n'
-                f'    "fix": {_string_or_null(f.fix)}\n  }}')
-        if len(parts) == PIECE:
-            yield opening + ",\n".join(parts)
-            parts.clear()
-            opening = ",\n"
-    if parts:
-        yield opening + ",\n".join(parts) + "\n]\n"
-    elif opening == "[\n":
-        yield "[]\n"
-    else:
-        yield "\n]\n"
+            yield (f'  {{\n    "code": {encode(f.code)},\n    "severity": {encode(f.severity)},\n'
+                   f'    "message": {encode(f.message)},\n    "file": {encode(f.file)},\n'
+                   f'    "line": {int.__repr__(f.line)},\n    "evidence": {encode(f.evidence)},\n'
+                   f'    "fix": {_string_or_null(f.fix)}\n  }}')
+
+
+def render_pieces(findings: Iterable[Finding]) -> Iterator[str]:
+    """What `dumps_indented` writes for the list of finding objects, in
+    pieces of PIECE findings."""
+    return joined_in_pieces(_finding_texts(findings), "[\n", ",\n", "\n]\n", "[]\n", PIECE)
 
 
 def render(findings: Iterable[Finding]) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from advisor.lint.docs import rule_markdown, rule_text
 from advisor.lint.rule import Finding, Rule
-from advisor.output.jsonfmt import dumps_indented, encode_at
+from advisor.output.jsonfmt import dumps_indented, encode_at, joined_in_pieces
 
 if TYPE_CHECKING:
     from advisor.lint.edits import Edit
@@ -195,13 +195,18 @@ def render_pieces(findings: Iterable[Finding], rules: list[Rule], notes: Iterabl
     if cut < 0:  # not a layout this writer knows: the general writer, whole
         yield dumps_indented(build(findings, rules, notes, root)) + "\n"
         return
+    yield from joined_in_pieces(_result_texts(findings, rules), head[:cut] + '"results": [\n        ',
+                                ",\n        ", "\n      ]" + head[cut + len(empty):] + "\n", head + "\n", PIECE)
+
+
+def _result_texts(findings: Iterable[Finding], rules: list[Rule]) -> Iterator[str]:
+    """Each finding as `dumps_indented(build(...))` writes its result in the
+    run's list, from one template (what repeats, once)."""
     index = {rule.code: position for position, rule in enumerate(rules)}
     artifacts: dict[str, dict] = {}
     located: dict[str, str] = {}  # the artifactLocation, encoded once per file
     located_in_fix: dict[str, str] = {}  # the same, at a fix's depth
     pieces: dict[tuple, tuple[str, str, str, str]] = {}
-    results: list[str] = []
-    first_opening = opening = head[:cut] + '"results": [\n        '
     for finding in findings:
         edit = finding.edit if finding.edit is not None and finding.edit.applicable else None
         if type(finding.line) is not int or type(finding.message) is not str \
@@ -209,7 +214,7 @@ def render_pieces(findings: Iterable[Finding], rules: list[Rule], notes: Iterabl
                 or (edit is not None and not _plain_edit(edit)):
             # The result alone: building the whole log for it wraps every
             # rule's help text again (70 ms a finding).
-            results.append(encode_at(_result(finding, index, artifacts), 4))
+            yield encode_at(_result(finding, index, artifacts), 4)
             continue
         location = located.get(finding.file)
         if location is None:
@@ -243,16 +248,5 @@ def render_pieces(findings: Iterable[Finding], rules: list[Rule], notes: Iterabl
             fixes = _FIXES.format(summary=encode_basestring(edit.summary), location=fix_location,
                                   line=edit.line, start=edit.start + 1, end=edit.end + 1,
                                   text=encode_basestring(edit.text))
-        results.append(parts[0] + encode_basestring(message) + parts[1] + location + parts[2]
-                       + str(max(1, finding.line)) + parts[3] + fixes + "\n        }")
-        if len(results) == PIECE:
-            yield opening + ",\n        ".join(results)
-            results.clear()
-            opening = ",\n        "
-    tail = head[cut + len(empty):] + "\n"
-    if results:
-        yield opening + ",\n        ".join(results) + "\n      ]" + tail
-    elif opening is first_opening:
-        yield head + "\n"
-    else:
-        yield "\n      ]" + tail
+        yield (parts[0] + encode_basestring(message) + parts[1] + location + parts[2]
+               + str(max(1, finding.line)) + parts[3] + fixes + "\n        }")
