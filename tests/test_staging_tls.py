@@ -196,6 +196,24 @@ def test_the_verdict_names_the_handshake_share_and_its_cause():
     assert pool.note == "" and pool.evidence["tls"]["full_handshakes_per_s"] == 280.0
 
 
+def test_the_note_says_the_figures_the_evidence_holds():
+    """The note is read beside the JSON: it rounds the evidence's figures, not
+    the raw ones (a landing run's note said 161 full handshakes/s where the
+    JSON's 161.5 reads 162)."""
+    from advisor.tuner.measure.tls_probe import HandshakeCost, TlsTrial
+    from advisor.tuner.trial.verdict import Verdict, handshake_verdict
+
+    # 16,146 full handshakes in 100 s: 161.46/s, 161.5 in the evidence.
+    tls = TlsTrial(version="TLSv1.3", key_type="RSA-2048", cipher="x", resume="session", full_handshakes=16146,
+                   resumed_handshakes=0, window_s=100.0, counted_by="test", server_cpu_s=10.0, replies=16146,
+                   cost=HandshakeCost(0.5, 0.4, 0.02, 60))
+    said = handshake_verdict(Verdict("server CPU", {}), tls, [])
+    figures = said.evidence["tls"]
+    assert figures["full_handshakes_per_s"] == 161.5
+    assert said.note.startswith(f"server CPU: {figures['handshake_cpu_pct']:.0f} % in TLS handshakes, "
+                                f"{figures['full_handshakes_per_s']:.0f} full handshakes/s"), said.note
+
+
 @pytest.mark.load  # asserts a verdict: needs the host's cores
 def test_handshakes_that_fill_the_server_cpu_are_named_with_their_line():
     """KeepAlive Off, one request per visitor, RSA-2048, half a core: the server's

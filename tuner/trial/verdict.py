@@ -442,10 +442,13 @@ def handshake_verdict(verdict: Verdict, tls, causes: list[str]) -> Verdict:
         evidence["handshake_causes"] = list(causes)
     note = verdict.note
     if verdict.label == "server CPU" and share is not None and share >= TLS_HANDSHAKE_SHARE:
-        rate = tls.full_per_s or 0.0
-        said = f"server CPU: {100 * share:.0f} % in TLS handshakes, {rate:.0f} full handshakes/s"
+        # The note rounds the evidence's figures, not the raw ones: rounded
+        # twice, 161.46/s would read 161 here and 162 from the JSON's 161.5.
+        rate = evidence["full_handshakes_per_s"] or 0.0
+        said = (f"server CPU: {evidence['handshake_cpu_pct']:.0f} % in TLS handshakes, "
+                f"{rate:.0f} full handshakes/s")
         if tls.resumed_per_s:
-            said += f" and {tls.resumed_per_s:.0f} resumed/s"
+            said += f" and {evidence['resumed_handshakes_per_s']:.0f} resumed/s"
         said += f" ({tls.version}, {tls.key_type or 'unknown key'})"
         if causes:
             said += "; caused by " + "; ".join(causes)
