@@ -122,15 +122,18 @@ def check(ctx: LintContext, report: Report) -> None:
             continue  # allowed in every context this rule models
         accepted = {kind for kind in _KINDS if _allowed(kind, lname, info)}
         accepted.add("?")
+        # The raw parent: where the line is written (a directive applied is
+        # also in the effective tree, whose parent skips conditionals).
         flagged = [node for node in group
-                   if node.active and (known(node.parent)
-                                       or kinds.setdefault(node.parent, _kind(node.parent))) not in accepted]
+                   if node.active and (known(parent := node.raw_parent or node.parent)
+                                       or kinds.setdefault(parent, _kind(parent))) not in accepted]
         for node in flagged:
             _report(node, info, report)
 
 
 def _report(node: Node, info, report: Report) -> None:
-    where = _kind(node.parent)
+    parent = node.raw_parent or node.parent
+    where = _kind(parent)
     contexts = info.contexts
     label = f"<{info.name}>" if info.block else info.name
     if where == "server config":
@@ -140,7 +143,7 @@ def _report(node: Node, info, report: Report) -> None:
         if "server config" in contexts:
             place = "inside <VirtualHost>: it is a server-wide setting"
     else:  # a per-directory or proxy section
-        section = _deciding(node.parent)
+        section = _deciding(parent)
         place = f"inside <{section.name}>" if section is not None else "here"
     listed = ", ".join(contexts) if contexts else "nowhere"
     report(node, f"{label} is not allowed {place}; httpd refuses to start. Allowed in: {listed}.")

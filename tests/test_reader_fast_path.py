@@ -62,9 +62,21 @@ def _same_effective_trees(built: Section, copied: Section) -> None:
         if isinstance(theirs, Section):
             _same_effective_trees(mine, theirs)  # type: ignore[arg-type]
         else:
-            assert type(mine) is type(theirs) and mine.raw is theirs.raw
+            # Built while reading, a directive is the raw tree's own node
+            # (no copy): the copy made afterwards stands for that node.
+            assert type(mine) is type(theirs) and mine.raw is None and theirs.raw is mine
             for name in ("name", "args", "raw_args", "file", "line", "end_line", "active", "expansion"):
                 assert getattr(mine, name) == getattr(theirs, name), name
+
+
+def _raw_parents_hold(section: Section) -> None:
+    """Every node of the raw tree finds, going up, the section that holds
+    it: through `raw_parent` when the effective tree holds it too."""
+    for child in section.children:
+        assert (child.raw_parent or child.parent) is section
+        assert child.raw_parent is None or (type(child).__name__ == "Directive" and child.parent is not section)
+        if isinstance(child, Section):
+            _raw_parents_hold(child)
 
 
 def _model(main: Path, root: Path, careful: bool, monkeypatch) -> str | None:
@@ -86,6 +98,7 @@ def _model(main: Path, root: Path, careful: bool, monkeypatch) -> str | None:
         if not careful:
             # Built while reading: as the copy of the raw tree made afterwards.
             _same_effective_trees(config.effective, effective_tree(config.raw))
+        _raw_parents_hold(config.raw)
         return dump_json(config, raw=True) + dump_json(config)
 
 

@@ -223,11 +223,14 @@ class _Reader:
                         else:
                             rest, args = "", []
                 if shared is not None:
-                    node = Directive(shared, args, rest, file_path, start, end, active, container)
-                    append(node)
-                    if effective_append is not None:
-                        effective_append(Directive(shared, args, rest, file_path, start, end, True, effective,
-                                                   node))
+                    if effective_append is None:
+                        append(Directive(shared, args, rest, file_path, start, end, active, container))
+                    else:
+                        # Applied: one node for both trees (see Node.raw_parent).
+                        node = Directive(shared, args, rest, file_path, start, end, True, effective, None, None,
+                                         container)
+                        append(node)
+                        effective_append(node)
                     continue
                 name = parts[0]
                 if name[0] == "<":
@@ -293,17 +296,19 @@ class _Reader:
                     args = rest.split()
                 else:
                     args = split_words(rest, plain)
-                node = Directive(name, args, rest, path, start, end, active, container)
-                append(node)
-                if effective_append is not None:
-                    effective_append(Directive(name, args, rest, path, start, end, True, effective, node))
+                if effective_append is None:
+                    append(Directive(name, args, rest, path, start, end, active, container))
+                else:
+                    node = Directive(name, args, rest, path, start, end, True, effective, None, None, container)
+                    append(node)
+                    effective_append(node)
                 continue
             node = self.directive(name, rest, start, end, container, path, active, effective)
             if expansion is not None:
                 node.expansion = expansion
             if effective_append is not None and type(node) is Directive and lname not in _NOT_EFFECTIVE:
-                effective_append(Directive(node.name, node.args, node.raw_args, path, start, end, True,
-                                           effective, node, node.expansion))
+                node.raw_parent, node.parent = node.parent, effective
+                effective_append(node)
             if active and lname in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
                 # The cursor may now hold a macro's lines (five-tuples, any text).
                 state.fast = fast = False

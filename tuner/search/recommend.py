@@ -186,8 +186,7 @@ def _written_node(cfg: "Config", name: str, mpm: str | None = None) -> "Directiv
 
 
 def _blocks(node: "Directive") -> list["Section"]:
-    raw = node.raw if node.raw is not None else node
-    return list(reversed(raw.enclosing()))
+    return list(reversed(node.raw_enclosing()))
 
 
 def _line_text(cfg: "Config", file: str, line: int) -> str:
