@@ -20,7 +20,7 @@ from advisor.config import loader
 from advisor.config.lexer import split_words, splits_like_httpd
 from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
-from advisor.config.model import Section, effective_tree
+from advisor.config.model import Directive, Section, effective_tree
 from advisor.errors import ConfigError
 from advisor.output.httpd_dump import dump_json
 from conftest import SAMPLES
@@ -74,7 +74,7 @@ def _raw_parents_hold(section: Section) -> None:
     it: through `raw_parent` when the effective tree holds it too."""
     for child in section.children:
         assert (child.raw_parent or child.parent) is section
-        assert child.raw_parent is None or (type(child).__name__ == "Directive" and child.parent is not section)
+        assert child.raw_parent is None or (type(child) is Directive and child.parent is not section)
         if isinstance(child, Section):
             _raw_parents_hold(child)
 

@@ -68,27 +68,14 @@ class Node:
         """Enclosing sections, innermost first, excluding the root, along
         `parent`: in the effective tree for a directive both trees hold (see
         `raw_enclosing` for where it is written)."""
-        chain: list[Section] = []
-        node = self.parent
-        while node is not None and not node.is_root:
-            # An Include line is transparent: it does not change the context.
-            if not isinstance(node, Include):
-                chain.append(node)
-            node = node.parent
-        return chain
+        return _sections_from(self.parent)
 
     def raw_enclosing(self) -> list[Section]:
         """Enclosing sections as written in the raw tree (conditionals
         included, Include lines not), innermost first, excluding the root:
         for a node of either tree."""
         node = self.raw if self.raw is not None else self
-        parent = node.raw_parent if node.raw_parent is not None else node.parent
-        chain: list[Section] = []
-        while parent is not None and not parent.is_root:
-            if not isinstance(parent, Include):
-                chain.append(parent)
-            parent = parent.parent
-        return chain
+        return _sections_from(node.raw_parent if node.raw_parent is not None else node.parent)
 
     def enclosing_names(self) -> list[str]:
         return [s.lname for s in self.enclosing()]
@@ -114,6 +101,18 @@ class Node:
 
     def arg(self, index: int, default: str = "") -> str:
         return self.args[index] if index < len(self.args) else default
+
+
+def _sections_from(parent: Section | None) -> list[Section]:
+    """`parent` and the sections above it, innermost first, up to the root
+    (excluded). An Include line is transparent: it does not change the
+    context."""
+    chain: list[Section] = []
+    while parent is not None and not parent.is_root:
+        if not isinstance(parent, Include):
+            chain.append(parent)
+        parent = parent.parent
+    return chain
 
 
 @dataclass(eq=False, slots=True)
