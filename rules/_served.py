@@ -98,15 +98,20 @@ class Site:
         prefixes = None
         absolute = target[:1] == "/"
         for group in self.dir_groups:
-            if group.few is not None and absolute:
+            few = group.few
+            if few is not None:
                 # A host's own one or two sections: a scan costs less than
                 # a lookup per path component. (For an absolute target, a
                 # section path covers it exactly when it is one of
-                # `_prefixes`: both end with '/'. A relative one, as
-                # `_prefixes` reads it, is covered by none.)
-                for dir_section in group.few:
-                    if target.startswith(dir_section.path):
-                        found.append(dir_section)
+                # `_prefixes`: both end with '/'.)
+                if absolute:
+                    for dir_section in few:
+                        if target.startswith(dir_section.path):
+                            found.append(dir_section)
+                else:
+                    if prefixes is None:
+                        prefixes = _prefixes(target)
+                    found.extend(d for d in few if d.path in prefixes)
                 continue
             if prefixes is None:
                 prefixes = _prefixes(target)
@@ -141,7 +146,7 @@ class DirIndex:
     wildcards: list[DirSection] = field(default_factory=list)
     few: list[DirSection] | None = None
     """All the sections, when they are few and none is a wildcard (see
-    `finish`): `Site.applicable` scans them instead."""
+    `index_of`): `Site.applicable` scans them instead."""
 
     def add(self, section: DirSection) -> None:
         if section.wildcard:
@@ -149,10 +154,9 @@ class DirIndex:
         else:
             self.by_path.setdefault(section.path, []).append(section)
 
-    def finish(self) -> "DirIndex":
-        if not self.wildcards and len(self.by_path) <= _FEW:
-            self.few = [section for found in self.by_path.values() for section in found]
-        return self
+    @property
+    def empty(self) -> bool:
+        return not (self.few or self.by_path or self.wildcards)
 
     def covering(self, target: str, prefixes: list[str]) -> list[DirSection]:
         found: list[DirSection] = []
@@ -167,6 +171,24 @@ class DirIndex:
         return found
 
 
+def index_of(sections: list[DirSection]) -> DirIndex:
+    """The index of one owner's sections (in file order)."""
+    if len(sections) <= _FEW:
+        for dir_section in sections:
+            if dir_section.wildcard:
+                break
+        else:
+            # A host's own one or two sections (the usual case, once per
+            # virtual host): kept as they are, no index to build.
+            return DirIndex({}, [], sections)
+    index = DirIndex({}, [])
+    for dir_section in sections:
+        index.add(dir_section)
+    if not index.wildcards and len(index.by_path) <= _FEW:
+        index.few = sections
+    return index
+
+
 # Up to this many paths, a scan of the sections beats a lookup per path
 # component of the target (a document root is often five or six deep).
 _FEW = 3
@@ -177,25 +199,37 @@ _ALIAS_NAMES = ("alias", "scriptalias")
 def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
     """Non-regex <Directory> sections grouped by owner: id(root) for the main
     server, id(vhost) for a virtual host. One pass over the sections."""
-    grouped: dict[int, DirIndex] = {}
+    grouped: dict[int, list[DirSection]] = {}
+    # Whether a section spelling names a <VirtualHost>: asked once per spelling.
+    is_vhost: dict[str, bool] = {}
+    normalize = normalize_dir
+    make = DirSection
     # The index lists sections in file order, so a section's position in its
     # list sorts like its position in the whole tree, without building the
     # tree-wide order map.
     for position, section in enumerate(ctx.effective.sections.get("directory", [])):
+        args = section.args
         owner = section.parent
-        if owner is None or not section.args or section.args[0] == "~":
+        if owner is None or not args or args[0] == "~":
             continue
-        if not (owner.is_root or owner.lname == "virtualhost"):
-            continue
-        path = normalize_dir(section.args[0])
-        index = grouped.get(id(owner))
-        if index is None:
-            index = grouped[id(owner)] = DirIndex({}, [])
-        index.add(DirSection(path, path.count("/"), section, not owner.is_root, position,
-                             "*" in path or "?" in path or "[" in path))
-    for index in grouped.values():
-        index.finish()
-    return grouped
+        if owner.is_root:
+            in_vhost = False
+        else:
+            in_vhost = is_vhost.get(owner.name)
+            if in_vhost is None:
+                in_vhost = is_vhost[owner.name] = owner.name.lower() == "virtualhost"
+            if not in_vhost:
+                continue
+        path = normalize(args[0])
+        dir_section = make(path, path.count("/"), section, in_vhost, position,
+                           "*" in path or "?" in path or "[" in path)
+        # (A get, not try/except: most owners, virtual hosts, hold one.)
+        found = grouped.get(id(owner))
+        if found is None:
+            grouped[id(owner)] = [dir_section]
+        else:
+            found.append(dir_section)
+    return {key: index_of(sections) for key, sections in grouped.items()}
 
 
 def _by_owner(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
@@ -227,15 +261,14 @@ def sites(ctx: LintContext) -> list[Site]:
     roots = _by_owner(ctx, "DocumentRoot")
     alias_nodes = _by_owner(ctx, *_ALIAS_NAMES)
     root_id = id(ctx.config.effective)
-    main_dirs = grouped.get(root_id, DirIndex())
+    main_dirs = grouped.get(root_id) or DirIndex()
     main_aliases = _aliases(alias_nodes.get(root_id, []))
-    main_dirs.finish()
     shared: dict = {}
     main_only = (main_dirs,)
     main = Site(None, normalize_dir(server_root.arg(0)) if server_root and server_root.args else None,
                 server_root, main_aliases, main_only, shared)
     result = [main]
-    main_has_dirs = bool(main_dirs.by_path or main_dirs.wildcards)
+    main_has_dirs = not main_dirs.empty
     site = Site
     for vhost in ctx.virtual_hosts():
         key = id(vhost)

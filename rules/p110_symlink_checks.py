@@ -89,26 +89,36 @@ def apply_options(current: set[str] | frozenset[str], node) -> set[str]:
 
 def effective_options(ctx: LintContext, site: Site, path: str, grouped=None):
     """Options for `path` and the directive that last changed them."""
+    return options_resolver(ctx, grouped)(site, path)
+
+
+def options_resolver(ctx: LintContext, grouped=None):
+    """`effective_options` for many sites and paths: what every site starts
+    from (httpd's default and the main server's Options) worked out once,
+    not once per path."""
     if grouped is None:
         grouped = owned(ctx, "Options")
-    # What every site starts from, worked out once per run: httpd's default
-    # and the main server's Options.
     start = ctx.shared.get("options_start")
     if start is None:
         options = frozenset({"followsymlinks"} if ctx.at_least(2, 3, 11) else _ALL)
         server = ctx.server_value("Options")
         start = ctx.shared["options_start"] = (
             (frozenset(apply_options(set(options), server)), server) if server is not None else (options, None))
-    options, last = start
     merged = ctx.shared.setdefault("options_merged", {})
-    if site.section is not None:
-        own = grouped.get(id(site.section))
-        if own:
-            options, last = _merged(merged, options, own[-1]), own[-1]
-    for dir_section in site.applicable(path):
-        for node in grouped.get(id(dir_section.section), ()):
-            options, last = _merged(merged, options, node), node
-    return options, last
+    own_lines = grouped.get
+
+    def resolve(site: Site, path: str):
+        options, last = start
+        if site.section is not None:
+            own = own_lines(id(site.section))
+            if own:
+                options, last = _merged(merged, options, own[-1]), own[-1]
+        for dir_section in site.applicable(path):
+            for node in own_lines(id(dir_section.section), ()):
+                options, last = _merged(merged, options, node), node
+        return options, last
+
+    return resolve
 
 
 def _merged(known: dict, options: frozenset[str], node) -> frozenset[str]:
@@ -139,10 +149,10 @@ def check(ctx: LintContext, report: Report) -> None:
     if ctx.at_least(2, 3, 11) and all(_harmless(args) for args in
                                       {tuple(node.args) for node in ctx.directives("Options")}):
         return  # the default has FollowSymLinks and nothing written takes it away
-    grouped = owned(ctx, "Options")
+    resolve = options_resolver(ctx)
     for site in sites(ctx):
         for path, _origin in site.served_paths():
-            options, last = effective_options(ctx, site, path, grouped)
+            options, last = resolve(site, path)
             if last is None:
                 continue
             if "symlinksifownermatch" in options:

@@ -6,7 +6,7 @@ from advisor.config.model import Node, Section
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._served import deciding, normalize_dir, owned, sites
+from ._served import normalize_dir, owned, sites
 
 DOC = Doc(
     summary="No restriction of HTTP methods (LimitExcept, Require method, AllowMethods) on a served tree",
@@ -111,19 +111,26 @@ def check(ctx: LintContext, report: Report) -> None:
             server_level.append(inner)
         else:
             by_vhost.setdefault(id(owner), []).append(inner)
-    requires = owned(ctx, "Require")
+    requires = owned(ctx, "Require").get
     # Whether a Require line denies all, judged once per line: a large tree
     # decides thousands of hosts with the same few.
     denies: dict[int, bool] = {}
     for site in sites(ctx):
         own = by_vhost.get(id(site.section)) if site.section is not None else None
         visible = server_level + own if own else server_level
+        applicable = site.applicable
         for path, origin in site.served_paths():
             if visible:
                 url = origin.arg(0) if origin is not None and origin.name.lower() != "documentroot" else None
                 if any(_reaches(inner, path, url) for inner in visible):
                     continue
-            decided, _ = deciding(requires, site, path)
+            # The Require that decides access to the path (`deciding`, inline:
+            # this runs for every served path of every host).
+            decided = None
+            for dir_section in applicable(path):
+                found = requires(id(dir_section.section))
+                if found:
+                    decided = found[-1]
             if decided is not None:
                 denied = denies.get(id(decided))
                 if denied is None:

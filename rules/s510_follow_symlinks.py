@@ -5,8 +5,8 @@ from __future__ import annotations
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._served import owned, sites
-from .p110_symlink_checks import effective_options
+from ._served import sites
+from .p110_symlink_checks import options_resolver
 
 TRADE_OFF = ("Trade-off: P110 (performance) asks for the opposite, because the owner check "
              "costs an lstat() per path component; --profile security or performance picks one.")
@@ -57,15 +57,23 @@ DOC = Doc(
 
 
 def check(ctx: LintContext, report: Report) -> None:
-    grouped = owned(ctx, "Options")
+    resolve = options_resolver(ctx)
     default_follows = ctx.at_least(2, 3, 11)
     for site in sites(ctx):
+        judged = None
         for path, origin in site.served_paths():
-            options, last = effective_options(ctx, site, path, grouped)
+            if path == judged:
+                # An Alias to the document root (or the same target twice):
+                # the same Options, so the same finding as just reported, or
+                # none; only a finding at the path's own line (no Options
+                # line decides it) differs by place.
+                continue
+            options, last = resolve(site, path)
             if "followsymlinks" not in options or "symlinksifownermatch" in options:
                 continue
             shown = path.rstrip("/") or "/"
             if last is not None:
+                judged = path
                 report(last, f"Options leave {shown} following symbolic links of any owner: "
                              f"a link planted in the tree publishes what it points to. {TRADE_OFF}")
             elif default_follows and ctx.complete:
