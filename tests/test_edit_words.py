@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.lint.edits import _words
+from advisor.lint.edits import _spans, _spans_by_words, _words
 
 BLANKS = " \t\f\v"
 
@@ -47,3 +47,11 @@ def test_the_splitter_groups_words_as_the_rule_says(content, position):
 def test_a_directive_line_splits_into_its_name_and_words():
     line = '    Header set X-Note "a \\" b" # kept'
     assert [line[a:b] for a, b in _words(line, 0)] == ["Header", "set", "X-Note", '"a \\" b"', "#", "kept"]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=' \t\f\v\r"\'\\ab#$.{}', max_size=20))
+def test_the_quick_reading_of_a_plain_line_finds_the_spans_words_find(content):
+    # `_spans` reads a line without quotes or '#' with one match; any line
+    # must come out as the word-by-word reading has it.
+    assert _spans(content) == _spans_by_words(content)

@@ -205,10 +205,12 @@ def lint_config(
                 file, line = at
             else:
                 file, line = at.file, at.line
-            key = (code, file, line, message)
-            if key in seen:
+            # Added, then counted: one set lookup (and tuple hash) per
+            # finding instead of two.
+            known = len(seen)
+            remember((code, file, line, message))
+            if len(seen) == known:
                 return
-            remember(key)
             sink[0].append(Finding(code, configured or severity or default_level, message, file, line,
                                    evidence or default_evidence, fix, edit, related))
         return report

@@ -143,8 +143,6 @@ class Finding:
 
 
 def max_severity(findings: Iterable[Finding]) -> str | None:
-    best: str | None = None
-    for finding in findings:
-        if best is None or SEVERITY_RANK[finding.severity] > SEVERITY_RANK[best]:
-            best = finding.severity
-    return best
+    # The few distinct levels first, ranked once, not once per finding.
+    levels = {finding.severity for finding in findings}
+    return max(levels, key=SEVERITY_RANK.__getitem__) if levels else None

@@ -153,7 +153,8 @@ def render(findings: Iterable[Finding], stream: IO[str], *, notes: Iterable[str]
     # control characters rich would drop removed from the whole at once.
     out: list[str] = []
     write = out.append
-    width = max((len(str(f.line)) for f in findings), default=1)
+    # (The widest number is the largest: lines are never negative.)
+    width = len(str(max((f.line for f in findings), default=0)))
     pad = " " * (width + 4)
     current_file = None
     for position, finding in enumerate(findings):
