@@ -22,6 +22,7 @@ from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
 from advisor.config.model import Directive, Section, effective_tree
 from advisor.errors import ConfigError
+from advisor.lint.context import TreeIndex
 from advisor.output.httpd_dump import dump_json
 from conftest import SAMPLES
 
@@ -79,6 +80,21 @@ def _raw_parents_hold(section: Section) -> None:
             _raw_parents_hold(child)
 
 
+def _same_index(config) -> None:
+    """The lint context's index of an effective tree built while reading
+    (derived from the raw tree's index and the reader's section copies)
+    holds what a walk of that tree finds: the same nodes, in order."""
+    assert config.effective_sections is not None
+    raw = TreeIndex.build(config.raw, with_order=False)
+    walked = TreeIndex.build(config.effective)
+    derived = TreeIndex.shared_with(config.effective, raw, config.effective_sections)
+    for mine, theirs in ((derived.directives, walked.directives), (derived.sections, walked.sections),
+                         (derived.top, walked.top)):
+        assert mine.keys() == theirs.keys()
+        for name, nodes in theirs.items():
+            assert [id(node) for node in mine[name]] == [id(node) for node in nodes], name
+
+
 def _model(main: Path, root: Path, careful: bool, monkeypatch) -> str | None:
     with monkeypatch.context() as patch:
         if careful:
@@ -98,6 +114,7 @@ def _model(main: Path, root: Path, careful: bool, monkeypatch) -> str | None:
         if not careful:
             # Built while reading: as the copy of the raw tree made afterwards.
             _same_effective_trees(config.effective, effective_tree(config.raw))
+            _same_index(config)
         _raw_parents_hold(config.raw)
         return dump_json(config, raw=True) + dump_json(config)
 

@@ -387,6 +387,7 @@ class _Reader:
             elif lname not in _NOT_EFFECTIVE:
                 copy = Section(bare, args, raw_args, path, start, end, True, effective, node, node.expansion)
                 effective.children.append(copy)
+                state.effective_sections.append(copy)
                 inner_effective = copy
         self.build(cursor, node, path, child_active, node, inner_effective)
         if copy is not None:
@@ -551,6 +552,7 @@ def _load(path: str, options: LoadOptions, assumed_mpm: str | None) -> Config:
         apache_version=state.version,
         diagnostics=state.diagnostics,
         _effective=effective,
+        effective_sections=state.effective_sections if effective is not None else None,
     )
 
 

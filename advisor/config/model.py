@@ -195,6 +195,10 @@ class Config:
     apache_version: tuple[int, int, int]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     _effective: Section | None = field(default=None, repr=False)
+    effective_sections: list[Section] | None = field(default=None, repr=False)
+    """When the effective tree was built while reading (`LoadOptions.effective`):
+    its sections in the order a walk meets them; its directives are then the
+    raw tree's directives that have a `raw_parent`. None otherwise."""
 
     @property
     def effective(self) -> Section:

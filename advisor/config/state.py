@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from advisor.config.load_options import LoadOptions
-from advisor.config.model import Diagnostic
+from advisor.config.model import Diagnostic, Section
 from advisor.config.modules import ModuleSet
 
 
@@ -56,6 +56,9 @@ class ReadState:
     assumed_mpm: str | None = None
     """The module id of the `--mpm` MPM when it was taken as compiled in:
     the reading is void if the config turns out to load an MPM itself."""
+    effective_sections: list[Section] = field(default_factory=list)
+    """With the effective tree built while reading: its sections as they are
+    made, which is the order a walk of that tree meets them."""
 
     def lookup_variable(self, name: str) -> str | None:
         if name in self.defines and self.defines[name] is not None:

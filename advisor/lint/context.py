@@ -123,6 +123,37 @@ class TreeIndex:
         index.ordered = with_order
         return index
 
+    @classmethod
+    def shared_with(cls, root: Section, raw: "TreeIndex", sections: list[Section]) -> "TreeIndex":
+        """The index of an effective tree built while reading, without a walk
+        of it: its directives are the raw tree's that have a `raw_parent`
+        (each list keeps the raw tree's order, which is the effective tree's:
+        conditionals and Include lines are spliced in place), its sections
+        the copies the reader made, in the order it made them (`sections`:
+        `Config.effective_sections`). Equal to `build(root)`: a test holds
+        them to it."""
+        index = cls(root)
+        for child in root.children:
+            if type(child) is Directive:
+                index.top.setdefault(child.name.lower(), []).append(child)
+        directives: dict[str, list[Directive]] = {}
+        for lname, nodes in raw.directives.items():
+            applied = [node for node in nodes if node.raw_parent is not None]
+            if applied:
+                directives[lname] = applied
+        by_name: dict[str, list[Section]] = {}
+        by_spelling: dict[str, list[Section]] = {}
+        for section in sections:
+            try:
+                by_spelling[section.name].append(section)
+            except KeyError:
+                held = by_name.setdefault(section.name.lower(), [])
+                by_spelling[section.name] = held
+                held.append(section)
+        index.directives = directives
+        index.sections = by_name
+        return index
+
     @property
     def all_nodes(self) -> list[Node]:
         """Every node in file order, Include lines too (the raw tree's extent
@@ -174,8 +205,12 @@ class LintContext:
     def __init__(self, config: Config, facts: HostFacts) -> None:
         self.config = config
         self.facts = facts
-        self.effective = TreeIndex.build(config.effective)
         self.raw = TreeIndex.build(config.raw, with_order=False)
+        if config.effective_sections is not None:
+            # Built while reading: its directives are the raw tree's (no second walk).
+            self.effective = TreeIndex.shared_with(config.effective, self.raw, config.effective_sections)
+        else:
+            self.effective = TreeIndex.build(config.effective)
         self.catalog = catalog.directives(facts.version_key)
         self.shared: dict[str, Any] = {}
         """Computations several rules use (the served sites), made once per run."""
