@@ -97,6 +97,18 @@ def test_an_unchanged_tree_is_not_read_again(trees, cached):
     assert cached["fresh"] == 5
 
 
+def test_a_text_lint_saves_the_edits_a_later_sarif_report_shows(trees, cached):
+    # A text report never shows edits, so a lint that saves nothing skips
+    # them; one that saves its result must keep them for SARIF and `fix`.
+    lint(trees["reports"], "--isolated", fmt="text")
+    assert cached["fresh"] == 1
+    reused = json.loads(lint(trees["reports"], "--isolated", fmt="sarif"))
+    assert cached["fresh"] == 1
+    fixes = [result["fixes"] for result in reused["runs"][0]["results"] if result.get("fixes")]
+    assert fixes, "KeepAlive Off has a mechanical fix: SARIF shows it"
+    assert reused == json.loads(lint(trees["reports"], "--isolated", "--no-cache", fmt="sarif"))
+
+
 def test_same_size_edit_with_the_old_time_put_back_is_seen(trees, cached):
     conf = trees["same-size"] / "apache2.conf"
     assert "P102" in codes(lint(conf, "--isolated"))

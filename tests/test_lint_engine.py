@@ -258,6 +258,22 @@ def test_lint_is_linear_on_the_2000_vhost_bench_tree(tmp_path):
     assert all(f.code not in ("E401", "E402", "E406") for f in result.findings)
 
 
+def test_a_run_without_edits_finds_the_same_and_locates_nothing(tmp_path):
+    main = write(tmp_path, EVENT + "KeepAlive Off\nHostnameLookups On\n<VirtualHost *:80>\n"
+                 "    ServerName a.test\n    KeepAlive Off\n</VirtualHost>\n")
+    config = load_config(str(main), LoadOptions(effective=True))
+    rules = all_rules()
+    facts = HostFacts(config.apache_version, config.mpm)
+    runs = [lint_config(config, facts, rules, known_codes={r.code for r in rules}, edits=edits)
+            for edits in (True, False)]
+    shown = [[(f.code, f.severity, f.message, f.file, f.line, f.evidence, f.fix) for f in run.findings]
+             for run in runs]
+    assert shown[0] == shown[1]
+    with_edits = [f for f in runs[0].findings if f.edit is not None]
+    assert {f.code for f in with_edits} >= {"P102", "P107"}
+    assert all(f.edit is None for f in runs[1].findings)
+
+
 def test_a_fragment_is_judged_only_on_what_it_writes(tmp_path):
     vhost = "<VirtualHost *:80>\n    ServerName a.test\n    KeepAlive Off\n    RewriteEngine On\n</VirtualHost>\n"
     found = {(f["code"], f["line"]) for f in findings_for(tmp_path, vhost)}

@@ -62,6 +62,9 @@ class LintOptions:
     live_facts: str | None = None
     """A saved snapshot of a running host (JSON, as advisor.lint.host.collect_live_facts
     writes it) for the live-host rules: what rule fixtures and offline checks use."""
+    edits: bool = True
+    """Whether the findings need their mechanical edits (`fix` does, SARIF shows
+    them). A result saved to the cache always has them, whatever this says."""
 
 
 class LintRun:
@@ -287,7 +290,7 @@ def _live_snapshot(config, options: LintOptions) -> dict | None:
 def _cache_options(options: LintOptions) -> dict[str, Any]:
     """The options a lint result depends on (not how it is shown or where)."""
     shown_only = {"format", "output", "show_evidence", "config", "cache", "cache_dir", "group",
-                  "statistics"}
+                  "statistics", "edits"}
     return {name: value for name, value in vars(options).items() if name not in shown_only}
 
 
@@ -411,7 +414,8 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
         config = load_config(path, load)
         facts, probed = _facts(config, options, host, enabled_codes, notes, recorder)
         probed_host = probed_host or probed
-        result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings)
+        result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings,
+                             edits=options.edits or recorder is not None)
         findings.extend(result.findings)
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
@@ -640,6 +644,8 @@ def register(app: typer.Typer) -> None:
             statistics=statistics, log_paths=list(log or []), log_format=log_format,
             fpm_config=list(fpm_config or []), fpm_memory=fpm_memory,
             live_facts=live_facts,
+            # Of lint's reports, only SARIF shows the edits (as `fixes`).
+            edits=format.lower() == "sarif",
         )
         if host or inventory:
             # A host's tree is read afresh each time (no cache) and never measured on this machine.

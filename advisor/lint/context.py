@@ -202,9 +202,12 @@ def enclosing_vhost(node: Node) -> Section | None:
 class LintContext:
     """Everything a rule may read. Built once per config by the engine."""
 
-    def __init__(self, config: Config, facts: HostFacts) -> None:
+    def __init__(self, config: Config, facts: HostFacts, wants_edits: bool = True) -> None:
         self.config = config
         self.facts = facts
+        self.wants_edits = wants_edits
+        """Whether findings carry their mechanical edit (`fix`, SARIF, the
+        result cache need it; a text or JSON report does not show it)."""
         self.raw = TreeIndex.build(config.raw, with_order=False)
         if config.effective_sections is not None:
             # Built while reading: its directives are the raw tree's (no second walk).

@@ -151,9 +151,12 @@ def _locate(ctx: LintContext, node: Node):
     return line, content, name_span, value_span
 
 
-def set_value(ctx: LintContext, node: Node, value: str) -> Edit:
+def set_value(ctx: LintContext, node: Node, value: str) -> Edit | None:
     """Replace the arguments of `node` by `value`, in place: the name, the
-    indentation and a trailing comment stay as written."""
+    indentation and a trailing comment stay as written. None when the run
+    does not want edits (`LintContext.wants_edits`), as for the two below."""
+    if not ctx.wants_edits:
+        return None
     found = _locate(ctx, node)
     if isinstance(found, str):
         return Edit(node.file, node.line, 0, 0, "", "", f"{node.name} {value}", found)
@@ -163,8 +166,10 @@ def set_value(ctx: LintContext, node: Node, value: str) -> Edit:
     return Edit(node.file, node.line, start, end, text, line, f"{node.name} {old} -> {value}")
 
 
-def rename(ctx: LintContext, node: Node, new_name: str) -> Edit:
+def rename(ctx: LintContext, node: Node, new_name: str) -> Edit | None:
     """Write `new_name` in place of the directive's name, arguments untouched."""
+    if not ctx.wants_edits:
+        return None
     found = _locate(ctx, node)
     if isinstance(found, str):
         return Edit(node.file, node.line, 0, 0, "", "", f"{node.name} -> {new_name}", found)
@@ -172,9 +177,11 @@ def rename(ctx: LintContext, node: Node, new_name: str) -> Edit:
     return Edit(node.file, node.line, start, end, new_name, line, f"{node.name} -> {new_name}")
 
 
-def add_directive(ctx: LintContext, directive: str, after: Node | None = None) -> Edit:
+def add_directive(ctx: LintContext, directive: str, after: Node | None = None) -> Edit | None:
     """A new line `directive`: after `after` (same context, same indentation),
     or at the end of the main file (server scope) when `after` is None."""
+    if not ctx.wants_edits:
+        return None
     summary = f"add {directive}"
     if after is not None:
         if after.expansion is not None:

@@ -179,9 +179,13 @@ def lint_config(
     *,
     known_codes: set[str],
     settings: FileSettings | None = None,
+    edits: bool = True,
 ) -> LintResult:
+    """Run the rules on one tree. `edits=False` leaves out each finding's
+    mechanical edit (its `fix` text stays): a report that never shows the
+    edits need not locate them (two per host on a tree of hosts with fixes)."""
     settings = settings or FileSettings()
-    ctx = LintContext(config, facts)
+    ctx = LintContext(config, facts, wants_edits=edits)
     enabled = list(rules)
     notes: list[str] = []
     findings: list[Finding] = []

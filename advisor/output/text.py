@@ -80,22 +80,10 @@ def shape(finding: Finding) -> tuple:
     numbers in messages), so a mass-hosting tree's per-host findings fall
     together. The mark is a byte UTF-8 never holds, so a written '#' is not
     taken for a number (a '#' marker grouped "site#" with "site1").
-    `_groups` reaches the same keys a cheaper way."""
+    `_groups` reaches the same groups a cheaper way."""
     fix = finding.fix
     return (finding.code, finding.severity, _DIGIT_RUNS.sub(b"\xff", finding.message.encode("utf-8", "surrogatepass")),
             None if fix is None else _DIGIT_RUNS.sub(b"\xff", fix.encode("utf-8", "surrogatepass")),
-            finding.evidence)
-
-
-def _coarse(finding: Finding) -> tuple:
-    """`shape` with each digit marked rather than each run: a bytes
-    translation, ten times cheaper than the substitution. Findings with
-    equal coarse keys have equal shapes; the few distinct coarse keys are
-    then merged by `_refined`."""
-    fix = finding.fix
-    return (finding.code, finding.severity,
-            finding.message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED),
-            None if fix is None else fix.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED),
             finding.evidence)
 
 
@@ -110,8 +98,23 @@ def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], set[int]
     positions printed as part of a group elsewhere). Groups are findings of
     equal `shape`."""
     coarse: dict[tuple, list[int]] = {}
+    # First a coarse key: `shape` with each digit marked rather than each
+    # run (a bytes translation, ten times cheaper than the substitution).
+    # Findings with equal coarse keys have equal shapes; the few distinct
+    # coarse keys are then merged by `_refined`. Each distinct fix is marked
+    # once: a rule's fix text is nearly always the same few strings.
+    marked_fixes: dict[str, bytes] = {}
     for position, finding in enumerate(findings):
-        key = _coarse(finding)
+        fix = finding.fix
+        if fix is not None:
+            marked = marked_fixes.get(fix)
+            if marked is None:
+                marked = marked_fixes[fix] = fix.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED)
+        else:
+            marked = None
+        key = (finding.code, finding.severity,
+               finding.message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED), marked,
+               finding.evidence)
         found = coarse.get(key)
         if found is None:
             coarse[key] = [position]
