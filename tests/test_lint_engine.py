@@ -274,6 +274,31 @@ def test_a_run_without_edits_finds_the_same_and_locates_nothing(tmp_path):
     assert all(f.edit is None for f in runs[1].findings)
 
 
+def test_a_rule_that_reports_one_thing_twice_gives_one_finding(tmp_path):
+    from dataclasses import replace
+
+    main = write(tmp_path, EVENT + "KeepAlive Off\nServerName a.test\n")
+    config = load_config(str(main), LoadOptions(effective=True))
+    template = next(rule for rule in all_rules() if rule.code == "P102")
+
+    def twice(ctx, report):
+        node = ctx.directives("KeepAlive")[0]
+        report(node, "first")
+        report(node, "other words", severity="error")
+        report((node.file, node.line), "first", severity="error")  # a repeat: the first one stands
+        report(ctx.directives("ServerName")[0], "first")
+
+    def once(ctx, report):
+        report(ctx.directives("KeepAlive")[0], "first")  # another rule: its own finding
+
+    rules = (replace(template, check=twice), replace(template, code="P199", slug="p199", check=once))
+    result = lint_config(config, HostFacts(config.apache_version, config.mpm), rules,
+                         known_codes={"P102", "P199"})
+    assert [(f.code, f.line, f.message, f.severity) for f in result.findings] == [
+        ("P102", 2, "first", "warning"), ("P102", 2, "other words", "error"), ("P199", 2, "first", "warning"),
+        ("P102", 3, "first", "warning")]
+
+
 def test_a_fragment_is_judged_only_on_what_it_writes(tmp_path):
     vhost = "<VirtualHost *:80>\n    ServerName a.test\n    KeepAlive Off\n    RewriteEngine On\n</VirtualHost>\n"
     found = {(f["code"], f["line"]) for f in findings_for(tmp_path, vhost)}

@@ -172,6 +172,27 @@ def _silenced_where_related(findings: list[Finding], silenced: set[int],
     return out
 
 
+def _drop_repeats(found: list[Finding], start: int) -> None:
+    """A rule may report one thing twice (an Alias to the document root, a
+    line reached twice): keep the first of each (file, line, message) that
+    the rule reported from `start` on. Checked once per rule, in one set
+    comprehension, instead of once per finding: repeats are rare."""
+    reported = len(found) - start
+    if reported < 2:
+        return
+    batch = found[start:]
+    if len({(f.file, f.line, f.message) for f in batch}) == reported:
+        return
+    seen: set[tuple[str, int, str]] = set()
+    kept: list[Finding] = []
+    for finding in batch:
+        key = (finding.file, finding.line, finding.message)
+        if key not in seen:
+            seen.add(key)
+            kept.append(finding)
+    found[start:] = kept
+
+
 def lint_config(
     config: Config,
     facts: HostFacts,
@@ -191,7 +212,6 @@ def lint_config(
     findings: list[Finding] = []
     # Where `report` puts findings: the main list, then the post rules' own.
     sink: list[list[Finding]] = [findings]
-    seen: set[tuple[str, str, int, str]] = set()
 
     def runner(rule: Rule):
         # Looked up once per rule, not per finding: a rule may report once
@@ -200,7 +220,7 @@ def lint_config(
         configured = settings.severity.get(code)
         default_level = rule.severity
         default_evidence = rule.doc.evidence
-        remember = seen.add
+        append = sink[0].append
 
         def report(at: Location, message: str, *, fix: str | None = None,
                    severity: str | None = None, evidence: str | None = None,
@@ -209,15 +229,15 @@ def lint_config(
                 file, line = at
             else:
                 file, line = at.file, at.line
-            # Added, then counted: one set lookup (and tuple hash) per
-            # finding instead of two.
-            known = len(seen)
-            remember((code, file, line, message))
-            if len(seen) == known:
-                return
-            sink[0].append(Finding(code, configured or severity or default_level, message, file, line,
-                                   evidence or default_evidence, fix, edit, related))
+            append(Finding(code, configured or severity or default_level, message, file, line,
+                           evidence or default_evidence, fix, edit, related))
         return report
+
+    def run(rule: Rule) -> None:
+        found = sink[0]
+        start = len(found)
+        rule.check(ctx, runner(rule))
+        _drop_repeats(found, start)
 
     skipped: dict[str, list[str]] = {}
     for rule in enabled:
@@ -228,7 +248,7 @@ def lint_config(
             for need in missing:
                 skipped.setdefault(need, []).append(rule.code)
             continue
-        rule.check(ctx, runner(rule))
+        run(rule)
     for need, codes in skipped.items():
         notes.append(f"{', '.join(codes)} skipped: {_HINTS.get(need, need)}")
 
@@ -250,7 +270,7 @@ def lint_config(
     sink[0] = post_findings
     for rule in enabled:
         if rule.post:
-            rule.check(ctx, runner(rule))
+            run(rule)
     kept.extend(f for f in post_findings if not path_ignored(f.file, f.code, settings))
     kept.sort(key=_FILE_LINE_CODE)  # Finding.sort_key, in C
     return LintResult(kept, notes, list(config.files))
