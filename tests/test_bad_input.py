@@ -169,6 +169,48 @@ def test_include_cycle(tmp_path):
     assert "a.conf -> " in result.stderr and "b.conf -> " in result.stderr
 
 
+def run_lint_saving(main: Path, cache: Path) -> subprocess.CompletedProcess:
+    """`lint` with its result cache on: the reader then stats each file as it
+    opens it (for the cache), where dump and --no-cache look up a file's
+    identity only when it includes another."""
+    environment = {**os.environ, "APACHE_ADVISOR_CACHE_DIR": str(cache)}
+    environment.pop("APACHE_ADVISOR_NO_CACHE", None)
+    return subprocess.run(CLI + ["lint", "--isolated", str(main)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, errors="surrogateescape", env=environment)
+
+
+def test_an_include_cycle_through_a_link_is_found_either_way(tmp_path):
+    # The link names the same file as a.conf: a cycle by device and inode.
+    write(tmp_path / "a.conf", "Timeout 5\nInclude b.conf\n")
+    write(tmp_path / "b.conf", "KeepAlive On\nInclude link.conf\n")
+    os.symlink(tmp_path / "a.conf", tmp_path / "link.conf")
+    main = write(tmp_path / "httpd.conf", "ServerName a\nInclude a.conf\n")
+    for result in (run_dump(str(main)), run_lint_saving(main, tmp_path / "cache")):
+        assert_one_line_error(result, f"{tmp_path}/b.conf:2:", "include cycle")
+        assert f"{tmp_path}/a.conf -> {tmp_path}/b.conf -> {tmp_path}/link.conf" in result.stderr
+
+
+def test_a_file_that_includes_nothing_may_be_read_twice(tmp_path):
+    # Not a cycle: the same leaf file from two places (httpd reads it twice).
+    write(tmp_path / "leaf.conf", "Timeout 5\n")
+    write(tmp_path / "a.conf", "Include leaf.conf\n")
+    main = write(tmp_path / "httpd.conf", "Include leaf.conf\nInclude a.conf\n")
+    result = run_dump(str(main))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("Timeout 5") == 2
+
+
+def test_a_file_larger_than_one_read_is_read_whole(tmp_path):
+    hosts = "".join(f"<VirtualHost *:80>\n    ServerName site{n}.test\n</VirtualHost>\n" for n in range(4000))
+    assert len(hosts) > 3 * 65536
+    main = write(tmp_path / "httpd.conf", hosts + "ServerName last.test\n")
+    dumped = run_dump(str(main))
+    assert dumped.returncode == 0, dumped.stderr
+    assert "ServerName site3999.test" in dumped.stdout and "ServerName last.test" in dumped.stdout
+    linted = run_lint_saving(main, tmp_path / "cache")
+    assert linted.returncode in (0, 1), linted.stderr
+
+
 def test_include_depth_over_limit(tmp_path):
     # A chain of 140 distinct files: no cycle, just deeper than httpd's 128.
     for level in range(140):

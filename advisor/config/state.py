@@ -41,7 +41,9 @@ class ReadState:
     version: tuple[int, int, int]
     files: list[str] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    include_stack: list[tuple[str, tuple[int, int]]] = field(default_factory=list)
+    include_stack: list[tuple[str, tuple[int, int] | None, tuple[str, int] | None]] = field(default_factory=list)
+    """The files being read, outermost first: (path, (device, inode) or None
+    until looked up, where it was included from)."""
     plain: bool = True
     """The file being read splits on blanks like httpd (see splits_like_httpd)."""
     fast: bool = True
