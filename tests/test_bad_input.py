@@ -211,6 +211,24 @@ def test_a_file_larger_than_one_read_is_read_whole(tmp_path):
     assert linted.returncode in (0, 1), linted.stderr
 
 
+def test_a_character_cut_by_the_end_of_a_read_comes_out_whole(tmp_path):
+    # A file is read 65,536 bytes at a time: a two-byte character straddles
+    # the first boundary, and a byte that is not UTF-8 ends the second read;
+    # both come out of the dump as they went in.
+    boundary = 1 << 16
+    name = "ServerName \u00e9t\u00e9.test\n".encode()
+    raw = b"# " + b"x" * (boundary - 1 - len(b"ServerName ") - 3) + b"\n" + name
+    assert raw.index("\u00e9".encode()) == boundary - 1
+    admin = b"ServerAdmin "
+    raw += b"# " + b"y" * (2 * boundary - 1 - len(admin) - len(raw) - 3) + b"\n" + admin + b"\xff@a.test\n"
+    assert raw.index(b"\xff") == 2 * boundary - 1
+    main = write(tmp_path / "httpd.conf", raw)
+    result = subprocess.run(CLI + ["dump", str(main)], capture_output=True, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr
+    assert "ServerName \u00e9t\u00e9.test".encode() in result.stdout
+    assert b"ServerAdmin \xff@a.test" in result.stdout
+
+
 def test_include_depth_over_limit(tmp_path):
     # A chain of 140 distinct files: no cycle, just deeper than httpd's 128.
     for level in range(140):
