@@ -21,19 +21,20 @@ pytestmark = [pytest.mark.netns, pytest.mark.load, pytest.mark.httpd]
 
 PORT = 8080
 
-# A fifth of a core runs about 25 of these CGI requests a second (24.4-25.3
-# here on 2026-12-06, 18.8-25.3 over the bridge): at 30/s the cgroup is
-# throttled in nearly every period and the verdict is the server's CPU.
-# (With 1,000 numbers a request, this host once ran 16 a second in a fifth
-# of a core, and later about 40: perl's start-up is most of such a request,
-# and 30/s then sat at the quota, not over it, and failed a CI run here.) (At 100/s, ten times what fits,
-# the queue took 7-11 s to drain after each trial and the remote run served
-# no reply in its window.) (1 KB files at 3,000/s, bench's other quota
+# A fifth of a core runs about 20 of these CGI requests a second (20.4-23.5
+# here on 2026-12-06, 22.8-24.0 over the bridge): at 30/s the cgroup is
+# throttled in nearly every period (99.6-100 %) and the verdict is the
+# server's CPU. (Perl's start-up is most of a small request: with 1,000
+# numbers, a fifth of a core once ran 16 a second here and later about 40,
+# when 30/s sat at the quota and failed CI; with 100,000, 25 a second, and
+# 80-88 % of the periods throttled failed it again.) (At 100/s, ten times
+# what fits, the queue took 7-11 s to drain after each trial and the remote
+# run served no reply in its window.) (1 KB files at 3,000/s, bench's other quota
 # scenario, is not used here: over the bridge that overload overflows the
 # accept queue and connections stall in the network for seconds, workers
 # held in R and C with the CPU idle: a property of the path, not of the
 # server.)
-QUOTA = dict(up={"cpu_quota_pct": 20}, args=["--workload", "cgi", "--cgi-n", "100000", "--rate", "30",
+QUOTA = dict(up={"cpu_quota_pct": 20}, args=["--workload", "cgi", "--cgi-n", "150000", "--rate", "30",
                                              "--duration", "4", "--timeout", "5"])
 
 SCENARIOS = {
