@@ -87,15 +87,10 @@ def apply_options(current: set[str] | frozenset[str], node) -> set[str]:
     return result
 
 
-def effective_options(ctx: LintContext, site: Site, path: str, grouped=None):
-    """Options for `path` and the directive that last changed them."""
-    return options_resolver(ctx, grouped)(site, path)
-
-
 def options_resolver(ctx: LintContext, grouped=None):
-    """`effective_options` for many sites and paths: what every site starts
-    from (httpd's default and the main server's Options) worked out once,
-    not once per path."""
+    """A function of (site, path) giving the Options that apply there and the
+    directive that last changed them. What every site starts from (httpd's
+    default and the main server's Options) is worked out once, not per path."""
     if grouped is None:
         grouped = owned(ctx, "Options")
     start = ctx.shared.get("options_start")
