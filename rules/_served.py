@@ -179,14 +179,19 @@ def index_of(sections: list[DirSection]) -> DirIndex:
                 break
         else:
             # A host's own one or two sections (the usual case, once per
-            # virtual host): kept as they are, no index to build.
-            return DirIndex({}, [], sections)
+            # virtual host): kept as they are, no index to build (nor its
+            # tables: a few-section index never adds to them).
+            return DirIndex(_NO_PATHS, _NO_WILDCARDS, sections)
     index = DirIndex({}, [])
     for dir_section in sections:
         index.add(dir_section)
     if not index.wildcards and len(index.by_path) <= _FEW:
         index.few = sections
     return index
+
+
+_NO_PATHS: dict[str, list[DirSection]] = {}
+_NO_WILDCARDS: list[DirSection] = []
 
 
 # Up to this many paths, a scan of the sections beats a lookup per path

@@ -89,6 +89,7 @@ def check(ctx: LintContext, report: Report) -> None:
     # once, not once per host.
     server_kept = [node for node in server_logs if not _discards(node)]
     server_error_dropped = server_error is not None and _discards(server_error)
+    messages: dict[tuple, str] = {}
     for section, logs, error in hosts:
         problems = []
         where = None
@@ -105,10 +106,16 @@ def check(ctx: LintContext, report: Report) -> None:
             where = where or error
         if not problems:
             continue
-        label = "the main server" if section is None else f"<VirtualHost {' '.join(section.args)}>"
         location = where if where is not None else ctx.context_location(section)
-        report(location, f"{label}: {' and '.join(problems)}; its requests leave no audit "
-                         f"trail. {TRADE_OFF}")
+        # Made once for each address and set of problems: a mass-hosting
+        # tree's hosts mostly share both (one `*:80`, the same missing log).
+        key = (None if section is None else tuple(section.args), tuple(problems))
+        message = messages.get(key)
+        if message is None:
+            label = "the main server" if section is None else f"<VirtualHost {' '.join(section.args)}>"
+            message = messages[key] = (f"{label}: {' and '.join(problems)}; its requests leave no "
+                                       f"audit trail. {TRADE_OFF}")
+        report(location, message)
 
 
 RULE = Rule(code="S512", slug="no-access-log", severity="warning", category="security",

@@ -34,7 +34,7 @@ from advisor.lint.rule import Finding
 from advisor.lint.suppress import Suppression
 from advisor.output import github, jsonfmt, sarif, text
 from advisor.rules import all_rules, rule_by_code
-from advisor.rules._served import ServedAnywhere, Site, is_served, normalize_dir
+from advisor.rules._served import ServedAnywhere, Site, is_served, normalize_dir, sites
 from advisor.rules.s506_status_handler_open import _Locations
 from lint_helpers import REPO
 
@@ -287,6 +287,64 @@ def test_served_anywhere_answers_as_asking_each_site(sites, directory):
                  [(_path(alias), None) for alias in aliases]) for root, aliases in sites]
     path = _path(directory)
     assert ServedAnywhere(made).covers(path) == any(is_served(site, path) for site in made)
+
+
+# ---- served sites: the sections that apply to a path, in merge order ----
+
+_DIR = st.sampled_from(["/", "/srv", "/srv/", "/srv/www", "/srv//www/", "/srv/www/a", "/srv/*/a",
+                        "/srv/w?w", "/srv/www/a/b", "/other", "/srv/[w]ww"])
+_TARGET = st.sampled_from(["/", "/srv/", "/srv/www/", "/srv/www/a/", "/srv/www/a/b/", "/srv/wxw/",
+                           "/srv/x/a/", "/other/", "/elsewhere/"])
+
+
+def _merge_order_by_scan(ctx: LintContext, site: Site, target: str) -> list:
+    """Every non-regex <Directory> of the main server and of the site's own
+    host that covers `target`, sorted as httpd merges them: by depth, the
+    main server's before the host's, then file order. A scan of them all."""
+    import fnmatch
+
+    found = []
+    for position, section in enumerate(ctx.sections("Directory")):
+        owner = section.parent
+        if not section.args or section.args[0] == "~":
+            continue
+        if not (owner.is_root or owner is site.section):
+            continue
+        path = normalize_dir(section.args[0])
+        depth = path.count("/")
+        if any(mark in path for mark in "*?["):
+            parts = target.split("/")
+            covers = fnmatch.fnmatchcase("/".join(parts[:depth]) + "/", path)
+        else:
+            covers = target.startswith(path)
+        if covers:
+            found.append(((depth, not owner.is_root, position), section))
+    return [section for _, section in sorted(found, key=lambda pair: pair[0])]
+
+
+@settings(max_examples=150, deadline=None)
+@given(main_dirs=st.lists(_DIR, max_size=5),
+       hosts=st.lists(st.lists(_DIR, max_size=5), min_size=1, max_size=3),
+       targets=st.lists(_TARGET, min_size=1, max_size=4))
+def test_applicable_sections_are_the_scans(tmp_path_factory, main_dirs, hosts, targets):
+    """`Site.applicable` (the main server's part remembered per path, a
+    host's own few scanned) gives what a scan of every section gives, in
+    httpd's merge order, asked twice and in any order of paths."""
+    lines = ["LoadModule mpm_event_module modules/mod_mpm_event.so", "DocumentRoot /srv/www"]
+    lines += [f"<Directory {path}>\n    Require all granted\n</Directory>" for path in main_dirs]
+    for number, own in enumerate(hosts):
+        lines.append(f"<VirtualHost *:{8000 + number}>")
+        lines += [f"    <Directory {path}>\n    </Directory>" for path in own]
+        lines.append("</VirtualHost>")
+    main = tmp_path_factory.mktemp("served") / "httpd.conf"
+    main.write_text("\n".join(lines) + "\n")
+    config = load_config(str(main), LoadOptions(effective=True))
+    ctx = LintContext(config, HostFacts(config.apache_version, config.mpm))
+    for _ in range(2):
+        for site in sites(ctx):
+            for target in targets:
+                got = [dir_section.section for dir_section in site.applicable(target)]
+                assert got == _merge_order_by_scan(ctx, site, target), (site.label, target)
 
 
 # ---- S506: <Location> sections by prefix instead of a scan of all of them ----

@@ -410,32 +410,39 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     files: list[str] = []
     trees: list[tuple[str, str]] = []
     probed_host = False
+    wants_edits = options.edits or recorder is not None
     for path in options.paths:
         config = load_config(path, load)
         facts, probed = _facts(config, options, host, enabled_codes, notes, recorder)
         probed_host = probed_host or probed
         result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings,
-                             edits=options.edits or recorder is not None)
+                             edits=wants_edits)
         findings.extend(result.findings)
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
         trees.append((config.main_file, config.server_root))
     # Files in the order httpd reads them (main file first), then by line.
     read_order = {path: position for position, path in enumerate(dict.fromkeys(files))}
-    if len(options.paths) == 1:
+    from operator import attrgetter
+
+    # The files that have findings, in the engine's order (by name).
+    with_findings = list(dict.fromkeys(map(attrgetter("file"), findings)))
+    last = len(read_order)
+    positions = [read_order.get(file, last) for file in with_findings]
+    if len(options.paths) > 1:
+        findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
+    elif any(earlier > later for earlier, later in zip(positions, positions[1:])):
         # One tree: the engine sorted its findings by (file, line, code), so
         # ordering the runs of each file by read order (a stable sort of one
-        # key per file, not per finding) gives the same order.
+        # key per file, not per finding) gives the same order. (When names
+        # sort as the files are read, as with one directory of hosts, the
+        # order is already right.)
         from itertools import chain, groupby
-        from operator import attrgetter
 
-        last = len(read_order)
         runs = [(read_order.get(file, last), file, list(run))
                 for file, run in groupby(findings, key=attrgetter("file"))]
         runs.sort(key=_run_order)
         findings = list(chain.from_iterable(run for _, _, run in runs))
-    else:
-        findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
     # Once per file, not per finding; and for a plain absolute path below
     # the working directory, a slice instead of relpath (a mass-hosting tree
     # has tens of thousands of findings in as many files). A fix's file is
@@ -456,10 +463,12 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
         return display
 
     # Findings come in runs of one file: the display path is looked up once
-    # per run.
+    # per run. Nothing to do when every file is shown as it is named (a tree
+    # outside the working directory) and no finding carries an edit.
     run_file: str | None = None
     run_display = ""
-    for finding in findings:
+    moved = any(display_of(file) != file for file in with_findings)
+    for finding in findings if moved or wants_edits else ():
         file = finding.file
         if file != run_file:
             run_file, run_display = file, display_of(file)

@@ -106,6 +106,9 @@ def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], set[int]
     # coarse keys are then merged by `_refined`. Each distinct fix is marked
     # once: a rule's fix text is nearly always the same few strings.
     marked_fixes: dict[str, bytes] = {}
+    # Likewise each distinct message: a rule often says the same words on
+    # every host (a constant, or the same address in each <VirtualHost>).
+    marked_messages: dict[str, bytes] = {}
     for position, finding in enumerate(findings):
         fix = finding.fix
         if fix is not None:
@@ -114,9 +117,14 @@ def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], set[int]
                 marked = marked_fixes[fix] = fix.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED)
         else:
             marked = None
-        key = (finding.code, finding.severity,
-               finding.message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED), marked,
-               finding.evidence)
+        message = finding.message
+        marked_message = marked_messages.get(message)
+        if marked_message is None:
+            if len(marked_messages) >= 4096:
+                marked_messages.clear()  # messages that differ by host: keep few
+            marked_message = marked_messages[message] = \
+                message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED)
+        key = (finding.code, finding.severity, marked_message, marked, finding.evidence)
         found = coarse.get(key)
         if found is None:
             coarse[key] = [position]
