@@ -207,7 +207,9 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
     grouped: dict[int, list[DirSection]] = {}
     # Whether a section spelling names a <VirtualHost>: asked once per spelling.
     is_vhost: dict[str, bool] = {}
-    normalize = normalize_dir
+    # Each written path's (normal form, depth, whether it has wildcards):
+    # worked out once per path, which hosts often share.
+    shapes: dict[str, tuple[str, int, bool]] = {}
     make = DirSection
     # The index lists sections in file order, so a section's position in its
     # list sorts like its position in the whole tree, without building the
@@ -225,16 +227,22 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
                 in_vhost = is_vhost[owner.name] = owner.name.lower() == "virtualhost"
             if not in_vhost:
                 continue
-        path = normalize(args[0])
-        dir_section = make(path, path.count("/"), section, in_vhost, position,
-                           "*" in path or "?" in path or "[" in path)
+        shape = shapes.get(args[0])
+        if shape is None:
+            path = normalize_dir(args[0])
+            shape = shapes[args[0]] = (path, path.count("/"), "*" in path or "?" in path or "[" in path)
+        dir_section = make(shape[0], shape[1], section, in_vhost, position, shape[2])
         # (A get, not try/except: most owners, virtual hosts, hold one.)
         found = grouped.get(id(owner))
         if found is None:
             grouped[id(owner)] = [dir_section]
         else:
             found.append(dir_section)
-    return {key: index_of(sections) for key, sections in grouped.items()}
+    # An owner with one plain section (each virtual host, mostly) is indexed
+    # here; `index_of` handles the rest.
+    return {key: DirIndex(_NO_PATHS, _NO_WILDCARDS, sections)
+            if len(sections) == 1 and not sections[0].wildcard else index_of(sections)
+            for key, sections in grouped.items()}
 
 
 def _by_owner(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
@@ -270,25 +278,29 @@ def sites(ctx: LintContext) -> list[Site]:
     main_aliases = _aliases(alias_nodes.get(root_id, []))
     shared: dict = {}
     main_only = (main_dirs,)
-    main = Site(None, normalize_dir(server_root.arg(0)) if server_root and server_root.args else None,
-                server_root, main_aliases, main_only, shared)
-    result = [main]
+    main_root = normalize_dir(server_root.args[0]) if server_root is not None and server_root.args else None
+    result = [Site(None, main_root, server_root, main_aliases, main_only, shared)]
     main_has_dirs = not main_dirs.empty
     site = Site
+    append = result.append
+    # (Lookups bound once: this runs once per virtual host.)
+    own_roots_of, own_dirs_of, own_aliases_of = roots.get, grouped.get, alias_nodes.get
     for vhost in ctx.virtual_hosts():
         key = id(vhost)
-        own_roots = roots.get(key)
-        root_node = own_roots[-1] if own_roots else server_root
-        document_root = normalize_dir(root_node.args[0]) if root_node and root_node.args else None
-        own_dirs = grouped.get(key)
+        own_roots = own_roots_of(key)
+        if own_roots is None:
+            root_node, document_root = server_root, main_root
+        else:
+            root_node = own_roots[-1]
+            document_root = normalize_dir(root_node.args[0]) if root_node.args else None
+        own_dirs = own_dirs_of(key)
         if own_dirs is None:
             dirs, cache = main_only, shared
         else:
             dirs, cache = ((main_dirs, own_dirs) if main_has_dirs else (own_dirs,)), {}
-        own_aliases = alias_nodes.get(key)
-        result.append(site(vhost, document_root, root_node,
-                           main_aliases + _aliases(own_aliases) if own_aliases else main_aliases,
-                           dirs, cache))
+        own_aliases = own_aliases_of(key)
+        append(site(vhost, document_root, root_node,
+                    main_aliases + _aliases(own_aliases) if own_aliases else main_aliases, dirs, cache))
     ctx.shared["served_sites"] = result
     return result
 

@@ -112,11 +112,12 @@ def check(ctx: LintContext, report: Report) -> None:
         else:
             by_vhost.setdefault(id(owner), []).append(inner)
     requires = owned(ctx, "Require").get
-    # Whether a Require line denies all, judged once per line: a large tree
-    # decides thousands of hosts with the same few.
+    # Whether a Require line denies all, judged once per argument list: the
+    # reader shares one list among lines of the same text, so a large tree
+    # decides thousands of hosts' `Require all granted` once.
     denies: dict[int, bool] = {}
     for site in sites(ctx):
-        own = by_vhost.get(id(site.section)) if site.section is not None else None
+        own = by_vhost.get(id(site.section)) if by_vhost and site.section is not None else None
         visible = server_level + own if own else server_level
         applicable = site.applicable
         for path, origin in site.served_paths():
@@ -132,9 +133,11 @@ def check(ctx: LintContext, report: Report) -> None:
                 if found:
                     decided = found[-1]
             if decided is not None:
-                denied = denies.get(id(decided))
+                words = decided.args
+                denied = denies.get(id(words))
                 if denied is None:
-                    denied = denies[id(decided)] = [a.lower() for a in decided.args] == ["all", "denied"]
+                    # (The list is kept alive by its node: its id is not reused.)
+                    denied = denies[id(words)] = [a.lower() for a in words] == ["all", "denied"]
                 if denied:
                     continue
             where = origin if origin is not None else ctx.context_location(site.section)

@@ -208,7 +208,7 @@ _MESSAGE = st.text(st.sampled_from("ab1 29#/\xff"), max_size=8)
                           st.sampled_from(["a.conf", "b.conf"]), st.integers(1, 9)), max_size=14))
 def test_text_groups_are_the_findings_of_one_shape(items):
     findings = [Finding(code, "info", message, file, line, "e", fix) for code, message, fix, file, line in items]
-    heads, folded = text._groups(findings)
+    heads, printed = text._groups(findings)
     by_shape: dict = {}
     for position, finding in enumerate(findings):
         by_shape.setdefault(text.shape(finding), []).append(position)
@@ -216,7 +216,8 @@ def test_text_groups_are_the_findings_of_one_shape(items):
                       if len(positions) >= text.GROUP_MIN}
     assert {head: [id(f) for f in others] for head, others in heads.items()} == \
         {head: [id(findings[p]) for p in rest] for head, rest in expected_heads.items()}
-    assert folded == {p for rest in expected_heads.values() for p in rest}
+    folded = {p for rest in expected_heads.values() for p in rest}
+    assert printed == [p for p in range(len(findings)) if p not in folded]
 
 
 def test_grouped_text_names_the_count_and_first_places():

@@ -95,10 +95,10 @@ def _refined(key: tuple) -> tuple:
             None if fix is None else _MARK_RUNS.sub(b"\xff", fix), evidence)
 
 
-def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], set[int]]:
+def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], list[int]]:
     """(position of each group's first finding -> the group's other findings,
-    positions printed as part of a group elsewhere). Groups are findings of
-    equal `shape`."""
+    the positions to print in order: each group's first, and every finding
+    of too small a group). Groups are findings of equal `shape`."""
     coarse: dict[tuple, list[int]] = {}
     # First a coarse key: `shape` with each digit marked rather than each
     # run (a bytes translation, ten times cheaper than the substitution).
@@ -138,12 +138,17 @@ def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], set[int]
         else:
             members[refined] = positions
     heads: dict[int, list[Finding]] = {}
-    folded: set[int] = set()
+    # The renderers visit these positions only, not every finding: a grouped
+    # report of 100,000 findings prints a handful.
+    printed: list[int] = []
     for positions in members.values():
         if len(positions) >= GROUP_MIN:
             heads[positions[0]] = [findings[p] for p in positions[1:]]
-            folded.update(positions[1:])
-    return heads, folded
+            printed.append(positions[0])
+        else:
+            printed.extend(positions)
+    printed.sort()
+    return heads, printed
 
 
 def _plural(count: int, word: str) -> str:
@@ -158,21 +163,20 @@ def render(findings: Iterable[Finding], stream: IO[str], *, notes: Iterable[str]
     once (where it first occurs) with its count and first few other places."""
     findings = list(findings)
     notes = list(notes)
-    heads, folded = _groups(findings) if group else ({}, set())
+    heads, printed = _groups(findings) if group else ({}, range(len(findings)))
     if _needs_rich(stream, colour, ()):
-        _render_rich(findings, stream, notes, files_checked, show_evidence, colour, heads, folded)
+        _render_rich(findings, stream, notes, files_checked, show_evidence, colour, heads, printed)
         return
     # Off a terminal: the same lines as plain strings, joined once, and the
     # control characters rich would drop removed from the whole at once.
     out: list[str] = []
     write = out.append
     # (The widest number is the largest: lines are never negative.)
-    width = len(str(max((f.line for f in findings), default=0)))
+    width = len(str(max(map(_LINE_OF, findings), default=0)))
     pad = " " * (width + 4)
     current_file = None
-    for position, finding in enumerate(findings):
-        if position in folded:
-            continue
+    for position in printed:
+        finding = findings[position]
         if finding.file != current_file:
             if current_file is not None:
                 write("\n")
@@ -197,7 +201,7 @@ def render(findings: Iterable[Finding], stream: IO[str], *, notes: Iterable[str]
     if "\t" in text:
         # rich expands tabs by display cells: leave that to it. (Every text
         # rich would print is in `text`, and no other.)
-        _render_rich(findings, stream, notes, files_checked, show_evidence, colour, heads, folded)
+        _render_rich(findings, stream, notes, files_checked, show_evidence, colour, heads, printed)
         return
     if _CONTROLS.search(text):
         text = _CONTROLS.sub("", text)
@@ -221,6 +225,7 @@ def _grouped_note(heads: dict[int, list[Finding]]) -> str:
 
 
 _SEVERITY_OF = attrgetter("severity")
+_LINE_OF = attrgetter("line")
 _FILE_OF = attrgetter("file")
 
 
@@ -242,16 +247,15 @@ def _summary(findings: list[Finding], files_checked: int) -> str:
 
 def _render_rich(findings: list[Finding], stream: IO[str], notes: list[str], files_checked: int,
                  show_evidence: bool, colour: bool | None, heads: dict[int, list[Finding]],
-                 folded: set[int]) -> None:
+                 printed: Iterable[int]) -> None:
     from rich.text import Text
 
     console = _console(stream, colour)
     current_file = None
     width = max((len(str(f.line)) for f in findings), default=1)
     pad = " " * (width + 4)
-    for position, finding in enumerate(findings):
-        if position in folded:
-            continue
+    for position in printed:
+        finding = findings[position]
         if finding.file != current_file:
             if current_file is not None:
                 console.print()
