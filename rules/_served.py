@@ -249,7 +249,13 @@ def _by_owner(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
     """Directives with these names grouped by their parent section."""
     grouped: dict[int, list[Directive]] = {}
     for node in ctx.directives(*names):
-        grouped.setdefault(id(node.parent), []).append(node)
+        # (A get, not setdefault: most sections hold one, so most lists are new.)
+        key = id(node.parent)
+        found = grouped.get(key)
+        if found is None:
+            grouped[key] = [node]
+        else:
+            found.append(node)
     return grouped
 
 

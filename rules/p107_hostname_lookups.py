@@ -38,13 +38,20 @@ DOC = Doc(
 
 
 def check(ctx: LintContext, report: Report) -> None:
+    # The message of each value as written, made once: a large tree repeats
+    # the same line in every host.
+    messages: dict[str, str | None] = {}
     for node in ctx.directives("HostnameLookups"):
-        value = node.arg(0).lower()
-        if value in ("on", "double"):
-            report(node, f"HostnameLookups {node.arg(0)} makes every request wait for "
-                         f"{'two DNS lookups' if value == 'double' else 'a reverse DNS lookup'} "
-                         "while it holds a worker.", fix="HostnameLookups Off",
-                   edit=set_value(ctx, node, "Off"))
+        written = node.arg(0)
+        message = messages.get(written, "")
+        if message == "":
+            value = written.lower()
+            message = messages[written] = (
+                f"HostnameLookups {written} makes every request wait for "
+                f"{'two DNS lookups' if value == 'double' else 'a reverse DNS lookup'} "
+                "while it holds a worker.") if value in ("on", "double") else None
+        if message is not None:
+            report(node, message, fix="HostnameLookups Off", edit=set_value(ctx, node, "Off"))
 
 
 RULE = Rule(code="P107", slug="hostname-lookups", severity="warning", category="performance",
