@@ -204,7 +204,16 @@ def main() -> int:
                                  capture_output=True, text=True, timeout=30).stdout.strip()
     except OSError:
         version = "?"
-    print(f"apache-advisor runs on {os.path.realpath(shutil.which(interpreter) or interpreter)} ({version})")
+    timed = os.path.realpath(shutil.which(interpreter) or interpreter)
+    print(f"apache-advisor runs on {timed} ({version})")
+    system = "/usr/bin/python3"
+    if os.path.exists(system) and timed != os.path.realpath(system):
+        # The ratios are the product's as a user installs it (`python3 -m
+        # venv` on a fresh Debian machine, like CI's venv): a Python built
+        # from source without profile guidance runs the same lint slower.
+        print(f"note: not the distribution's {system}, which `python3 -m venv` gives on a fresh Debian "
+              "machine; an interpreter built without profile-guided optimisation (pyenv's default) "
+              "shifts every ratio (see docs/TEAM.md)")
     for position, shape in enumerate(shapes):
         if position:
             print()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from operator import attrgetter
 
 from advisor.config import catalog
 from advisor.lint.context import LintContext
@@ -98,7 +99,7 @@ def check(ctx: LintContext, report: Report) -> None:
         by_key.setdefault(canonical_key(lname), []).append(lname)
     for names in by_key.values():
         nodes = ctx.directives(*names)
-        parents = [node.parent for node in nodes]
+        parents = list(map(_PARENT, nodes))
         if len(set(parents)) == len(parents):
             continue  # once per context (the usual case, one per vhost): nothing repeated
         last: dict[int, object] = {}
@@ -110,6 +111,9 @@ def check(ctx: LintContext, report: Report) -> None:
             last[id(parent)] = node
             if previous is not None:
                 _report(report, previous, node)
+
+
+_PARENT = attrgetter("parent")
 
 
 def _report(report: Report, previous, node) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
@@ -117,26 +119,32 @@ def allowoverride_problem(words: tuple[str, ...]) -> str | None:
 def check(ctx: LintContext, report: Report) -> None:
     if ctx.facts.version_key != "2.4":
         return  # 2.2 took mixed Options (with a warning)
-    # Judge each distinct argument list once: a large tree repeats a few.
-    verdicts: dict[tuple[str, ...], str | None] = {}
+    # Judge each argument list once: a large tree repeats a few texts, and
+    # the reader shares one list among the lines of one text (the model
+    # keeps every list for the run, so an id stands for one list).
+    verdicts: dict[int, str | None] = {}
     for node in ctx.raw_directives("Options"):
-        words = tuple(node.args)
-        if words not in verdicts:
-            verdicts[words] = options_problem(words)
-        problem = verdicts[words]
+        args = node.args
+        problem = verdicts.get(id(args), _UNSEEN)
+        if problem is _UNSEEN:
+            problem = verdicts[id(args)] = options_problem(tuple(args))
         if problem is None:
             continue
+        words = tuple(args)
         fix = options_fix(words) if problem == MIXED else None
         report(node, f"Options {' '.join(words)}: {problem}; httpd 2.4 refuses the line and does "
                      "not start.", fix=fix)
     verdicts = {}
     for node in ctx.raw_directives("AllowOverride"):
-        words = tuple(node.args)
-        if words not in verdicts:
-            verdicts[words] = allowoverride_problem(words)
-        problem = verdicts[words]
+        args = node.args
+        problem = verdicts.get(id(args), _UNSEEN)
+        if problem is _UNSEEN:
+            problem = verdicts[id(args)] = allowoverride_problem(tuple(args))
         if problem is not None:
             report(node, f"{problem}; httpd 2.4 refuses the line and does not start.")
+
+
+_UNSEEN: Any = object()  # (a verdict is a message or None)
 
 
 RULE = Rule(code="E407", slug="options-refused", severity="error", category="correctness",

@@ -60,9 +60,16 @@ def _markers(ctx: LintContext) -> list[Node]:
     # Order does not matter here: asking for two section names at once would
     # sort them by tree position, which costs a walk of the whole tree.
     found: list[Node] = [*ctx.sections("LimitExcept"), *ctx.sections("Limit")]
+    # Judged once per argument list (the reader shares one among lines of
+    # the same text): every host of a large tree has its own Require line.
+    restricts: dict[int, bool] = {}
     for node in ctx.directives("Require"):
-        words = [arg.lower() for arg in node.args[:2]]
-        if words[:1] == ["method"] or words == ["not", "method"]:
+        args = node.args
+        verdict = restricts.get(id(args))
+        if verdict is None:
+            words = [arg.lower() for arg in args[:2]]
+            verdict = restricts[id(args)] = words[:1] == ["method"] or words == ["not", "method"]
+        if verdict:
             found.append(node)
     for node in ctx.directives("AllowMethods"):
         if node.args and node.arg(0).lower() != "reset":
