@@ -123,6 +123,7 @@ def check(ctx: LintContext, report: Report) -> None:
     # reader shares one list among lines of the same text, so a large tree
     # decides thousands of hosts' `Require all granted` once.
     denies: dict[int, bool] = {}
+    messages: dict[str, str] = {}
     for site in sites(ctx):
         own = by_vhost.get(id(site.section)) if by_vhost and site.section is not None else None
         visible = server_level + own if own else server_level
@@ -148,8 +149,14 @@ def check(ctx: LintContext, report: Report) -> None:
                 if denied:
                     continue
             where = origin if origin is not None else ctx.context_location(site.section)
-            report(where, f"{path.rstrip('/') or '/'} accepts every HTTP method its handlers "
-                          "honour: no <LimitExcept>, Require method or AllowMethods reaches it.")
+            # One message per path: hosts often share a tree (and an Alias
+            # to the document root repeats it), and the text is the same.
+            message = messages.get(path)
+            if message is None:
+                message = messages[path] = (f"{path.rstrip('/') or '/'} accepts every HTTP method its "
+                                            "handlers honour: no <LimitExcept>, Require method or "
+                                            "AllowMethods reaches it.")
+            report(where, message)
 
 
 RULE = Rule(code="S509", slug="methods-unrestricted", severity="info", category="security",

@@ -59,6 +59,8 @@ DOC = Doc(
 def check(ctx: LintContext, report: Report) -> None:
     resolve = options_resolver(ctx)
     default_follows = ctx.at_least(2, 3, 11)
+    written: dict[str, str] = {}
+    by_default: dict[str, str] = {}
     for site in sites(ctx):
         judged = None
         for path, origin in site.served_paths():
@@ -71,16 +73,26 @@ def check(ctx: LintContext, report: Report) -> None:
             options, last = resolve(site, path)
             if "followsymlinks" not in options or "symlinksifownermatch" in options:
                 continue
-            shown = path.rstrip("/") or "/"
             if last is not None:
                 judged = path
-                report(last, f"Options leave {shown} following symbolic links of any owner: "
-                             f"a link planted in the tree publishes what it points to. {TRADE_OFF}")
+                report(last, _message(written, path, _WRITTEN))
             elif default_follows and ctx.complete:
                 where = origin if origin is not None else ctx.context_location(site.section)
-                report(where, f"{shown} follows symbolic links of any owner (httpd's default "
-                              f"Options FollowSymLinks; nothing written changes it). {TRADE_OFF}")
+                report(where, _message(by_default, path, _BY_DEFAULT))
 
+
+_WRITTEN = ("Options leave {} following symbolic links of any owner: a link planted in the tree "
+            f"publishes what it points to. {TRADE_OFF}")
+_BY_DEFAULT = ("{} follows symbolic links of any owner (httpd's default Options FollowSymLinks; "
+               f"nothing written changes it). {TRADE_OFF}")
+
+
+def _message(made: dict[str, str], path: str, template: str) -> str:
+    """The message for `path`, made once per path: hosts often share a tree."""
+    message = made.get(path)
+    if message is None:
+        message = made[path] = template.format(path.rstrip("/") or "/")
+    return message
 
 RULE = Rule(code="S510", slug="follow-symlinks", severity="info", category="security",
             directives=("Options",), doc=DOC, check=check, baseline=("apache-11",),
