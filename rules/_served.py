@@ -238,11 +238,7 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
             grouped[id(owner)] = [dir_section]
         else:
             found.append(dir_section)
-    # An owner with one plain section (each virtual host, mostly) is indexed
-    # here; `index_of` handles the rest.
-    return {key: DirIndex(_NO_PATHS, _NO_WILDCARDS, sections)
-            if len(sections) == 1 and not sections[0].wildcard else index_of(sections)
-            for key, sections in grouped.items()}
+    return {key: index_of(sections) for key, sections in grouped.items()}
 
 
 def _by_owner(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:

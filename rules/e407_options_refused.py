@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from advisor.lint.context import LintContext
+from advisor.lint.context import LintContext, per_argument_list
 from advisor.lint.rule import Doc, Report, Rule
 
 # The option names httpd 2.4's Options and AllowOverride Options= take
@@ -119,32 +117,20 @@ def allowoverride_problem(words: tuple[str, ...]) -> str | None:
 def check(ctx: LintContext, report: Report) -> None:
     if ctx.facts.version_key != "2.4":
         return  # 2.2 took mixed Options (with a warning)
-    # Judge each argument list once: a large tree repeats a few texts, and
-    # the reader shares one list among the lines of one text (the model
-    # keeps every list for the run, so an id stands for one list).
-    verdicts: dict[int, str | None] = {}
+    options_verdict = per_argument_list(lambda args: options_problem(tuple(args)))
     for node in ctx.raw_directives("Options"):
-        args = node.args
-        problem = verdicts.get(id(args), _UNSEEN)
-        if problem is _UNSEEN:
-            problem = verdicts[id(args)] = options_problem(tuple(args))
+        problem = options_verdict(node.args)
         if problem is None:
             continue
-        words = tuple(args)
+        words = tuple(node.args)
         fix = options_fix(words) if problem == MIXED else None
         report(node, f"Options {' '.join(words)}: {problem}; httpd 2.4 refuses the line and does "
                      "not start.", fix=fix)
-    verdicts = {}
+    override_verdict = per_argument_list(lambda args: allowoverride_problem(tuple(args)))
     for node in ctx.raw_directives("AllowOverride"):
-        args = node.args
-        problem = verdicts.get(id(args), _UNSEEN)
-        if problem is _UNSEEN:
-            problem = verdicts[id(args)] = allowoverride_problem(tuple(args))
+        problem = override_verdict(node.args)
         if problem is not None:
             report(node, f"{problem}; httpd 2.4 refuses the line and does not start.")
-
-
-_UNSEEN: Any = object()  # (a verdict is a message or None)
 
 
 RULE = Rule(code="E407", slug="options-refused", severity="error", category="correctness",

@@ -38,21 +38,23 @@ DOC = Doc(
 
 
 def check(ctx: LintContext, report: Report) -> None:
-    # The message of each value as written, made once: a large tree repeats
-    # the same line in every host.
+    # One message per value as written: a large tree repeats the line in every host.
     messages: dict[str, str | None] = {}
     for node in ctx.directives("HostnameLookups"):
         written = node.arg(0)
-        message = messages.get(written, "")
-        if message == "":
-            value = written.lower()
-            message = messages[written] = (
-                f"HostnameLookups {written} makes every request wait for "
-                f"{'two DNS lookups' if value == 'double' else 'a reverse DNS lookup'} "
-                "while it holds a worker.") if value in ("on", "double") else None
+        if written not in messages:
+            messages[written] = _message(written)
+        message = messages[written]
         if message is not None:
             report(node, message, fix="HostnameLookups Off", edit=set_value(ctx, node, "Off"))
 
+
+def _message(written: str) -> str | None:
+    value = written.lower()
+    if value not in ("on", "double"):
+        return None
+    return (f"HostnameLookups {written} makes every request wait for "
+            f"{'two DNS lookups' if value == 'double' else 'a reverse DNS lookup'} while it holds a worker.")
 
 RULE = Rule(code="P107", slug="hostname-lookups", severity="warning", category="performance",
             directives=("HostnameLookups",), doc=DOC, check=check, fixable=True)

@@ -119,8 +119,7 @@ def options_resolver(ctx: LintContext, grouped=None):
 def _merged(known: dict, options: frozenset[str], node) -> frozenset[str]:
     """`apply_options`, remembered for each (options, arguments) pair: the
     hosts of a large tree merge the same few Options lines again and again.
-    The arguments are known by their list: the reader shares one list among
-    the lines of one text, and the model keeps every list for the run."""
+    The arguments are known by their list's id, as in `per_argument_list`."""
     key = (options, id(node.args))
     found = known.get(key)
     if found is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from advisor.config.model import Node, Section
-from advisor.lint.context import LintContext
+from advisor.lint.context import LintContext, per_argument_list
 from advisor.lint.rule import Doc, Report, Rule
 
 from ._served import normalize_dir, owned, sites
@@ -60,21 +60,23 @@ def _markers(ctx: LintContext) -> list[Node]:
     # Order does not matter here: asking for two section names at once would
     # sort them by tree position, which costs a walk of the whole tree.
     found: list[Node] = [*ctx.sections("LimitExcept"), *ctx.sections("Limit")]
-    # Judged once per argument list (the reader shares one among lines of
-    # the same text): every host of a large tree has its own Require line.
-    restricts: dict[int, bool] = {}
+    restricts = per_argument_list(_restricts_methods)
     for node in ctx.directives("Require"):
-        args = node.args
-        verdict = restricts.get(id(args))
-        if verdict is None:
-            words = [arg.lower() for arg in args[:2]]
-            verdict = restricts[id(args)] = words[:1] == ["method"] or words == ["not", "method"]
-        if verdict:
+        if restricts(node.args):
             found.append(node)
     for node in ctx.directives("AllowMethods"):
         if node.args and node.arg(0).lower() != "reset":
             found.append(node)
     return found
+
+
+def _restricts_methods(args: list[str]) -> bool:
+    words = [arg.lower() for arg in args[:2]]
+    return words[:1] == ["method"] or words == ["not", "method"]
+
+
+def _denies_all(args: list[str]) -> bool:
+    return [arg.lower() for arg in args] == ["all", "denied"]
 
 
 def _scope(node: Node) -> tuple[Section | None, Section | None]:
@@ -119,10 +121,7 @@ def check(ctx: LintContext, report: Report) -> None:
         else:
             by_vhost.setdefault(id(owner), []).append(inner)
     requires = owned(ctx, "Require").get
-    # Whether a Require line denies all, judged once per argument list: the
-    # reader shares one list among lines of the same text, so a large tree
-    # decides thousands of hosts' `Require all granted` once.
-    denies: dict[int, bool] = {}
+    denies = per_argument_list(_denies_all)
     messages: dict[str, str] = {}
     for site in sites(ctx):
         own = by_vhost.get(id(site.section)) if by_vhost and site.section is not None else None
@@ -140,14 +139,8 @@ def check(ctx: LintContext, report: Report) -> None:
                 found = requires(id(dir_section.section))
                 if found:
                     decided = found[-1]
-            if decided is not None:
-                words = decided.args
-                denied = denies.get(id(words))
-                if denied is None:
-                    # (The list is kept alive by its node: its id is not reused.)
-                    denied = denies[id(words)] = [a.lower() for a in words] == ["all", "denied"]
-                if denied:
-                    continue
+            if decided is not None and denies(decided.args):
+                continue
             where = origin if origin is not None else ctx.context_location(site.section)
             # One message per path: hosts often share a tree (and an Alias
             # to the document root repeats it), and the text is the same.

@@ -106,9 +106,9 @@ class _Reader:
         """Spelling -> itself, for names the fast path may read (see build)."""
         self.words: dict[str, tuple[str, list[str]]] = {}
         self.lines: dict[str, tuple[str, str, list[str]]] = {}
+        """Whole lines of the fast path -> (name, argument text, words)."""
         self.buffer = memoryview(bytearray(_READ_SIZE))
         """What files are read into (see read_text)."""
-        """Whole lines of the fast path -> (name, argument text, words)."""
 
     # ---- files ------------------------------------------------------------
 
