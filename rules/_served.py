@@ -201,10 +201,12 @@ _FEW = 3
 _ALIAS_NAMES = ("alias", "scriptalias")
 
 
-def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
-    """Non-regex <Directory> sections grouped by owner: id(root) for the main
-    server, id(vhost) for a virtual host. One pass over the sections."""
-    grouped: dict[int, list[DirSection]] = {}
+def _dir_sections_by_owner(ctx: LintContext) -> dict[Section, DirIndex]:
+    """Non-regex <Directory> sections grouped by owner: the root for the main
+    server, the <VirtualHost> for a virtual host. One pass over the sections.
+    (Keyed by the section itself, not its id: nodes hash by identity, and an
+    id is a new int object per call, 20,000 of them here.)"""
+    grouped: dict[Section, list[DirSection]] = {}
     # Whether a section spelling names a <VirtualHost>: asked once per spelling.
     is_vhost: dict[str, bool] = {}
     # Each written path's (normal form, depth, whether it has wildcards):
@@ -233,20 +235,20 @@ def _dir_sections_by_owner(ctx: LintContext) -> dict[int, DirIndex]:
             shape = shapes[args[0]] = (path, path.count("/"), "*" in path or "?" in path or "[" in path)
         dir_section = make(shape[0], shape[1], section, in_vhost, position, shape[2])
         # (A get, not try/except: most owners, virtual hosts, hold one.)
-        found = grouped.get(id(owner))
+        found = grouped.get(owner)
         if found is None:
-            grouped[id(owner)] = [dir_section]
+            grouped[owner] = [dir_section]
         else:
             found.append(dir_section)
     return {key: index_of(sections) for key, sections in grouped.items()}
 
 
-def _by_owner(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
+def _by_owner(ctx: LintContext, *names: str) -> dict[Section, list[Directive]]:
     """Directives with these names grouped by their parent section."""
-    grouped: dict[int, list[Directive]] = {}
+    grouped: dict[Section, list[Directive]] = {}
     for node in ctx.directives(*names):
         # (A get, not setdefault: most sections hold one, so most lists are new.)
-        key = id(node.parent)
+        key = node.parent
         found = grouped.get(key)
         if found is None:
             grouped[key] = [node]
@@ -275,9 +277,9 @@ def sites(ctx: LintContext) -> list[Site]:
     grouped = _dir_sections_by_owner(ctx)
     roots = _by_owner(ctx, "DocumentRoot")
     alias_nodes = _by_owner(ctx, *_ALIAS_NAMES)
-    root_id = id(ctx.config.effective)
-    main_dirs = grouped.get(root_id) or DirIndex()
-    main_aliases = _aliases(alias_nodes.get(root_id, []))
+    root = ctx.config.effective
+    main_dirs = grouped.get(root) or DirIndex()
+    main_aliases = _aliases(alias_nodes.get(root, []))
     shared: dict = {}
     main_only = (main_dirs,)
     main_root = normalize_dir(server_root.args[0]) if server_root is not None and server_root.args else None
@@ -288,26 +290,25 @@ def sites(ctx: LintContext) -> list[Site]:
     # (Lookups bound once: this runs once per virtual host.)
     own_roots_of, own_dirs_of, own_aliases_of = roots.get, grouped.get, alias_nodes.get
     for vhost in ctx.virtual_hosts():
-        key = id(vhost)
-        own_roots = own_roots_of(key)
+        own_roots = own_roots_of(vhost)
         if own_roots is None:
             root_node, document_root = server_root, main_root
         else:
             root_node = own_roots[-1]
             document_root = normalize_dir(root_node.args[0]) if root_node.args else None
-        own_dirs = own_dirs_of(key)
+        own_dirs = own_dirs_of(vhost)
         if own_dirs is None:
             dirs, cache = main_only, shared
         else:
             dirs, cache = ((main_dirs, own_dirs) if main_has_dirs else (own_dirs,)), {}
-        own_aliases = own_aliases_of(key)
+        own_aliases = own_aliases_of(vhost)
         append(site(vhost, document_root, root_node,
                     main_aliases + _aliases(own_aliases) if own_aliases else main_aliases, dirs, cache))
     ctx.shared["served_sites"] = result
     return result
 
 
-def owned(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
+def owned(ctx: LintContext, *names: str) -> dict[Section, list[Directive]]:
     """`_by_owner` computed once per run for each set of names."""
     cache = ctx.shared.setdefault("served_owned", {})
     key = tuple(sorted(name.lower() for name in names))
@@ -316,13 +317,13 @@ def owned(ctx: LintContext, *names: str) -> dict[int, list[Directive]]:
     return cache[key]
 
 
-def deciding(grouped: dict[int, list[Directive]], site: Site,
+def deciding(grouped: dict[Section, list[Directive]], site: Site,
              target: str) -> tuple[Directive | None, DirSection | None]:
     """The directive that decides the value for `target`: the last one in the
     deepest applicable section that sets it. `grouped` is `owned(ctx, names)`."""
     decided: tuple[Directive | None, DirSection | None] = (None, None)
     for dir_section in site.applicable(target):
-        found = grouped.get(id(dir_section.section))
+        found = grouped.get(dir_section.section)
         if found:
             decided = (found[-1], dir_section)
     return decided

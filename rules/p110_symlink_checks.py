@@ -105,11 +105,11 @@ def options_resolver(ctx: LintContext, grouped=None):
     def resolve(site: Site, path: str):
         options, last = start
         if site.section is not None:
-            own = own_lines(id(site.section))
+            own = own_lines(site.section)
             if own:
                 options, last = _merged(merged, options, own[-1]), own[-1]
         for dir_section in site.applicable(path):
-            for node in own_lines(id(dir_section.section), ()):
+            for node in own_lines(dir_section.section, ()):
                 options, last = _merged(merged, options, node), node
         return options, last
 

@@ -112,19 +112,19 @@ def check(ctx: LintContext, report: Report) -> None:
     # The restrictions by owner: the main server's reach every site, a
     # virtual host's only its own (one pass, not one per site).
     server_level: list[Section | None] = []
-    by_vhost: dict[int, list[Section | None]] = {}
+    by_vhost: dict[Section, list[Section | None]] = {}
     for inner, owner in (_scope(node) for node in _markers(ctx)):
         if owner is None:
             continue
         if owner.is_root:
             server_level.append(inner)
         else:
-            by_vhost.setdefault(id(owner), []).append(inner)
+            by_vhost.setdefault(owner, []).append(inner)
     requires = owned(ctx, "Require").get
     denies = per_argument_list(_denies_all)
     messages: dict[str, str] = {}
     for site in sites(ctx):
-        own = by_vhost.get(id(site.section)) if by_vhost and site.section is not None else None
+        own = by_vhost.get(site.section) if by_vhost and site.section is not None else None
         visible = server_level + own if own else server_level
         applicable = site.applicable
         for path, origin in site.served_paths():
@@ -136,7 +136,7 @@ def check(ctx: LintContext, report: Report) -> None:
             # this runs for every served path of every host).
             decided = None
             for dir_section in applicable(path):
-                found = requires(id(dir_section.section))
+                found = requires(dir_section.section)
                 if found:
                     decided = found[-1]
             if decided is not None and denies(decided.args):

@@ -79,8 +79,8 @@ def check(ctx: LintContext, report: Report) -> None:
         hosts.append((None, server_logs, server_error))
     nothing: list[Directive] = []
     for vhost in vhosts:
-        own_logs = access_by_parent.get(id(vhost))
-        own_error = error_by_parent.get(id(vhost))
+        own_logs = access_by_parent.get(vhost)
+        own_error = error_by_parent.get(vhost)
         if not complete and not own_logs and not own_error:
             continue  # a fragment: the main config may give it both
         hosts.append((vhost, own_logs or (server_logs if complete else nothing),

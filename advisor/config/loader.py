@@ -103,6 +103,8 @@ class _Reader:
         # text already split. Words are never changed in place (the
         # effective tree shares them too).
         self.names: dict[str, str] = {}
+        self.section_names: dict[str, tuple[str, str]] = {}
+        """An opening tag's first word -> (the section's name, its lower case)."""
         """Spelling -> itself, for names the fast path may read (see build)."""
         self.words: dict[str, tuple[str, list[str]]] = {}
         self.lines: dict[str, tuple[str, str, list[str]]] = {}
@@ -391,9 +393,14 @@ class _Reader:
     def section(self, name: str, rest: str, start: int, end: int, cursor: "deque[LogicalLine | MacroLine]",
                 container: Section, path: str, active: bool, effective: Section | None) -> None:
         state = self.state
-        bare = name[1:]
-        if bare.endswith(">"):
-            bare = bare[:-1]
+        # One string per spelling of a section's name, and its lower case,
+        # shared by every section of that spelling (a <VirtualHost> and a
+        # <Directory> per host would each make two).
+        spelled = self.section_names.get(name)
+        if spelled is None:
+            bare = name[1:-1] if name.endswith(">") else name[1:]
+            spelled = self.section_names[name] = (bare, bare.lower())
+        bare, lname = spelled
         raw_args = rest if rest else ">"
         bracket = raw_args.rfind(">")
         if bracket < 0:
@@ -417,7 +424,6 @@ class _Reader:
                               end, "a closing tag is probably missing")
         container.children.append(node)
         child_active = active
-        lname = bare.lower()
         if active and lname in CONDITIONAL_SECTIONS:
             child_active = evaluate_condition(lname, inner, node, state)
         elif lname == "macro":
