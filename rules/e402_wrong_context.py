@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from itertools import compress
+from operator import attrgetter
+
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 from advisor.config.model import Include, Node, Section
@@ -97,20 +100,30 @@ def _allowed(kind: str, lname: str, info) -> bool:
     return "directory" in contexts and (kind == "directory" or lname not in _DIRECTORY_ONLY)
 
 
+class _Kinds(dict):
+    """Section -> the kind of context its children are in, worked out (by
+    `_kind`) the first time a section is asked for and kept."""
+
+    def __missing__(self, parent: Section | None) -> str:
+        kind = self[parent] = _kind(parent)
+        return kind
+
+
 def check(ctx: LintContext, report: Report) -> None:
     table = ctx.catalog
-    # A node's context depends only on its parent: decide it once per parent.
-    # The per-node work is then one comprehension (no Python-level loop
-    # body), which matters on 2,000 virtual hosts where most names occur once
-    # per host.
-    kinds: dict[Section | None, str] = {}
-    # Sections that decide the context do so by name alone: settle each
-    # name's whole list at once; `_kind` walks up only from the other
-    # parents (Include lines, conditionals, the root).
-    for lname, sections in ctx.raw.sections.items():
-        if lname not in _TRANSPARENT:
-            kinds.update(dict.fromkeys(sections, _SECTION_KIND.get(lname, "?")))
-    known = kinds.get
+    # A node's context depends only on its parent: decided once per parent.
+    # A directive that applies has its effective section as `parent`, which
+    # is of the same kind as the section it is written in (the effective
+    # tree leaves out only conditionals that hold and Include lines, both
+    # transparent here); the others have the raw one. Sections that decide
+    # the context do so by name alone: each name's whole list is settled at
+    # once, in both trees.
+    kinds = _Kinds()
+    for tree in (ctx.raw, ctx.effective):
+        for lname, sections in tree.sections.items():
+            if lname not in _TRANSPARENT:
+                kinds.update(dict.fromkeys(sections, _SECTION_KIND.get(lname, "?")))
+    kind_of = kinds.__getitem__
     groups = list(ctx.raw.directives.items()) + list(ctx.raw.sections.items())
     for lname, group in groups:
         if lname in _TRANSPARENT:
@@ -120,15 +133,17 @@ def check(ctx: LintContext, report: Report) -> None:
             continue
         if _EVERYWHERE <= set(info.contexts) and lname not in _DIRECTORY_ONLY:
             continue  # allowed in every context this rule models
-        accepted = {kind for kind in _KINDS if _allowed(kind, lname, info)}
-        accepted.add("?")
-        # The raw parent: where the line is written (a directive applied is
-        # also in the effective tree, whose parent skips conditionals).
-        flagged = [node for node in group
-                   if node.active and (known(parent := node.raw_parent or node.parent)
-                                       or kinds.setdefault(parent, _kind(parent))) not in accepted]
-        for node in flagged:
-            _report(node, info, report)
+        refused = {kind for kind in _KINDS if not _allowed(kind, lname, info)}
+        if not refused:
+            continue
+        # The per-node work in C (a name may occur once per virtual host):
+        # each node's parent, its kind, and whether that kind is refused.
+        for node in compress(group, map(refused.__contains__, map(kind_of, map(_PARENT, group)))):
+            if node.active:
+                _report(node, info, report)
+
+
+_PARENT = attrgetter("parent")
 
 
 def _report(node: Node, info, report: Report) -> None:
