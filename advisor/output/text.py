@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from itertools import chain
 from operator import attrgetter
 from typing import IO, Iterable
 
@@ -95,60 +96,62 @@ def _refined(key: tuple) -> tuple:
             None if fix is None else _MARK_RUNS.sub(b"\xff", fix), evidence)
 
 
-def _groups(findings: list[Finding]) -> tuple[dict[int, list[Finding]], list[int]]:
-    """(position of each group's first finding -> the group's other findings,
+def _groups(findings: list[Finding]) -> tuple[dict[int, list[int]], list[int]]:
+    """(position of each group's first finding -> the positions of its others,
     the positions to print in order: each group's first, and every finding
     of too small a group). Groups are findings of equal `shape`."""
-    coarse: dict[tuple, list[int]] = {}
-    # First a coarse key: `shape` with each digit marked rather than each
-    # run (a bytes translation, ten times cheaper than the substitution).
-    # Findings with equal coarse keys have equal shapes; the few distinct
-    # coarse keys are then merged by `_refined`. Each distinct fix is marked
-    # once: a rule's fix text is nearly always the same few strings.
+    # First by the very text (the fields read in C): a rule often says the
+    # same words on every host (a constant, or the same address in each
+    # <VirtualHost>), so there are few distinct texts.
+    by_text: dict[tuple, list[int]] = {}
+    for position, text in enumerate(map(_SHAPE_FIELDS, findings)):
+        found = by_text.get(text)
+        if found is None:
+            by_text[text] = [position]
+        else:
+            found.append(position)
+    # Then each distinct text by a coarse key: `shape` with each digit
+    # marked rather than each run (a bytes translation, ten times cheaper
+    # than the substitution). Texts with equal coarse keys have equal
+    # shapes; the few distinct coarse keys are then merged by `_refined`.
+    # Each distinct fix is marked once: a rule's fix text is nearly always
+    # the same few strings.
+    coarse: dict[tuple, list[list[int]]] = {}
     marked_fixes: dict[str, bytes] = {}
-    # Likewise each distinct message: a rule often says the same words on
-    # every host (a constant, or the same address in each <VirtualHost>).
-    marked_messages: dict[str, bytes] = {}
-    for position, finding in enumerate(findings):
-        fix = finding.fix
+    for (code, severity, message, fix, evidence), positions in by_text.items():
         if fix is not None:
             marked = marked_fixes.get(fix)
             if marked is None:
                 marked = marked_fixes[fix] = fix.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED)
         else:
             marked = None
-        message = finding.message
-        marked_message = marked_messages.get(message)
-        if marked_message is None:
-            if len(marked_messages) >= 4096:
-                marked_messages.clear()  # messages that differ by host: keep few
-            marked_message = marked_messages[message] = \
-                message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED)
-        key = (finding.code, finding.severity, marked_message, marked, finding.evidence)
-        found = coarse.get(key)
-        if found is None:
-            coarse[key] = [position]
+        key = (code, severity, message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED), marked,
+               evidence)
+        found_lists = coarse.get(key)
+        if found_lists is None:
+            coarse[key] = [positions]
         else:
-            found.append(position)
-    members: dict[tuple, list[int]] = {}
-    for key, positions in coarse.items():
-        refined = _refined(key)
-        if refined in members:
-            members[refined] = sorted(members[refined] + positions)
-        else:
-            members[refined] = positions
-    heads: dict[int, list[Finding]] = {}
+            found_lists.append(positions)
+    members: dict[tuple, list[list[int]]] = {}
+    for key, lists in coarse.items():
+        members.setdefault(_refined(key), []).extend(lists)
+    heads: dict[int, list[int]] = {}
     # The renderers visit these positions only, not every finding: a grouped
     # report of 100,000 findings prints a handful.
     printed: list[int] = []
-    for positions in members.values():
+    for lists in members.values():
+        # Merged once, at the end (each list is in order already).
+        positions = lists[0] if len(lists) == 1 else sorted(chain.from_iterable(lists))
         if len(positions) >= GROUP_MIN:
-            heads[positions[0]] = [findings[p] for p in positions[1:]]
+            heads[positions[0]] = positions[1:]
             printed.append(positions[0])
         else:
             printed.extend(positions)
     printed.sort()
     return heads, printed
+
+
+_SHAPE_FIELDS = attrgetter("code", "severity", "message", "fix", "evidence")
 
 
 def _plural(count: int, word: str) -> str:
@@ -189,7 +192,7 @@ def render(findings: Iterable[Finding], stream: IO[str], *, notes: Iterable[str]
             write(f"{pad}why: {finding.evidence}\n")
         others = heads.get(position)
         if others:
-            write(pad + _group_line(others) + "\n")
+            write(pad + _group_line(findings, others) + "\n")
     if findings:
         write("\n")
     write(_summary(findings, files_checked) + "\n")
@@ -211,14 +214,14 @@ def render(findings: Iterable[Finding], stream: IO[str], *, notes: Iterable[str]
 _CONTROLS = re.compile("[\x07\x08\x0b\x0c\x0d]")
 
 
-def _group_line(others: list[Finding]) -> str:
-    places = ", ".join(f"{f.file}:{f.line}" for f in others[:GROUP_PLACES])
+def _group_line(findings: list[Finding], others: list[int]) -> str:
+    places = ", ".join(f"{f.file}:{f.line}" for f in map(findings.__getitem__, others[:GROUP_PLACES]))
     more = len(others) - GROUP_PLACES
     return (f"same in {_plural(len(others), 'more place')}: {places}"
             + (f" and {more:,} more" if more > 0 else ""))
 
 
-def _grouped_note(heads: dict[int, list[Finding]]) -> str:
+def _grouped_note(heads: dict[int, list[int]]) -> str:
     hidden = sum(len(others) for others in heads.values())
     return (f"{_plural(hidden, 'finding')} of the same shape as one shown are counted, not "
             f"printed (--no-group prints every one)")
@@ -246,7 +249,7 @@ def _summary(findings: list[Finding], files_checked: int) -> str:
 
 
 def _render_rich(findings: list[Finding], stream: IO[str], notes: list[str], files_checked: int,
-                 show_evidence: bool, colour: bool | None, heads: dict[int, list[Finding]],
+                 show_evidence: bool, colour: bool | None, heads: dict[int, list[int]],
                  printed: Iterable[int]) -> None:
     from rich.text import Text
 
@@ -278,7 +281,7 @@ def _render_rich(findings: list[Finding], stream: IO[str], notes: list[str], fil
             console.print(Text(pad + "why: " + finding.evidence, style="dim"))
         others = heads.get(position)
         if others:
-            console.print(Text(pad + _group_line(others), style="dim"))
+            console.print(Text(pad + _group_line(findings, others), style="dim"))
     if findings:
         console.print()
     console.print(Text(_summary(findings, files_checked), style="bold" if findings else "bold green"))
