@@ -127,11 +127,7 @@ def _groups(findings: list[Finding]) -> tuple[dict[int, list[int]], list[int]]:
             marked = None
         key = (code, severity, message.encode("utf-8", "surrogatepass").translate(_DIGITS_MARKED), marked,
                evidence)
-        found_lists = coarse.get(key)
-        if found_lists is None:
-            coarse[key] = [positions]
-        else:
-            found_lists.append(positions)
+        coarse.setdefault(key, []).append(positions)  # once per distinct text: few
     members: dict[tuple, list[list[int]]] = {}
     for key, lists in coarse.items():
         members.setdefault(_refined(key), []).extend(lists)
