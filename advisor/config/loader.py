@@ -111,6 +111,8 @@ class _Reader:
         """Whole lines of the fast path -> (name, argument text, words)."""
         self.buffer = memoryview(bytearray(_READ_SIZE))
         """What files are read into (see read_text)."""
+        self.root = state.options.root
+        self.recorder = state.options.recorder
 
     # ---- files ------------------------------------------------------------
 
@@ -120,23 +122,16 @@ class _Reader:
         identity waits until the file includes another (see `_check_cycle`):
         a file that includes nothing cannot close a cycle, and an fstat per
         file is a fifth of the system calls of reading a tree of 20,000."""
-        file, line = where if where else (path, None)
         # Plain descriptors: a large tree has thousands of small files, and
         # the buffered-file layers of open() double the cost of reading them.
-        root = self.state.options.root
+        root = self.root
         try:
-            descriptor = os.open(root + path if root else path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            raise ConfigError(f"cannot open {path}: no such file", file, line,
-                              "fix the path or create the file") from None
-        except PermissionError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror}", file, line,
-                              "check the file's permissions") from None
+            descriptor = os.open(root + path if root else path, _READ_FLAGS)
         except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror}", file, line) from None
+            raise _unreadable(path, where, exc) from None
         identity = None
         try:
-            recorder = self.state.options.recorder
+            recorder = self.recorder
             if recorder is not None:
                 info = os.fstat(descriptor)
                 recorder.opened(path, info)
@@ -167,11 +162,8 @@ class _Reader:
                     if not count:
                         break
                     chunks.append(bytes(view[:count]))
-        except IsADirectoryError:
-            raise ConfigError(f"{path} is a directory, not a configuration file", file, line,
-                              "name a file, or Include the directory") from None
         except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror}", file, line) from None
+            raise _unreadable(path, where, exc) from None
         finally:
             os.close(descriptor)
         return decode(chunks[0] if len(chunks) == 1 or not chunks[1] else b"".join(chunks)), identity
@@ -513,6 +505,21 @@ class _Reader:
 # Reads of a file are this size: a config file is nearly always one read
 # (and an empty one that finds its end).
 _READ_SIZE = 1 << 16
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+
+
+def _unreadable(path: str, where: tuple[str, int] | None, exc: OSError) -> ConfigError:
+    """The error for a file that cannot be opened or read, at the line that
+    names it (or at the file itself, for the main file)."""
+    file, line = where if where else (path, None)
+    if isinstance(exc, FileNotFoundError):
+        return ConfigError(f"cannot open {path}: no such file", file, line, "fix the path or create the file")
+    if isinstance(exc, IsADirectoryError):
+        return ConfigError(f"{path} is a directory, not a configuration file", file, line,
+                           "name a file, or Include the directory")
+    if isinstance(exc, PermissionError):
+        return ConfigError(f"cannot read {path}: {exc.strerror}", file, line, "check the file's permissions")
+    return ConfigError(f"cannot read {path}: {exc.strerror}", file, line)
 
 
 # ---- the effective tree ------------------------------------------------------
