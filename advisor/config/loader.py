@@ -103,9 +103,9 @@ class _Reader:
         # text already split. Words are never changed in place (the
         # effective tree shares them too).
         self.names: dict[str, str] = {}
+        """Spelling -> itself, for names the fast path may read (see build)."""
         self.section_names: dict[str, tuple[str, str]] = {}
         """An opening tag's first word -> (the section's name, its lower case)."""
-        """Spelling -> itself, for names the fast path may read (see build)."""
         self.words: dict[str, tuple[str, list[str]]] = {}
         self.lines: dict[str, tuple[str, str, list[str]]] = {}
         """Whole lines of the fast path -> (name, argument text, words)."""
