@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from advisor.lint.context import LintContext
 from advisor.lint.edits import set_value
 from advisor.lint.rule import Doc, Report, Rule
@@ -39,12 +41,9 @@ DOC = Doc(
 
 def check(ctx: LintContext, report: Report) -> None:
     # One message per value as written: a large tree repeats the line in every host.
-    messages: dict[str, str | None] = {}
+    message_for = cache(_message)
     for node in ctx.directives("HostnameLookups"):
-        written = node.arg(0)
-        if written not in messages:
-            messages[written] = _message(written)
-        message = messages[written]
+        message = message_for(node.arg(0))
         if message is not None:
             report(node, message, fix="HostnameLookups Off", edit=set_value(ctx, node, "Off"))
 
@@ -55,6 +54,7 @@ def _message(written: str) -> str | None:
         return None
     return (f"HostnameLookups {written} makes every request wait for "
             f"{'two DNS lookups' if value == 'double' else 'a reverse DNS lookup'} while it holds a worker.")
+
 
 RULE = Rule(code="P107", slug="hostname-lookups", severity="warning", category="performance",
             directives=("HostnameLookups",), doc=DOC, check=check, fixable=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from advisor.config.model import Node, Section
 from advisor.lint.context import LintContext, per_argument_list
 from advisor.lint.rule import Doc, Report, Rule
@@ -122,7 +124,9 @@ def check(ctx: LintContext, report: Report) -> None:
             by_vhost.setdefault(owner, []).append(inner)
     requires = owned(ctx, "Require").get
     denies = per_argument_list(_denies_all)
-    messages: dict[str, str] = {}
+    # One message per path: hosts often share a tree (and an Alias to the
+    # document root repeats it), and the text is the same.
+    message_for = cache(_message)
     for site in sites(ctx):
         own = by_vhost.get(site.section) if by_vhost and site.section is not None else None
         visible = server_level + own if own else server_level
@@ -142,14 +146,12 @@ def check(ctx: LintContext, report: Report) -> None:
             if decided is not None and denies(decided.args):
                 continue
             where = origin if origin is not None else ctx.context_location(site.section)
-            # One message per path: hosts often share a tree (and an Alias
-            # to the document root repeats it), and the text is the same.
-            message = messages.get(path)
-            if message is None:
-                message = messages[path] = (f"{path.rstrip('/') or '/'} accepts every HTTP method its "
-                                            "handlers honour: no <LimitExcept>, Require method or "
-                                            "AllowMethods reaches it.")
-            report(where, message)
+            report(where, message_for(path))
+
+
+def _message(path: str) -> str:
+    return (f"{path.rstrip('/') or '/'} accepts every HTTP method its handlers honour: no "
+            "<LimitExcept>, Require method or AllowMethods reaches it.")
 
 
 RULE = Rule(code="S509", slug="methods-unrestricted", severity="info", category="security",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
@@ -59,8 +61,8 @@ DOC = Doc(
 def check(ctx: LintContext, report: Report) -> None:
     resolve = options_resolver(ctx)
     default_follows = ctx.at_least(2, 3, 11)
-    written: dict[str, str] = {}
-    by_default: dict[str, str] = {}
+    # Each message made once per path: hosts often share a tree.
+    written, by_default = cache(_written), cache(_by_default)
     for site in sites(ctx):
         judged = None
         for path, origin in site.served_paths():
@@ -75,24 +77,21 @@ def check(ctx: LintContext, report: Report) -> None:
                 continue
             if last is not None:
                 judged = path
-                report(last, _message(written, path, _WRITTEN))
+                report(last, written(path))
             elif default_follows and ctx.complete:
                 where = origin if origin is not None else ctx.context_location(site.section)
-                report(where, _message(by_default, path, _BY_DEFAULT))
+                report(where, by_default(path))
 
 
-_WRITTEN = ("Options leave {} following symbolic links of any owner: a link planted in the tree "
-            f"publishes what it points to. {TRADE_OFF}")
-_BY_DEFAULT = ("{} follows symbolic links of any owner (httpd's default Options FollowSymLinks; "
-               f"nothing written changes it). {TRADE_OFF}")
+def _written(path: str) -> str:
+    return (f"Options leave {path.rstrip('/') or '/'} following symbolic links of any owner: a link "
+            f"planted in the tree publishes what it points to. {TRADE_OFF}")
 
 
-def _message(made: dict[str, str], path: str, template: str) -> str:
-    """The message for `path`, made once per path: hosts often share a tree."""
-    message = made.get(path)
-    if message is None:
-        message = made[path] = template.format(path.rstrip("/") or "/")
-    return message
+def _by_default(path: str) -> str:
+    return (f"{path.rstrip('/') or '/'} follows symbolic links of any owner (httpd's default Options "
+            f"FollowSymLinks; nothing written changes it). {TRADE_OFF}")
+
 
 RULE = Rule(code="S510", slug="follow-symlinks", severity="info", category="security",
             directives=("Options",), doc=DOC, check=check, baseline=("apache-11",),

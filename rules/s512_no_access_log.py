@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from advisor.config.model import Directive, Section
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
@@ -89,7 +91,9 @@ def check(ctx: LintContext, report: Report) -> None:
     # once, not once per host.
     server_kept = [node for node in server_logs if not _discards(node)]
     server_error_dropped = server_error is not None and _discards(server_error)
-    messages: dict[tuple, str] = {}
+    # Made once for each address and set of problems: a mass-hosting tree's
+    # hosts mostly share both (one `*:80`, the same missing log).
+    message_for = cache(_message)
     for section, logs, error in hosts:
         problems = []
         where = None
@@ -107,15 +111,12 @@ def check(ctx: LintContext, report: Report) -> None:
         if not problems:
             continue
         location = where if where is not None else ctx.context_location(section)
-        # Made once for each address and set of problems: a mass-hosting
-        # tree's hosts mostly share both (one `*:80`, the same missing log).
-        key = (None if section is None else tuple(section.args), tuple(problems))
-        message = messages.get(key)
-        if message is None:
-            label = "the main server" if section is None else f"<VirtualHost {' '.join(section.args)}>"
-            message = messages[key] = (f"{label}: {' and '.join(problems)}; its requests leave no "
-                                       f"audit trail. {TRADE_OFF}")
-        report(location, message)
+        report(location, message_for(None if section is None else tuple(section.args), tuple(problems)))
+
+
+def _message(address: tuple[str, ...] | None, problems: tuple[str, ...]) -> str:
+    label = "the main server" if address is None else f"<VirtualHost {' '.join(address)}>"
+    return f"{label}: {' and '.join(problems)}; its requests leave no audit trail. {TRADE_OFF}"
 
 
 RULE = Rule(code="S512", slug="no-access-log", severity="warning", category="security",

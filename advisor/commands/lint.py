@@ -428,10 +428,9 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     # The files that have findings, in the engine's order (by name).
     with_findings = list(dict.fromkeys(map(attrgetter("file"), findings)))
     last = len(read_order)
-    positions = [read_order.get(file, last) for file in with_findings]
     if len(options.paths) > 1:
-        findings.sort(key=lambda f: (read_order.get(f.file, len(read_order)), f.file, f.line, f.code))
-    elif any(earlier > later for earlier, later in zip(positions, positions[1:])):
+        findings.sort(key=lambda f: (read_order.get(f.file, last), f.file, f.line, f.code))
+    elif _out_of_read_order([read_order.get(file, last) for file in with_findings]):
         # One tree: the engine sorted its findings by (file, line, code), so
         # ordering the runs of each file by read order (a stable sort of one
         # key per file, not per finding) gives the same order. (When names
@@ -487,6 +486,12 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
               and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on])
     run = LintRun(findings, notes, list(dict.fromkeys(files)), 1 if failed else 0, trees)
     return run, recorder, probed_host
+
+
+def _out_of_read_order(positions: list[int]) -> bool:
+    """Whether files sorted by name (their read positions in that order) are
+    not in the order httpd reads them."""
+    return any(earlier > later for earlier, later in zip(positions, positions[1:]))
 
 
 def write_atomically(path: str, text: str | Iterable[str]) -> None:
