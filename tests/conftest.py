@@ -11,6 +11,7 @@ import os
 import shutil
 import signal
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -50,13 +51,22 @@ def pytest_unconfigure(config):
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "corpus"
 SAMPLES = CORPUS / "samples"
+# The official SARIF 2.1.0 schema, kept in the repository so every clone
+# tests SARIF validity (tests/data/README.md: its source and licence).
+SARIF_SCHEMA = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"
 
 
-def _missing(tool: str) -> None:
-    message = f"{tool} is not installed; .ci/run installs it"
+def fail_in_ci_else_skip(message: str) -> NoReturn:
+    """Skip with `message` on a developer's machine; under CI (any non-empty
+    CI: .ci/run sets CI=true) fail with it, one line and no traceback: there
+    a skip would hide a missing install step or missing shared data."""
     if os.environ.get("CI"):
-        pytest.fail(message)  # in CI a missing tool is a failure, never a skip
+        pytest.fail(message, pytrace=False)  # in CI a missing part is a failure, never a skip
     pytest.skip(message)  # developer machine only; CI fails above
+
+
+def _missing(tool: str) -> NoReturn:
+    fail_in_ci_else_skip(f"{tool} is not installed; .ci/run installs it")
 
 
 def require_httpd() -> str:

@@ -1,34 +1,21 @@
 """What docs/evidence.md and the rules say a study found is what the study
 says (issue 10, item 9). Each check states the claim in our words and, when
-the seed texts are at hand (../shared/seeds), reads the passage it rests on."""
+the seed texts are at hand (../shared/seeds: tests/shared_data.py), reads the
+passage it rests on."""
 
 from __future__ import annotations
 
-import os
 import re
-
-import pytest
 
 from advisor.rules import find_rule
 from conftest import REPO
+from shared_data import seed_text
 
 EVIDENCE = (REPO / "docs" / "evidence.md").read_text()
-SEEDS = REPO.parent / "shared" / "seeds"
 
 
 def one_line(text: str) -> str:
     return re.sub(r"\s+", " ", text)
-
-
-def seed(prefix: str) -> str:
-    """The text of a seed document, by its file-name prefix."""
-    found = sorted(SEEDS.glob(f"{prefix}_*.txt")) if SEEDS.is_dir() else []
-    if not found:
-        message = f"seed {prefix} not found under {SEEDS}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)  # developer machine without ../shared only; CI fails above
-    return one_line(found[0].read_text())
 
 
 def rule_text(code: str) -> str:
@@ -44,7 +31,7 @@ def test_hu_nanda_yang_implemented_seven_of_eight():
 
 
 def test_hu_nanda_yang_seed_says_so():
-    text = seed("002")
+    text = seed_text("002")
     assert "proposed 8 techniques" in text and "all but one" in text and "by 61%" in text
 
 
@@ -53,7 +40,7 @@ def test_arlitt_baseline_had_no_log_because_the_authors_turned_it_off():
     defaults = re.search(r"With httpd's default[^)]*\)", text).group(0)
     assert "log" not in defaults, defaults  # not listed among httpd's defaults
     assert re.search(r"authors turned logging off.{0,80}5\.1\.2", text)
-    source = seed("000")
+    source = seed_text("000")
     assert "This experiment has access logging turned off" in source
     assert "we leave the logging of client requests disabled" in source
 
@@ -63,7 +50,7 @@ def test_kegel_memory_figures_are_his_own_estimate():
         assert "sizing rule" not in text
         assert re.search(r"8 MB.{0,120}256 KB.{0,80}64 KB", text)
         assert "suspect" in text and "not a rule of the time" in text
-    assert "I suspect under Linux it is something like 8MB for the OS" in seed("003")
+    assert "I suspect under Linux it is something like 8MB for the OS" in seed_text("003")
 
 
 def test_c202_marks_its_inference_and_says_where_k_comes_from():
@@ -71,7 +58,7 @@ def test_c202_marks_its_inference_and_says_where_k_comes_from():
     assert "rises as K shrinks" not in why and "fitted" not in why
     assert "sec. III.C, Table 2" in why and "earlier study" in why
     assert "our reading" in why
-    source = seed("004")
+    source = seed_text("004")
     assert "no new parameters have been obtained" in source
     assert re.search(r"\\hat\{K\}\s+208\s+286\s+215\s+298", source)
     assert "rises as K" not in source and "K shrinks" not in source
@@ -88,6 +75,6 @@ def test_p102_says_about_2_2_times_as_the_figures_give():
     text = rule_text("P102")
     assert "+220 %" not in text
     assert "about 2.2 times" in text
-    source = seed("000")
+    source = seed_text("000")
     assert "7,300 responses per second" in source and "16,000 per second" in source
     assert round(16_000 / 7_300, 1) == 2.2

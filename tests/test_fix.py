@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.commands.lint import LintOptions, run_lint
+from advisor.commands.lint import run_lint
+from advisor.commands.lint_options import LintOptions
 from advisor.config import LoadOptions, load_config
 from advisor.fix.plan import splice, split_lines
 from advisor.fix.write import Target, write_all
@@ -25,10 +26,10 @@ from advisor.lint.context import HostFacts, LintContext
 from advisor.lint.edits import set_value
 from advisor.config.model import Directive
 from advisor.rules import all_rules
-from conftest import REPO, SAMPLES, assert_one_line_error, require_httpd, sample_index
+from conftest import REPO, SAMPLES, SARIF_SCHEMA, assert_one_line_error, require_httpd, sample_index
 from lint_helpers import RULES_CORPUS, all_fixtures, invalid_fixtures, run_cli
+from shared_data import REALWORLD, shared_files, shared_folder
 
-REALWORLD = REPO.parent / "shared" / "corpus-realworld"
 FIXABLE = sorted(rule.code for rule in all_rules() if rule.fixable)
 HEADER = ("LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so\n"
           "ServerName fix.test\n"
@@ -75,13 +76,25 @@ def changed_lines(before: bytes, after: bytes):
 def _corpus_trees() -> list[tuple[str, str | None]]:
     trees = [(str(path), None) for path in sorted(RULES_CORPUS.glob("*/*.conf"))]
     trees += [(str(SAMPLES / s["main"]), str(SAMPLES / s["server_root"])) for s in sample_index()]
-    trees += [(str(path), None) for path in sorted(REALWORLD.glob("*.conf"))]
     return trees
 
 
-@pytest.mark.parametrize("main,server_root", _corpus_trees(),
-                         ids=lambda value: os.path.relpath(value, REPO.parent) if value else "")
+def _tree_id(value: str | None) -> str:
+    return os.path.relpath(value, REPO.parent) if value else ""
+
+
+@pytest.mark.parametrize("main,server_root", _corpus_trees(), ids=_tree_id)
 def test_every_file_of_every_tree_round_trips_byte_for_byte(main, server_root, tmp_path):
+    assert_round_trips_byte_for_byte(main, server_root, tmp_path)
+
+
+@pytest.mark.parametrize("main", [str(path) for path in shared_files(REALWORLD, "*.conf")], ids=_tree_id)
+def test_every_file_of_every_realworld_tree_round_trips_byte_for_byte(main, tmp_path):
+    shared_folder(REALWORLD)  # absent: one case, which skips (fails under CI) naming the folder
+    assert_round_trips_byte_for_byte(main, None, tmp_path)
+
+
+def assert_round_trips_byte_for_byte(main: str, server_root: str | None, tmp_path: Path) -> None:
     config = load_config(main, LoadOptions(apache_version="2.4", allow_missing_includes=True,
                                            server_root=server_root))
     ctx = LintContext(config, HostFacts((2, 4, 62), config.mpm))
@@ -105,7 +118,7 @@ def test_every_file_of_every_tree_round_trips_byte_for_byte(main, server_root, t
 
 
 def test_every_realworld_file_round_trips_through_the_writer(tmp_path):
-    files = sorted(p for p in REALWORLD.iterdir() if p.is_file())
+    files = sorted(p for p in shared_folder(REALWORLD).iterdir() if p.is_file())
     assert len(files) >= 44
     for path in files:
         original = path.read_bytes()
@@ -279,8 +292,7 @@ def test_sarif_fixes_validate_and_reproduce_the_fixed_file(tmp_path, monkeypatch
     result = run_cli("lint", "--isolated", "--no-live", "--no-cache", "--format", "sarif",
                      "--fail-on", "never", "sarif.conf")
     document = json.loads(result.stdout)
-    schema = json.loads((REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json").read_text())
-    jsonschema.validate(document, schema)
+    jsonschema.validate(document, json.loads(SARIF_SCHEMA.read_text()))
     replacements = []
     for position, result_object in enumerate(document["runs"][0]["results"]):
         for fix in result_object.get("fixes", []):
@@ -308,7 +320,7 @@ def test_sarif_fixes_validate_and_reproduce_the_fixed_file(tmp_path, monkeypatch
 
 def test_realworld_fix_changes_only_lines_lint_flagged(tmp_path):
     changed_files = fixed_lines = inserted_lines = 0
-    for source in sorted(REALWORLD.glob("*.conf")):
+    for source in sorted(shared_folder(REALWORLD).glob("*.conf")):
         work = tmp_path / source.stem
         work.mkdir()
         path = work / source.name

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, assert_one_line_error
+from conftest import REPO, SARIF_SCHEMA, assert_one_line_error
 from test_bench_support import cli
 
 pytestmark = pytest.mark.netns
@@ -155,8 +155,7 @@ def test_sarif_locations_name_the_host(fleet, tmp_path):
                  *_ssh(fleet), "--isolated", check=False)
     assert result.returncode == 1, result.stderr
     document = json.loads(result.stdout)
-    schema = json.loads((REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json").read_text())
-    jsonschema.validate(document, schema)
+    jsonschema.validate(document, json.loads(SARIF_SCHEMA.read_text()))
     uris = {location["physicalLocation"]["artifactLocation"]["uri"]
             for result_ in document["runs"][0]["results"] for location in result_["locations"]}
     assert "ssh://web3/etc/apache2/conf-enabled/tuning.conf" in uris

@@ -13,11 +13,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import REPO, SAMPLES
+from conftest import REPO, SAMPLES, SARIF_SCHEMA
 from installed import fresh_venv, product_environment
 
 SCRIPT = REPO / "action" / "lint.sh"
-SCHEMA = REPO.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +67,7 @@ def test_the_action_lints_the_debian_sample_into_valid_sarif(action_venv, tmp_pa
     assert result.returncode == expected, result.stderr
     assert outputs == {"sarif-file": "out/advisor.sarif", "exit-code": "1"}
     report = json.loads((workspace / "out" / "advisor.sarif").read_text())
-    jsonschema.validate(report, json.loads(SCHEMA.read_text()))
+    jsonschema.validate(report, json.loads(SARIF_SCHEMA.read_text()))
     rules = {r["ruleId"] for r in report["runs"][0]["results"]}
     assert {"P101", "P109"} <= rules
     # Annotations for the pull request, one per finding, on stdout.

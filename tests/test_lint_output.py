@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from advisor.lint.rule import Finding
 from advisor.output import github, sarif, text
 from advisor.rules import all_rules, rule_by_code
+from conftest import SARIF_SCHEMA
 from lint_helpers import REPO, run_cli
 
-SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
+SCHEMA = json.loads(SARIF_SCHEMA.read_text())
 DEBIAN = REPO / "corpus" / "samples" / "debian" / "apache2.conf"
 LEGACY = REPO / "corpus" / "samples" / "legacy-1.3" / "httpd.conf"
 

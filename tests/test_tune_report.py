@@ -29,7 +29,7 @@ from advisor.tuner.session import report_plots
 from advisor.tuner.session.gain import Replicates, measure_gain, ratio_interval, replicate_order
 from advisor.tuner.session.report_data import EVIDENCE, SessionFacts, build_report, summarise_verdicts
 from conftest import REPO, SAMPLES, require_httpd
-from test_citations import seed
+from shared_data import seed_text
 
 MODULES = "/usr/lib/apache2/modules"
 
@@ -428,7 +428,7 @@ def test_every_figure_quoted_is_in_the_seed_and_on_the_evidence_page():
     checked = 0
     for directive, citations in EVIDENCE.items():
         for citation in citations:
-            text = seed(SEED_OF[citation.author]).replace("MB", " MB")
+            text = seed_text(SEED_OF[citation.author]).replace("MB", " MB")
             for number in NUMBER.findall(citation.figure):
                 compact = number.replace(" ", "")
                 assert compact in text.replace(" %", "%").replace(" ", "") or number in text, (directive, number)
