@@ -189,11 +189,11 @@ _SEGMENT = st.sampled_from(["a", "b", ".", "..", "", "c.conf", "ü"])
 def test_display_path_fast_form_matches_relpath(tmp_path_factory, segments, cwd):
     import os
 
-    from advisor.commands import lint as cmd_lint
+    from advisor.commands.lint_paths import plain_path
 
     path = "/" + "/".join(segments)
     below = cwd.rstrip("/") + "/"
-    if path.startswith(below) and cmd_lint._plain_path(path):
+    if path.startswith(below) and plain_path(path):
         absolute = os.path.abspath(path)
         assert os.path.relpath(absolute, cwd) == path[len(below):]
 

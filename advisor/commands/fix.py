@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
         isolated: bool = typer.Option(False, "--isolated", help="Ignore any settings file."),
     ) -> None:
         """Show (or with --write apply) the mechanical fixes lint suggests; exit 1 when something would change."""
-        from advisor.commands.lint import LintOptions
+        from advisor.commands.lint_options import LintOptions
         from advisor.lint.settings import split_tokens
 
         if not backup_suffix or os.sep in backup_suffix:
