@@ -13,36 +13,28 @@ import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
 from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
                                  ModuleOption, ModulesFromOption, ServerRootOption)
 
+from advisor.commands.capacity_memory import MemoryOptions, gather_memory, recommend_children
 from advisor.commands.logdemand_input import LOG_FORMAT_HELP, LOG_HELP
 from advisor.errors import AdvisorError, ConfigError, UsageError
 
-FRESH_SERVER_SECONDS = 24 * 3600
+if TYPE_CHECKING:
+    from advisor.capacity.fit_workerpool import PoolFit
+    from advisor.capacity.logcapacity import LogCapacity
+    from advisor.capacity.queueing_model import Arrivals, Service
+    from advisor.capacity.report import CapacityReport
+    from advisor.capacity.sizing import MemoryInputs, MpmSettings
+    from advisor.capacity.workerpool_model import ServerModel
+    from advisor.commands.logdemand_input import LogInput
+    from advisor.config.model import Config
+
 SERVICE_DISTRIBUTIONS = "exponential, deterministic, lognormal[:CV] or pareto[:ALPHA]"
-
-
-@dataclass(frozen=True)
-class MemoryOptions:
-    """What `capacity` was told about the host's memory, as given (sizes unparsed)."""
-
-    ram: str | None
-    reserve: str | None
-    reserve_processes: list[str]
-    os_reserve: str | None
-    worker_memory: str | None
-    thread_memory: str | None
-    connection_memory: str | None
-    docroot: str | None
-    doc_set: str | None
-    measure: bool
-    fpm_config: list[str] = field(default_factory=list)
-    fpm_memory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +64,29 @@ class CapacityOptions:
     allow_missing_includes: bool
     log_paths: list[str] = field(default_factory=list)
     log_format: str | None = None
+
+
+@dataclass(frozen=True)
+class QueueLaws:
+    """The arrival process and the service-time law the flags name, and the
+    times of --service-samples (empty without it)."""
+
+    arrivals: Arrivals
+    service: Service
+    samples: list[float]
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    """The worker pool the config runs, before and after --max-workers."""
+
+    as_configured: MpmSettings
+    settings: MpmSettings
+    """As configured, or the --max-workers what-if."""
+    threaded_threads_per_child: int
+    threaded_thread_limit: int
+    written_async_factor: float | None
+    """AsyncRequestWorkerFactor as the config writes it (None: not written)."""
 
 
 def _int_directive(cfg, *names: str) -> int | None:
@@ -175,159 +190,6 @@ def _write_atomically(path: str, write) -> None:
             os.unlink(temp)
 
 
-def _gather_memory(cfg, mpm: str, threads_per_child: int, memory: MemoryOptions, notes: list[str]):
-    from advisor.capacity import host_probe as probe
-    from advisor.capacity.sizing import (
-        DEFAULT_CHILD_BYTES,
-        DEFAULT_THREAD_BYTES,
-        KEGEL_CONNECTION_BYTES,
-        ChildMemory,
-        MemoryInputs,
-        Quantity,
-        assumed_child,
-        default_os_reserve,
-        parse_size,
-    )
-
-    from advisor.config.host_limits import Limit, cpu_limit, effective_memory
-
-    sample = probe.measure_httpd(cfg.main_file, cfg.server_root) if memory.measure else None
-    fpm_services, fpm_pools = _fpm_pools(cfg, memory, parse_size, notes)
-    # Whose cgroup bounds the pool: the running httpd's parent, else this
-    # tool's own (linting this host's config with httpd stopped).
-    pid, whose = ((sample.parent_pid, f"httpd's parent (PID {sample.parent_pid})") if sample is not None
-                  else (os.getpid(), f"this tool (PID {os.getpid()}; no running httpd serves the config)"))
-    if memory.ram is not None:
-        ram_q = Quantity(parse_size(memory.ram, "--ram"), "--ram")
-        if ram_q.bytes <= 0:
-            raise UsageError("--ram must be more than 0")
-        ram_limit = Limit("memory", ram_q.bytes, "--ram", "", "the command line")
-    else:
-        ram_limit = effective_memory(probe.host_ram(), pid, whose)
-        ram_q = Quantity(int(ram_limit.value), ram_limit.describe())
-    limits = [ram_limit, cpu_limit(pid, whose)]
-    os_q = (Quantity(parse_size(memory.os_reserve, "--os-reserve"), "--os-reserve")
-            if memory.os_reserve is not None
-            else default_os_reserve(ram_q.bytes, cgroup=ram_limit.origin.startswith("cgroup")))
-    services = []
-    if memory.reserve is not None:
-        services.append(Quantity(parse_size(memory.reserve, "--reserve"), "--reserve", "others"))
-    for name in memory.reserve_processes:
-        service = probe.measure_service(name)
-        services.append(Quantity(service.bytes, f"measured: {service.processes} processes, {service.method}", name))
-    services.extend(fpm_services)
-
-    has_php = any(m.startswith("php") for m in cfg.modules) if cfg is not None else False
-    if memory.worker_memory is not None:
-        size = parse_size(memory.worker_memory, "--worker-memory")
-        if size <= 0:
-            raise UsageError("--worker-memory must be more than 0")
-        child = ChildMemory(size, size, size, 0, "--worker-memory", mpm, threads_per_child)
-    elif sample is not None:
-        sizes = [c.private for c in sample.children]
-        measured_mpm, measured_threads = sample.mpm_guess
-        child = ChildMemory(min(sizes), sum(sizes) // len(sizes), max(sizes), len(sizes),
-                            f"measured: {len(sizes)} children of PID {sample.parent_pid}, {sample.method}",
-                            measured_mpm, measured_threads)
-        if sample.uptime < FRESH_SERVER_SECONDS:
-            # Fresh children still share nearly every page with the parent;
-            # they grow as they serve. apache2buddy warns below a day too.
-            notes.append(f"httpd started {sample.uptime / 3600:.1f} h ago: children grow as they serve "
-                         f"traffic, so measure after a busy day or give --worker-memory")
-        if sample.other_masters:
-            notes.append(f"{sample.other_masters + 1} running httpd instances read this config; measured PID "
-                         f"{sample.parent_pid}, the one with the most children (or give --worker-memory)")
-    else:
-        child = assumed_child(mpm, threads_per_child, has_php)
-        if memory.measure:
-            notes.append("no running httpd serves this config, so child sizes are assumed: "
-                         "run it and measure, or give --worker-memory")
-    if sample is not None:
-        parent = Quantity(sample.parent_rss, f"measured RSS of PID {sample.parent_pid}")
-    else:
-        parent = Quantity(DEFAULT_CHILD_BYTES, "assumed")
-    thread_q = (Quantity(parse_size(memory.thread_memory, "--thread-memory"), "--thread-memory")
-                if memory.thread_memory
-                else Quantity(DEFAULT_THREAD_BYTES, "assumed (Kegel's 256 KB per server)"))
-    if memory.connection_memory is not None:
-        conn_q = Quantity(parse_size(memory.connection_memory, "--connection-memory"), "--connection-memory")
-    else:
-        kernel = probe.kernel_socket_buffers()
-        conn_q = Quantity(*kernel) if kernel else Quantity(KEGEL_CONNECTION_BYTES, "Kegel 1997: 64 KB")
-    if memory.docroot is not None and memory.doc_set is not None:
-        raise UsageError("give --docroot or --doc-set, not both")
-    if memory.docroot is not None:
-        size, files = probe.document_set_size(memory.docroot)
-        doc_q = Quantity(size, f"{files} files under {memory.docroot}")
-    elif memory.doc_set is not None:
-        doc_q = Quantity(parse_size(memory.doc_set, "--doc-set"), "--doc-set")
-    else:
-        doc_q = Quantity(0, "not counted: give --docroot DIR or --doc-set SIZE")
-    return MemoryInputs(ram_q, os_q, services, parent, child, thread_q, conn_q, doc_q, limits, fpm_pools)
-
-
-def _fpm_pools(cfg, memory: MemoryOptions, parse_size, notes: list[str]):
-    """The php-fpm pools the config hands PHP to, as memory the sum holds
-    back (pm.max_children x one child's memory each) and as JSON rows."""
-    from advisor.capacity.sizing import Quantity, format_size
-    from advisor.config import fpm_pools
-
-    on_this_host = memory.measure and os.path.realpath(cfg.main_file).startswith("/etc/")
-    setup = fpm_pools.read_fpm(cfg, memory.fpm_config, look_in_defaults=on_this_host)
-    if setup is None:
-        handoffs = fpm_pools.find_handoffs(cfg) if (memory.fpm_config or on_this_host) else []
-        if handoffs:
-            notes.append(f"{handoffs[0].file}:{handoffs[0].line} hands PHP to php-fpm but no pool file was "
-                         f"found: its children are not counted (pass --fpm-config)")
-        return [], []
-    pools = setup.used_pools()
-    measured = fpm_pools.measure_children([p.name for p in pools]) if memory.measure else {}
-    given = parse_size(memory.fpm_memory, "--fpm-memory") if memory.fpm_memory is not None else None
-    if given is not None and given <= 0:
-        raise UsageError("--fpm-memory must be more than 0")
-    services, rows = [], []
-    for pool in pools:
-        if given is not None:
-            size, source = given, "--fpm-memory"
-        elif pool.name in measured:
-            size, source = measured[pool.name]
-        else:
-            size = fpm_pools.DEFAULT_CHILD_BYTES
-            source = f"assumed {format_size(size)} a child (none running to measure; or give --fpm-memory)"
-        children = pool.value("pm.max_children")
-        services.append(Quantity(pool.max_children * size,
-                                 f"pm.max_children {pool.max_children} ({children.where()}) x "
-                                 f"{format_size(size)} ({source})", f"php-fpm pool {pool.name}"))
-        holds = pool.max_children + pool.listen_backlog
-        notes.append(f"php-fpm pool {pool.name}: {pool.max_children} children work on PHP requests and "
-                     f"listen.backlog {pool.listen_backlog} more wait ({holds} in all); httpd workers past "
-                     f"{pool.max_children} sending PHP only queue there, past {holds} they are refused (503)")
-        rows.append({"name": pool.name, "file": pool.file, "line": pool.line, "children": pool.max_children,
-                     "listen_backlog": pool.listen_backlog, "child_bytes": size,
-                     "child_source": source, "settings": pool.summary(),
-                     "handoffs": [f"{h.file}:{h.line}" for h in setup.handoffs_to(pool)]})
-    return services, rows
-
-
-def _recommend_children(report) -> None:
-    """pm.max_children that fits beside httpd's pool as configured: RAM less
-    the sum at the config's MaxRequestWorkers without this pool's share."""
-    from advisor.capacity.sizing import format_size
-
-    ram = report.memory.ram.bytes
-    for pool in report.memory.fpm_pools:
-        held = pool["children"] * pool["child_bytes"]
-        room = ram - (report.current_total - held)
-        fits = max(0, room // pool["child_bytes"])
-        pool["children_that_fit"] = fits
-        where = pool["settings"]["pm.max_children"]["where"]
-        verdict = "fits" if fits >= pool["children"] else "does not fit"
-        report.notes.append(
-            f"php-fpm pool {pool['name']}: pm.max_children {pool['children']} ({where}) {verdict}: beside httpd's "
-            f"pool at MaxRequestWorkers {report.settings.max_request_workers}, RAM leaves room for {fits} children "
-            f"of {format_size(pool['child_bytes'])}")
-
-
 def _listen_queue(cfg) -> int:
     """Connections the kernel queues beyond the workers: ListenBacklog (httpd's
     default 511), capped by net.core.somaxconn, plus the one more Linux admits."""
@@ -413,13 +275,72 @@ def register(app: typer.Typer) -> None:
 
 
 def run_capacity(options: CapacityOptions) -> None:
-    from advisor.capacity.fit_inputs import read_measurements
-    from advisor.capacity.fit_workerpool import fit_pool
-    from advisor.capacity.queueing_model import Arrivals, Service, SimulationOptions, fit_lognormal_cv
+    """The flags checked, the config read, the pool sized and its overload
+    predicted, then the plot and the report written."""
+    from advisor.capacity.queueing_model import SimulationOptions
     from advisor.capacity.report import CapacityRequest, build_report
-    from advisor.capacity.sizing import MPM_DEFAULTS, effective_mpm_settings
-    from advisor.commands.options import load_options
-    from advisor.config.loader import load_config
+
+    laws = _check_flags(options)
+    cfg, running, notes = _read_config(options)
+    pool = _pool_settings(cfg, running, options.max_workers)
+    settings = pool.settings
+    memory = gather_memory(cfg, running, settings.threads_per_child, options.memory, notes)
+    fit_result = _fit_trials(options, cfg, memory, pool.as_configured, notes)
+    x, source, pool_model = _mean_service_time(options, fit_result, laws.samples)
+    log_input = None
+    if options.log_paths:
+        from advisor.commands.logdemand_input import read_log_demand
+
+        log_input = read_log_demand(options.log_paths, options.log_format, cfg, running, options.service_time)
+    if x is None and (options.rates or (options.plot and log_input is None)
+                      or (options.target_response and log_input is None)):
+        raise UsageError("predictions need a mean service time",
+                         hint="give --service-time SECONDS or --fit FILE from `apache-advisor bench`")
+
+    async_factor = pool.written_async_factor
+    request = CapacityRequest(
+        config_file=cfg.main_file,
+        settings=settings,
+        memory=memory,
+        threaded_threads_per_child=pool.threaded_threads_per_child,
+        threaded_thread_limit=pool.threaded_thread_limit,
+        async_factor=settings.async_factor if running == "event" else (async_factor if async_factor is not None else 2.0),
+        rates=list(options.rates),
+        service_time=x,
+        service_time_source=source,
+        fit=fit_result,
+        pool_model=pool_model,
+        fit_max_request_workers=pool.as_configured.max_request_workers,
+        target_response=options.target_response,
+        arrivals=laws.arrivals,
+        service=laws.service,
+        # Interactive budget: a few hundred thousand simulated requests per
+        # point; the confidence interval printed says how far to trust it.
+        simulation=SimulationOptions(replications=6, arrivals_per_replication=20_000, min_horizon_cycles=8,
+                                     max_arrivals_per_replication=60_000),
+        curve_points=_curve_points(options.plot, laws.arrivals, laws.service),
+        notes=notes,
+    )
+    report = build_report(request)
+    recommend_children(report)
+    if x is not None and options.rates:
+        _predict_fpm_pools(report, memory, settings, options.rates, x)
+    log_capacity = None
+    if log_input is not None:
+        from advisor.capacity.logcapacity import build_log_capacity
+
+        log_capacity = build_log_capacity(
+            log_input.demand, log_input.series, settings, report.recommended, _listen_queue(cfg),
+            log_format=log_input.format_text, format_source=log_input.format_source,
+            fixed_hold=log_input.fixed_hold, arrivals=laws.arrivals, target_response=options.target_response)
+    _write_plot(options, report, log_capacity, log_input)
+    _print_result(options, report, log_capacity)
+
+
+def _check_flags(options: CapacityOptions) -> QueueLaws:
+    """The flags checked, and the queueing laws they name."""
+    from advisor.capacity.queueing_model import Arrivals, Service, fit_lognormal_cv
+    from advisor.capacity.sizing import MPM_DEFAULTS
 
     # Check the flags before reading anything, so a typo fails fast.
     if options.output_format not in ("text", "json"):
@@ -456,6 +377,14 @@ def run_capacity(options: CapacityOptions) -> None:
             raise UsageError("give --service-dist or --service-samples, not both")
         samples = read_service_samples(options.service_samples)
         service = Service("lognormal", fit_lognormal_cv(samples))
+    return QueueLaws(arrival_model, service, samples)
+
+
+def _read_config(options: CapacityOptions) -> tuple[Config, str, list[str]]:
+    """The config read; the MPM modelled; the notes so far."""
+    from advisor.capacity.sizing import MPM_DEFAULTS
+    from advisor.commands.options import load_options
+    from advisor.config.loader import load_config
 
     cfg = load_config(options.config, load_options(options.defines, options.modules, options.modules_from,
                                                    options.apache_version, options.server_root,
@@ -470,6 +399,13 @@ def run_capacity(options: CapacityOptions) -> None:
                          hint="pass --mpm to model one of them")
     elif options.mpm and cfg.mpm and options.mpm != cfg.mpm:
         notes.append(f"--mpm {options.mpm}: the config loads {cfg.mpm}; its directives are read as they stand")
+    return cfg, running, notes
+
+
+def _pool_settings(cfg: Config, running: str, max_workers: int | None) -> PoolSettings:
+    """The pool the config runs once httpd has corrected it, and the
+    --max-workers what-if."""
+    from advisor.capacity.sizing import MPM_DEFAULTS, effective_mpm_settings
 
     written = _int_directive(cfg, "MaxRequestWorkers", "MaxClients")
     server_limit = _int_directive(cfg, "ServerLimit")
@@ -478,13 +414,21 @@ def run_capacity(options: CapacityOptions) -> None:
     async_factor = _float_directive(cfg, "AsyncRequestWorkerFactor")
     as_configured = effective_mpm_settings(running, written, server_limit, threads, thread_limit, async_factor)
     settings = as_configured
-    if options.max_workers is not None:
-        settings = effective_mpm_settings(running, options.max_workers, server_limit, threads, thread_limit, async_factor)
-        settings.notes.insert(0, f"what-if: --max-workers {options.max_workers} instead of {as_configured.max_request_workers}")
+    if max_workers is not None:
+        settings = effective_mpm_settings(running, max_workers, server_limit, threads, thread_limit, async_factor)
+        settings.notes.insert(0, f"what-if: --max-workers {max_workers} instead of {as_configured.max_request_workers}")
 
     threaded_tpc = settings.threads_per_child if running != "prefork" else MPM_DEFAULTS["event"]["ThreadsPerChild"]
     threaded_limit = settings.thread_limit if running != "prefork" else MPM_DEFAULTS["event"]["ThreadLimit"]
-    memory = _gather_memory(cfg, running, settings.threads_per_child, options.memory, notes)
+    return PoolSettings(as_configured, settings, threaded_tpc, threaded_limit, async_factor)
+
+
+def _fit_trials(options: CapacityOptions, cfg: Config, memory: MemoryInputs, as_configured: MpmSettings,
+                notes: list[str]) -> PoolFit | None:
+    """With --fit: the worker-pool model fitted to bench's trials (and the
+    --check trials predicted with it); else None."""
+    from advisor.capacity.fit_inputs import read_measurements
+    from advisor.capacity.fit_workerpool import fit_pool
 
     fit_result = None
     if options.fit_files:
@@ -507,6 +451,13 @@ def run_capacity(options: CapacityOptions) -> None:
             notes.append(f"the trials ran with MaxRequestWorkers {', '.join(map(str, sorted(measured_pools)))}, "
                          f"the config has {as_configured.max_request_workers}: the predictions are for the config; "
                          f"--max-workers N predicts another pool")
+    return fit_result
+
+
+def _mean_service_time(options: CapacityOptions, fit_result: PoolFit | None,
+                       samples: list[float]) -> tuple[float | None, str, ServerModel | None]:
+    """The mean service time, where it comes from, and the fitted pool model
+    (None without a fit, or when --service-time overrides it)."""
     x = options.service_time
     source = "--service-time"
     pool_model = None
@@ -516,60 +467,27 @@ def run_capacity(options: CapacityOptions) -> None:
         x, source = fit_result.service_time, "fitted: time a worker is held"
     if x is None and options.service_samples is not None:
         x, source = sum(samples) / len(samples), "mean of --service-samples"
-    log_input = None
-    if options.log_paths:
-        from advisor.commands.logdemand_input import read_log_demand
+    return x, source, pool_model
 
-        log_input = read_log_demand(options.log_paths, options.log_format, cfg, running, options.service_time)
-    if x is None and (options.rates or (options.plot and log_input is None)
-                      or (options.target_response and log_input is None)):
-        raise UsageError("predictions need a mean service time",
-                         hint="give --service-time SECONDS or --fit FILE from `apache-advisor bench`")
 
-    request = CapacityRequest(
-        config_file=cfg.main_file,
-        settings=settings,
-        memory=memory,
-        threaded_threads_per_child=threaded_tpc,
-        threaded_thread_limit=threaded_limit,
-        async_factor=settings.async_factor if running == "event" else (async_factor if async_factor is not None else 2.0),
-        rates=list(options.rates),
-        service_time=x,
-        service_time_source=source,
-        fit=fit_result,
-        pool_model=pool_model,
-        fit_max_request_workers=as_configured.max_request_workers,
-        target_response=options.target_response,
-        arrivals=arrival_model,
-        service=service,
-        # Interactive budget: a few hundred thousand simulated requests per
-        # point; the confidence interval printed says how far to trust it.
-        simulation=SimulationOptions(replications=6, arrivals_per_replication=20_000, min_horizon_cycles=8,
-                                     max_arrivals_per_replication=60_000),
-        curve_points=_curve_points(options.plot, arrival_model, service),
-        notes=notes,
-    )
-    report = build_report(request)
-    _recommend_children(report)
-    if x is not None and options.rates:
-        from advisor.capacity.fpm_model import mmck
+def _predict_fpm_pools(report: CapacityReport, memory: MemoryInputs, settings: MpmSettings, rates: list[float],
+                       x: float) -> None:
+    """Each php-fpm pool's queue at each --rate, into the report."""
+    from advisor.capacity.fpm_model import mmck
 
-        # PHP holds a php-fpm child for the service time; each request waiting
-        # for one holds an httpd worker, so httpd's pool bounds the queue too.
-        for pool in memory.fpm_pools:
-            capacity = max(pool["children"], min(settings.max_request_workers,
-                                                 pool["children"] + pool["listen_backlog"]))
-            for rate in options.rates:
-                report.fpm_predictions.append((pool["name"], mmck(rate, x, pool["children"], capacity)))
-    log_capacity = None
-    if log_input is not None:
-        from advisor.capacity.logcapacity import build_log_capacity
+    # PHP holds a php-fpm child for the service time; each request waiting
+    # for one holds an httpd worker, so httpd's pool bounds the queue too.
+    for pool in memory.fpm_pools:
+        capacity = max(pool["children"], min(settings.max_request_workers,
+                                             pool["children"] + pool["listen_backlog"]))
+        for rate in rates:
+            report.fpm_predictions.append((pool["name"], mmck(rate, x, pool["children"], capacity)))
 
-        log_capacity = build_log_capacity(
-            log_input.demand, log_input.series, settings, report.recommended, _listen_queue(cfg),
-            log_format=log_input.format_text, format_source=log_input.format_source,
-            fixed_hold=log_input.fixed_hold, arrivals=arrival_model, target_response=options.target_response)
 
+def _write_plot(options: CapacityOptions, report: CapacityReport, log_capacity: LogCapacity | None,
+                log_input: LogInput | None) -> None:
+    """--plot: the log's figure with --log, else response time and blocking
+    against the rate."""
     if options.plot and log_capacity is not None:
         from advisor.capacity.logplot import draw_log
 
@@ -586,6 +504,9 @@ def run_capacity(options: CapacityOptions) -> None:
                         held_out=getattr(report.fit, "held_out", []))
         _write_atomically(options.plot, lambda target: draw(spec, target))
 
+
+def _print_result(options: CapacityOptions, report: CapacityReport, log_capacity: LogCapacity | None) -> None:
+    """The report on stdout: text, or JSON (the log's section under "log")."""
     from advisor.capacity.render import render_text, to_json
 
     if options.output_format == "json":
