@@ -8,7 +8,7 @@ trial budget for several seeds, and prints per seed and as medians: start,
 tuner, random, best of grid, tuner/best, tuner/start, and the time each took.
 
 Every point is measured by the tune session's own trial objective
-(advisor.tuner.session.loop.TrialObjective) under tune's default workload
+(advisor.tuner.trial.objective.TrialObjective) under tune's default workload
 (almeida-sessions: the sandbox's Almeida file set, 5 requests per session,
 0.2 s think time, HTTP/1.0 when the config closes after every reply) and its
 default objective (the peak sustainable session rate under the SLO, told as
@@ -49,10 +49,11 @@ from advisor.tuner.search.optimizer import SearchSettings, make_searcher, run_se
 from advisor.tuner.search.simulated import default_levels, grid
 from advisor.tuner.search.space import derive_space
 from advisor.tuner.search.space_lint import CandidateLint
-from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, TrialObjective, _key,
-                                        make_session_workload)
 from advisor.tuner.staging.sandbox import Sandbox, find_httpd, find_modules_dir
 from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.trial.objective import TrialObjective, point_key
+from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+from advisor.tuner.trial.session_workload import make_session_workload
 
 # The worst practice. MaxConnectionsPerChild 100 and MaxRequestWorkers 8
 # lie below the space's guards (lint calls MaxConnectionsPerChild <= 1,000 an
@@ -135,7 +136,7 @@ def confirm(name: str, directives: list[str], figures: dict, args, work: Path) -
         for label, point in points.items():
             searched = _searched(figures, label)
             if searched > 0:
-                objective.peaks[_key(space, point)] = [searched / calls]
+                objective.peaks[point_key(space, point)] = [searched / calls]
         runs: dict[str, list[float]] = {label: [] for label in points}
         for round_ in range(args.confirm):
             for label, point in points.items():
@@ -171,7 +172,7 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
         why = "" if outcome.valid else f"; invalid: {outcome.details.get('invalid_reasons')}"
         print(f"{name:6} start as written: {outcome.objective:8.1f} replies/s (peak {start_peak} sessions/s, "
               f"{outcome.verdict}{why}) in {figures['start_s']:.0f} s", flush=True)
-        seeded = {_key(space, space.start): [float(start_peak)]} if start_peak else {}
+        seeded = {point_key(space, space.start): [float(start_peak)]} if start_peak else {}
 
         dims = [d for d in args.grid_dims.split(",") if d in space.names]
         levels = {k: v for k, v in default_levels(space, args.levels).items() if k in dims}

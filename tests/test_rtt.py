@@ -135,7 +135,7 @@ def test_a_replayed_logs_think_times_are_lengthened_in_a_copy(tmp_path):
 # -- the objective and the plan ----------------------------------------------------------------
 
 def test_the_objective_states_the_rtt_and_a_journal_without_one_still_matches():
-    from advisor.tuner.session.loop import ObjectiveSpec
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec
 
     plain = ObjectiveSpec("latency", 10.0, 100.0, 1.0)
     far = ObjectiveSpec("latency", 10.0, 100.0, 1.0, rtt_ms=50.0, rtt_how=RTT_ADDED)
@@ -194,7 +194,7 @@ def test_the_report_states_the_round_trip():
     from advisor.config import LoadOptions, load_config
     from advisor.output import tune_files
     from advisor.tuner.search.space import derive_space
-    from advisor.tuner.session.loop import ObjectiveSpec
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec
     from advisor.tuner.session.report_data import SessionFacts, build_report
     from conftest import SAMPLES
 

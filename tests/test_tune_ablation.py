@@ -11,6 +11,12 @@ import pytest
 
 from advisor.tuner.session.ablation import (WINNER, ablation_order, dimension_of, measure_effects,
                                             role_without)
+from advisor.tuner.session.ablation_choice import revert_unless_alone, single_ablation_order, single_slots
+from advisor.tuner.session.advise import gate_the_gain
+from advisor.tuner.session.attribute import ablate
+from advisor.tuner.session.confirm import gain_from_rounds
+from advisor.tuner.session.lint_gate import lint_gate
+from advisor.tuner.session.pruning import drop_unearned, whole_when_no_part_earns
 
 
 def test_every_round_measures_each_point_once_and_rotates_the_ablations():
@@ -82,15 +88,12 @@ def test_without_the_change_no_rate_met_the_slo_is_a_decisive_gain():
 # ---- the changes the model saw no effect of, measured together -----------------
 
 
-def _grouped_session(space, lint):
+def _grouped_context(space, lint):
     from types import SimpleNamespace
 
-    from advisor.tuner.session.loop import SessionEvents, TuneSession
+    from advisor.tuner.session.session_context import SessionContext, SessionEvents
 
-    session = TuneSession.__new__(TuneSession)
-    session.space, session.events, session.lint = space, SessionEvents(), lint
-    session.settings = SimpleNamespace(ablation_rounds=3, gain_replicates=3)
-    return session
+    return SessionContext(space, lint, SimpleNamespace(ablation_rounds=3, gain_replicates=3), SessionEvents())
 
 
 class _Journal:
@@ -131,10 +134,10 @@ def test_the_changes_the_model_ignored_are_one_ablation_kept_or_returned_on_its_
     group = ["MaxRequestWorkers", "ListenBacklog"]
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300,
                   KeepAliveTimeout=2000)
-    session = _grouped_session(space, lint)
+    context = _grouped_context(space, lint)
     runner = _Runner(space, group, carries)
     journal = _Journal()
-    ablations = session._ablate(runner, winner, journal, [], together=group)
+    ablations = ablate(context, runner, winner, journal, [], together=group)
     roles = {run.role for run in journal.runs}
     assert roles == {WINNER, role_without("KeepAliveTimeout"), role_without(GROUP_JOIN.join(group)), "start"}
     assert len(journal.runs) == 3 * 4  # one run less per round than one ablation each (the start runs too)
@@ -143,7 +146,7 @@ def test_the_changes_the_model_ignored_are_one_ablation_kept_or_returned_on_its_
     together = ablations.effect_of("ListenBacklog")
     assert together is ablations.effect_of("MaxRequestWorkers") and together.members == group
     assert ablations.to_dict()["by_dimension"]["ListenBacklog"] == GROUP_JOIN.join(group)
-    point, notes = session._drop_unearned(winner, ablations)
+    point, notes = drop_unearned(context, winner, ablations)
     if carries:
         assert together.beyond_noise and 1.4 < together.ratio < 1.6
         assert all(point[name] == winner[name] for name in group)
@@ -155,7 +158,7 @@ def test_the_changes_the_model_ignored_are_one_ablation_kept_or_returned_on_its_
                    for note in notes)
     # KeepAliveTimeout did nothing in either world: it goes back on its own measure.
     assert point["KeepAliveTimeout"] == space.start["KeepAliveTimeout"]
-    gain = session._gain_from_rounds(point, ablations)
+    gain = gain_from_rounds(context, point, ablations)
     if carries:
         # The recommended point is the winner less KeepAliveTimeout, which
         # one role of the rounds measured beside the start: no second set of runs.
@@ -187,31 +190,31 @@ def test_changes_that_stand_in_for_each_other_are_kept_together_on_the_rounds_me
     from advisor.tuner.search.space_lint import CandidateLint
 
     cfg, space = load_stock(tmp_path)
-    session = _grouped_session(space, CandidateLint(cfg, space))
+    context = _grouped_context(space, CandidateLint(cfg, space))
     pair = ["MaxRequestWorkers", "ListenBacklog"]
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300)
-    ablations = session._ablate(_EitherRunner(space, pair, True), winner, _Journal(), [])
+    ablations = ablate(context, _EitherRunner(space, pair, True), winner, _Journal(), [])
     assert all(not ablations.effect_of(name).beyond_noise for name in pair)
     # Sending both back would recommend a point no round ran: the round that
     # sent back one of them, and beat the start, is recommended. Never the
     # one that keeps ListenBacklog, which is recommended only on its own
     # ablation's measure.
-    pruned, notes = session._drop_unearned(winner, ablations)
+    pruned, notes = drop_unearned(context, winner, ablations)
     assert pruned == dict(winner, ListenBacklog=space.start["ListenBacklog"])
     assert any(note.startswith("MaxRequestWorkers keeps the search's ") and "a point no round ran" in note
                for note in notes), notes
-    gain = session._gain_from_rounds(pruned, ablations)
+    gain = gain_from_rounds(context, pruned, ablations)
     assert gain is not None and min(gain.winner) > 1700 > 1300 > max(gain.start)
-    assert session._whole_when_no_part_earns(pruned, ablations) is None
+    assert whole_when_no_part_earns(context, pruned, ablations) is None
     # Where no single return beat the start (each round's point measured only
     # beside the winner), the whole stands in for its parts.
-    point, replicates, why = session._whole_when_no_part_earns(dict(space.start), ablations)
+    point, replicates, why = whole_when_no_part_earns(context, dict(space.start), ablations)
     assert point == winner
     assert min(replicates.winner) > 1700 > 1300 > max(replicates.start)
     assert "kept together" in why and "no single change carries the gain" in why
     # A whole that did not beat the start keeps the start.
-    flat = session._ablate(_EitherRunner(space, [], True), winner, _Journal(), [])
-    assert session._whole_when_no_part_earns(session._drop_unearned(winner, flat)[0], flat) is None
+    flat = ablate(context, _EitherRunner(space, [], True), winner, _Journal(), [])
+    assert whole_when_no_part_earns(context, drop_unearned(context, winner, flat)[0], flat) is None
 
 
 def test_the_rounds_start_runs_are_read_back_from_the_journal_on_resume(tmp_path):
@@ -223,14 +226,14 @@ def test_the_rounds_start_runs_are_read_back_from_the_journal_on_resume(tmp_path
     from advisor.tuner.session.journal import Journal, read_journal
 
     cfg, space = load_stock(tmp_path)
-    session = _grouped_session(space, CandidateLint(cfg, space))
+    context = _grouped_context(space, CandidateLint(cfg, space))
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300)
     journal = Journal.create(tmp_path / "report", header(space))
-    first = session._ablate(_Runner(space, ["ListenBacklog"], True), winner, journal, [])
+    first = ablate(context, _Runner(space, ["ListenBacklog"], True), winner, journal, [])
     runs = read_journal(journal.path).ablation_runs
     assert [r.role for r in runs].count("start") == 3
     again = _Runner(space, ["ListenBacklog"], True)
-    resumed = session._ablate(again, winner, journal, runs)
+    resumed = ablate(context, again, winner, journal, runs)
     assert again.points == []  # every run was taken from the journal
     assert resumed.replicates_for("winner").start == first.replicates_for("winner").start
 
@@ -273,11 +276,11 @@ def test_the_rounds_stop_early_only_when_every_comparison_is_settled(noisy, tmp_
     from advisor.tuner.search.space_lint import CandidateLint
 
     cfg, space = load_stock(tmp_path)
-    session = _grouped_session(space, CandidateLint(cfg, space))
-    session.settings.ablation_rounds = 5
+    context = _grouped_context(space, CandidateLint(cfg, space))
+    context.settings.ablation_rounds = 5
     winner = dict(space.start, ListenBacklog=300, KeepAliveTimeout=2000)
     journal = _Journal()
-    ablations = session._ablate(_NoisyRunner(space, noisy), winner, journal, [])
+    ablations = ablate(context, _NoisyRunner(space, noisy), winner, journal, [])
     per_round = 4  # winner, two ablations, the start
     if noisy:
         assert len(journal.runs) == 5 * per_round and not ablations.notes
@@ -308,19 +311,19 @@ def test_past_two_credited_changes_the_weaker_ones_join_the_group_so_a_round_sta
 
     from advisor.tuner.search.space_lint import CandidateLint
     from advisor.tuner.session.ablation import GROUP_JOIN
-    from advisor.tuner.session.loop import MAX_SINGLE_ABLATIONS
+    from advisor.tuner.session.ablation_choice import MAX_SINGLE_ABLATIONS
 
     cfg, space = load_stock(tmp_path)
     lint = CandidateLint(cfg, space)
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=300,
                   KeepAliveTimeout=2000, MaxKeepAliveRequests=500, EnableMMAP="Off")
-    session = _grouped_session(space, lint)
+    context = _grouped_context(space, lint)
     # The model credits MaxRequestWorkers least: the pool's size is measured alone all the same.
-    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
+    context.model = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
                                                "MaxKeepAliveRequests": 1.05, "EnableMMAP": 1.02})
     runner = _Runner(space, ["MaxRequestWorkers"], True)
     journal = _Journal()
-    session._ablate(runner, winner, journal, [], together=["ListenBacklog"])
+    ablate(context, runner, winner, journal, [], together=["ListenBacklog"])
     roles = {run.role for run in journal.runs}
     # MaxRequestWorkers first, then x0.8 (a modelled loss is as strong a claim as a gain), one by one.
     group = GROUP_JOIN.join(["ListenBacklog", "MaxKeepAliveRequests", "EnableMMAP"])
@@ -328,11 +331,11 @@ def test_past_two_credited_changes_the_weaker_ones_join_the_group_so_a_round_sta
                      role_without(group)}, roles
     assert MAX_SINGLE_ABLATIONS == 2 and len(journal.runs) == 3 * 5
     # Near miss: two credited changes are both measured alone, nothing is grouped for them.
-    session2 = _grouped_session(space, lint)
-    session2._surrogate = session._surrogate
+    context2 = _grouped_context(space, lint)
+    context2.model = context.model
     two = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, KeepAliveTimeout=2000)
     journal2 = _Journal()
-    session2._ablate(_Runner(space, ["MaxRequestWorkers"], True), two, journal2, [], together=[])
+    ablate(context2, _Runner(space, ["MaxRequestWorkers"], True), two, journal2, [], together=[])
     assert {run.role for run in journal2.runs} == {WINNER, "start", role_without("MaxRequestWorkers"),
                                                    role_without("KeepAliveTimeout")}
 
@@ -340,21 +343,20 @@ def test_past_two_credited_changes_the_weaker_ones_join_the_group_so_a_round_sta
 def test_the_mpm_is_always_measured_on_its_own():
     from types import SimpleNamespace
 
-    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.session_context import SessionContext, SessionEvents
 
-    session = TuneSession.__new__(TuneSession)
-    session.space = SimpleNamespace(start={"MPM": "prefork", "A": 1, "B": 1})
-    session.space = SimpleNamespace(start={"MPM": "prefork", "A": 1, "B": 1, "KeepAlive": "On"})
-    session._surrogate = SimpleNamespace(ratio=lambda point, other: (
+    context = SessionContext(SimpleNamespace(start={"MPM": "prefork", "A": 1, "B": 1}), None, None, SessionEvents())
+    context.space = SimpleNamespace(start={"MPM": "prefork", "A": 1, "B": 1, "KeepAlive": "On"})
+    context.model = SimpleNamespace(ratio=lambda point, other: (
         {"A": 3.0, "B": 1.2, "KeepAlive": 1.0, "MPM": 1.0}[next(k for k in point if point[k] != other[k])],
         None, None))
     winner = {"MPM": "worker", "A": 2, "B": 0.5, "KeepAlive": "Off"}
-    ranked = session._single_ablation_order(winner, ["A", "B", "KeepAlive", "MPM"])
+    ranked = single_ablation_order(context, winner, ["A", "B", "KeepAlive", "MPM"])
     assert ranked == ["MPM", "KeepAlive", "A", "B"]
 
 
 def test_a_change_measured_first_is_not_grouped_when_the_model_saw_no_effect_of_it():
-    from advisor.tuner.session.loop import split_unseen
+    from advisor.tuner.session.ablation_choice import split_unseen
 
     # The worst-practice session: the model saw no effect of the per-child
     # limit or the pool; both stay candidates for an ablation of their own.
@@ -367,7 +369,7 @@ def test_a_change_measured_first_is_not_grouped_when_the_model_saw_no_effect_of_
 def test_a_roles_first_run_in_the_rounds_starts_from_the_winners_uncapped_peak():
     from types import SimpleNamespace
 
-    from advisor.tuner.session.loop import TrialObjective
+    from advisor.tuner.trial.objective import TrialObjective
 
     runner = TrialObjective.__new__(TrialObjective)
     runner.space = SimpleNamespace(names=["A"])
@@ -399,7 +401,7 @@ def test_an_uncapped_run_starts_from_its_uncapped_peaks_with_a_small_first_step(
     (5 to 7 probes, two of them invalid at twice the peak)."""
     from types import SimpleNamespace
 
-    from advisor.tuner.session.loop import GUESS_STEP, TrialObjective
+    from advisor.tuner.trial.objective import GUESS_STEP, TrialObjective
 
     runner = TrialObjective.__new__(TrialObjective)
     runner.space = SimpleNamespace(names=["A"])
@@ -441,17 +443,17 @@ def test_hostnamelookups_on_rides_in_no_group_but_off_may(tmp_path):
     assert space.start["HostnameLookups"] == "Off"
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100,
                   MaxConnectionsPerChild=20000, HostnameLookups="On", KeepAliveTimeout=2000)
-    session = _grouped_session(space, lint)
-    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.3, "MaxConnectionsPerChild": 1.1,
+    context = _grouped_context(space, lint)
+    context.model = _RankingModel(space, {"MaxRequestWorkers": 1.3, "MaxConnectionsPerChild": 1.1,
                                                "HostnameLookups": 1.05, "KeepAliveTimeout": 1.02})
-    point, notes = session._revert_unless_alone(winner, together=["KeepAliveTimeout"])
+    point, notes = revert_unless_alone(context, winner, together=["KeepAliveTimeout"])
     assert point == dict(winner, HostnameLookups="Off")
     assert len(notes) == 1 and notes[0].startswith("HostnameLookups stays Off (the search's best point had On)")
     assert "went to MaxRequestWorkers, MaxConnectionsPerChild" in notes[0]
     # Near miss: from a start with lookups On, the change to Off stays for the group's measure.
     space.start["HostnameLookups"] = "On"
     off = dict(winner, HostnameLookups="Off")
-    kept, none = session._revert_unless_alone(off, together=["KeepAliveTimeout"])
+    kept, none = revert_unless_alone(context, off, together=["KeepAliveTimeout"])
     assert kept == off and none == []
 
 
@@ -470,10 +472,10 @@ def test_listenbacklog_without_an_ablation_of_its_own_goes_back_before_the_round
     lint = CandidateLint(cfg, space)
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100, ListenBacklog=136,
                   KeepAliveTimeout=2000, EnableMMAP="Off")
-    session = _grouped_session(space, lint)
-    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
+    context = _grouped_context(space, lint)
+    context.model = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
                                                "ListenBacklog": 1.1, "EnableMMAP": 1.02})
-    point, notes = session._revert_unless_alone(winner, together=["EnableMMAP"])
+    point, notes = revert_unless_alone(context, winner, together=["EnableMMAP"])
     assert point["ListenBacklog"] == space.start["ListenBacklog"]
     assert {k: v for k, v in point.items() if k != "ListenBacklog"} == \
         {k: v for k, v in winner.items() if k != "ListenBacklog"}
@@ -482,18 +484,18 @@ def test_listenbacklog_without_an_ablation_of_its_own_goes_back_before_the_round
     assert "went to MaxRequestWorkers, ListenBacklog" not in notes[0]
     assert "went to MaxRequestWorkers, KeepAliveTimeout" in notes[0]
     journal = _Journal()
-    session._ablate(_Runner(space, ["MaxRequestWorkers"], True), point, journal, [], together=["EnableMMAP"])
+    ablate(context, _Runner(space, ["MaxRequestWorkers"], True), point, journal, [], together=["EnableMMAP"])
     roles = {run.role for run in journal.runs}
     assert not any("ListenBacklog" in role for role in roles), roles
     # Near miss: ranked into a single slot (the model credits it most after
     # the pool), it is measured on its own and stays for its measure to judge.
-    session._surrogate = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
+    context.model = _RankingModel(space, {"MaxRequestWorkers": 1.01, "KeepAliveTimeout": 0.8,
                                                "ListenBacklog": 1.9, "EnableMMAP": 1.02})
     two = dict(winner)
-    kept, none = session._revert_unless_alone(two, together=["EnableMMAP"])
+    kept, none = revert_unless_alone(context, two, together=["EnableMMAP"])
     assert kept == two and none == []
     journal2 = _Journal()
-    session._ablate(_Runner(space, ["MaxRequestWorkers"], True), kept, journal2, [], together=["EnableMMAP"])
+    ablate(context, _Runner(space, ["MaxRequestWorkers"], True), kept, journal2, [], together=["EnableMMAP"])
     roles2 = {run.role for run in journal2.runs}
     assert role_without("ListenBacklog") in roles2
     assert role_without(GROUP_JOIN.join(["EnableMMAP", "KeepAliveTimeout"])) in roles2, roles2
@@ -508,7 +510,7 @@ README_WINNER = {"MPM": "event", "MaxRequestWorkers": 238, "ThreadsPerChild": 61
                  "KeepAliveTimeout": 746, "MaxKeepAliveRequests": 931}
 
 
-def _switch_session(tmp_path):
+def _switch_context(tmp_path):
     from advisor.config import LoadOptions, load_config
     from advisor.tuner.search.space import derive_space
     from advisor.tuner.search.space_lint import CandidateLint
@@ -519,9 +521,9 @@ def _switch_session(tmp_path):
     cfg = load_config(str(main), LoadOptions(server_root=str(tmp_path)))
     space = derive_space(cfg, {"prefork": 2867, "worker": 17168, "event": 9392}, allow_mpm_switch=True)
     lint = CandidateLint(cfg, space)
-    session = _grouped_session(space, lint)
-    session.settings.session_dir = tmp_path / "report"
-    return space, lint, session
+    context = _grouped_context(space, lint)
+    context.settings.session_dir = tmp_path / "report"
+    return space, lint, context
 
 
 def test_the_gate_lints_again_until_a_finding_that_stands_on_several_values_is_gone(tmp_path):
@@ -529,11 +531,11 @@ def test_the_gate_lints_again_until_a_finding_that_stands_on_several_values_is_g
     finding points at), but the static pool stood on StartServers 3 x
     ThreadsPerChild 61 = MaxRequestWorkers 183, and the tuned tree kept the
     warning. The gate lints again after each return."""
-    space, lint, session = _switch_session(tmp_path)
+    space, lint, context = _switch_context(tmp_path)
     winner = dict(space.start, **README_WINNER)
     codes = {key[0] for key in lint.brought(winner)}
     assert codes == {"P101", "P105"}, codes  # the start's own findings (no mod_reqtimeout...) are not the point's
-    point, suppressions, notes = session._lint_gate(winner, None, None)
+    point, suppressions, notes = lint_gate(context, winner, None, None)
     assert lint.brought(point) == [], lint.brought(point)
     assert point["MPM"] == "event" and point["MaxConnectionsPerChild"] == space.start["MaxConnectionsPerChild"]
     returned = [name for name in space.names if point[name] != winner[name]]
@@ -542,7 +544,7 @@ def test_the_gate_lints_again_until_a_finding_that_stands_on_several_values_is_g
     assert any("P105" in note and "with it the tuned tree brings lint P105" in note for note in notes), notes
     assert not any(code in comment for comment in suppressions.values() for code in ("P101", "P105"))
     # Before the rounds, a change the rounds measure on their own stays for them to judge.
-    early, none, _ = session._lint_gate(winner, None, None, measured_later=["MPM", "MaxRequestWorkers"])
+    early, none, _ = lint_gate(context, winner, None, None, measured_later=["MPM", "MaxRequestWorkers"])
     assert none == {} and early["MaxRequestWorkers"] == winner["MaxRequestWorkers"]
     assert lint.brought(early) == []
 
@@ -553,8 +555,8 @@ def test_the_report_matches_a_finding_by_its_message_under_another_mpm(tmp_path)
     there: the report listed each as both gone and added."""
     from advisor.tuner.session.report_data import lint_comparison
 
-    space, lint, session = _switch_session(tmp_path)
-    point, _, _ = session._lint_gate(dict(space.start, **README_WINNER), None, None)
+    space, lint, context = _switch_context(tmp_path)
+    point, _, _ = lint_gate(context, dict(space.start, **README_WINNER), None, None)
     comparison = lint_comparison(lint, point, {})
     # (P108, info, may stand in both: "EnableSendfile is Off: httpd's default,
     # not written" is gone, "EnableSendfile Off for the whole server" comes
@@ -576,18 +578,18 @@ def test_the_gain_stated_is_the_gated_points_not_the_whole_winners(tmp_path):
 
     cfg, space = load_stock(tmp_path)
     lint = CandidateLint(cfg, space)
-    session = _grouped_session(space, lint)
-    session.settings.session_dir = tmp_path / "report"
+    context = _grouped_context(space, lint)
+    context.settings.session_dir = tmp_path / "report"
     pair = ["KeepAliveTimeout", "MaxConnectionsPerChild"]
     winner = dict(space.start, KeepAliveTimeout=2000, MaxConnectionsPerChild=6542)
     assert "P101" in {key[0] for key in lint.brought(winner)}
     runner, journal = _EitherRunner(space, pair, True), _Journal()
-    ablations = session._ablate(runner, winner, journal, [])
+    ablations = ablate(context, runner, winner, journal, [])
     assert all(not ablations.effect_of(name).beyond_noise for name in pair)
     # The fallback to the whole winner, as the README's session took it.
-    point, whole, _ = session._whole_when_no_part_earns(dict(space.start), ablations)
+    point, whole, _ = whole_when_no_part_earns(context, dict(space.start), ablations)
     assert point == winner
-    gated, replicates, suppressions, notes = session._gate_the_gain(point, ablations, whole, runner, journal)
+    gated, replicates, suppressions, notes = gate_the_gain(context, point, ablations, whole, runner, journal)
     assert gated == dict(winner, MaxConnectionsPerChild=space.start["MaxConnectionsPerChild"])
     assert "P101" not in {key[0] for key in lint.brought(gated)}
     ran = ablations.replicates_for(role_without("MaxConnectionsPerChild"))
@@ -600,7 +602,7 @@ def test_the_gain_stated_is_the_gated_points_not_the_whole_winners(tmp_path):
     no_rounds = type(ablations)(effects=ablations.effects, winner_point=ablations.winner_point,
                                 outcomes=[o for o in ablations.outcomes
                                           if o[0] != role_without("MaxConnectionsPerChild")])
-    gated, own, _, _ = session._gate_the_gain(point, no_rounds, whole, runner, journal)
+    gated, own, _, _ = gate_the_gain(context, point, no_rounds, whole, runner, journal)
     assert own is not None and len(own.start) == len(own.winner) == 3
     assert len(journal.runs) == runs + 6 and all(run.point in (space.start, gated) for run in journal.runs[runs:])
 
@@ -609,16 +611,16 @@ def test_under_an_mpm_switch_the_mpm_alone_is_measured_on_its_own_and_the_new_po
     """Rounds of five points under a switch took 14 minutes of the README's
     session of 2026-11-28: the MPM is measured alone, the new MPM's pool and
     keep-alive settings as one group, four points a round."""
-    from advisor.tuner.session.loop import MAX_SINGLE_ABLATIONS, single_ablations
+    from advisor.tuner.session.ablation_choice import MAX_SINGLE_ABLATIONS, single_ablations
 
-    space, lint, session = _switch_session(tmp_path)
+    space, lint, context = _switch_context(tmp_path)
     winner = dict(space.start, **README_WINNER)
-    changed, alone, weaker = session._single_slots(winner, together=[])
+    changed, alone, weaker = single_slots(context, winner, together=[])
     assert alone == ["MPM"] and set(weaker) == set(changed) - {"MPM"} and len(weaker) == 8
     assert single_ablations(changed) == 1
     # Near miss: without the MPM among the changes, two are measured alone.
     prefork = dict(winner, MPM="prefork")
-    changed, alone, _ = session._single_slots(prefork, together=[])
+    changed, alone, _ = single_slots(context, prefork, together=[])
     assert "MPM" not in changed and len(alone) == MAX_SINGLE_ABLATIONS == 2
 
 
@@ -639,17 +641,17 @@ def test_a_pruning_keeps_the_mpm_only_on_its_own_measure(tmp_path):
     about a third; each of the two was within noise of the winner. The
     pruning sends the MPM back (a switch is a full restart and another
     pool), not the pool."""
-    space, lint, session = _switch_session(tmp_path)
+    space, lint, context = _switch_context(tmp_path)
     winner = dict(space.start, MPM="event", MaxRequestWorkers=17168, MaxKeepAliveRequests=1000)
-    ablations = session._ablate(_MpmOrPoolRunner(space, [], True), winner, _Journal(), [],
+    ablations = ablate(context, _MpmOrPoolRunner(space, [], True), winner, _Journal(), [],
                                 together=["MaxKeepAliveRequests"])
     assert [name for name in ablations.effects] == ["MPM", "MaxKeepAliveRequests + MaxRequestWorkers"]
     assert all(not effect.beyond_noise for effect in ablations.effects.values())
-    pruned, notes = session._drop_unearned(winner, ablations)
+    pruned, notes = drop_unearned(context, winner, ablations)
     assert pruned["MPM"] == "prefork" and pruned["MaxRequestWorkers"] == 17168, pruned
     assert any(note.startswith("MPM stays prefork") for note in notes), notes
     assert any(note.startswith("MaxKeepAliveRequests, MaxRequestWorkers keep the search's") for note in notes)
-    gain = session._gain_from_rounds(pruned, ablations)
+    gain = gain_from_rounds(context, pruned, ablations)
     assert gain is not None and min(gain.winner) > 1700 > 1300 > max(gain.start)
 
 
@@ -709,19 +711,19 @@ def test_a_pruning_never_keeps_a_change_measured_as_a_loss_to_send_back_changes_
     from advisor.tuner.search.space_lint import CandidateLint
 
     cfg, space = load_stock(tmp_path)
-    session = _grouped_session(space, CandidateLint(cfg, space))
+    context = _grouped_context(space, CandidateLint(cfg, space))
     quiet = ["MinSpareServers", "MaxSpareServers", "KeepAliveTimeout", "MaxKeepAliveRequests"]
     winner = dict(space.start, MaxRequestWorkers=space.start["MaxRequestWorkers"] + 100,
                   MaxConnectionsPerChild=231680, MinSpareServers=62, MaxSpareServers=119,
                   KeepAliveTimeout=402, MaxKeepAliveRequests=207)
-    ablations = session._ablate(_PoolAndLossRunner(space, [], True), winner, _Journal(), [], together=quiet)
+    ablations = ablate(context, _PoolAndLossRunner(space, [], True), winner, _Journal(), [], together=quiet)
     loss = ablations.effect_of("MaxConnectionsPerChild")
     assert loss.members == ["MaxConnectionsPerChild"] and loss.verdict() == "a loss", loss
     group = ablations.effect_of("KeepAliveTimeout")
     assert len(group.members) == 4 and group.verdict() == "within noise"
     assert ablations.effect_of("MaxRequestWorkers").beyond_noise
-    pruned, notes = session._drop_unearned(winner, ablations)
+    pruned, notes = drop_unearned(context, winner, ablations)
     assert pruned == dict(winner, MaxConnectionsPerChild=space.start["MaxConnectionsPerChild"]), pruned
     assert any(note.startswith("MaxConnectionsPerChild stays ") and "a loss" in note for note in notes), notes
-    gain = session._gain_from_rounds(pruned, ablations)
+    gain = gain_from_rounds(context, pruned, ablations)
     assert gain is not None and min(gain.winner) > 1700 > 1300 > max(gain.start)

@@ -117,8 +117,10 @@ def test_a_missing_space_file_is_one_line(run, tmp_path):
 def _journal_for(run: SandboxRun, report: Path) -> bytes:
     """A journal as a default session on this sandbox starts it (header only)."""
     from advisor.tuner.session.journal import Journal, JournalHeader
-    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
-                                            make_session_workload)
+    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.session_context import SessionSettings
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+    from advisor.tuner.trial.session_workload import make_session_workload
     from advisor.tuner.staging.target import SandboxTarget
 
     target = SandboxTarget(run.sandbox)
@@ -217,9 +219,11 @@ def test_the_estimate_left_ignores_the_long_first_trial(tmp_path, monkeypatch):
     the plan, and after later trials from their own measured cost; the next
     session's plan on this host starts from those figures."""
     from advisor.tuner.search.optimizer import Observation
-    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
-                                            make_session_workload)
-    from advisor.tuner.session.pace import FIRST, SEARCH, Pace, load_earlier, save
+    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.session_context import SessionSettings
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+    from advisor.tuner.trial.session_workload import make_session_workload
+    from advisor.tuner.trial.pace import FIRST, SEARCH, Pace, load_earlier, save
 
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     workload = make_session_workload("almeida-sessions", tmp_path)
@@ -234,16 +238,16 @@ def test_the_estimate_left_ignores_the_long_first_trial(tmp_path, monkeypatch):
     plan = session.estimate_s(0)
     first = [Observation(trial=1, point={}, objective=1.0, valid=True, verdict="none", origin="start", elapsed_s=230.0)]
     session.pace.record(FIRST, 8, 230.0)
-    after_first = session._eta(first)
+    after_first = session.eta(first)
     assert after_first is not None and after_first < plan
     etas = {}
     for name, seconds in (("fast", 20.0), ("slow", 200.0)):
         pace = Pace()
         pace.record(FIRST, 8, 230.0)
         pace.record(SEARCH, 3, seconds)
-        etas[name] = session_with(pace)._eta(first + [Observation(trial=2, point={}, objective=1.0, valid=True,
-                                                                   verdict="none", origin="model",
-                                                                   elapsed_s=seconds)])
+        etas[name] = session_with(pace).eta(first + [Observation(trial=2, point={}, objective=1.0, valid=True,
+                                                                  verdict="none", origin="model",
+                                                                  elapsed_s=seconds)])
         save("this host", pace)
         # The next session's plan starts from this one's cost per probe and probes per run.
         assert load_earlier("this host")["probe_s"]["all"] == round(seconds / 3, 2)
@@ -257,10 +261,12 @@ def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_p
     rounds of four points and no gain runs, and took 29.6 with rounds of
     five and ten gain runs. The plan now takes the mean runs after the
     search of the last sessions on this host, and each session adds its own."""
-    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
-                                            make_session_workload)
-    from advisor.tuner.session.pace import (OWN, RECORD_FIELD, RECORD_SESSIONS, SEARCH, Pace, after_search_record,
-                                            load_earlier, save)
+    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.session_context import SessionSettings
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+    from advisor.tuner.trial.session_workload import make_session_workload
+    from advisor.tuner.trial.pace import (OWN, RECORD_FIELD, RECORD_SESSIONS, SEARCH, Pace, after_search_record,
+                                          load_earlier, save)
 
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     workload = make_session_workload("almeida-sessions", tmp_path)
@@ -280,13 +286,13 @@ def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_p
 
     unknown = session_with(Pace())
     # No record: five rounds of four points, and the ten gain runs at one in five, said so in the plan.
-    assert unknown._after_search_runs() == 5 * 4 + 2
+    assert unknown.estimate().after_search_runs() == 5 * 4 + 2
     assert "counted at one in five: no session here on record" in unknown.estimate_extras()
     save("host", finished(35))
     save("host", finished(25))
     assert after_search_record(load_earlier("host")) == (60.0, 2)
     planned = session_with(Pace(earlier=load_earlier("host")))
-    assert planned._after_search_runs() == 30.0
+    assert planned.estimate().after_search_runs() == 30.0
     assert "about 30 runs of 30 s, the mean of the last 2 sessions here" in planned.estimate_extras()
     # The same cost per run (30 s here); only the number of runs differs.
     assert planned.estimate_s(0) - session_with(finished(None)).estimate_s(0) == pytest.approx(0.0)
@@ -316,9 +322,11 @@ def test_a_session_of_short_probes_leaves_no_pace_for_a_session_of_default_ones(
 
     from test_tune_core import load_stock
 
-    from advisor.tuner.session.loop import (ObjectiveSpec, ProbeSettings, SessionSettings, TuneSession,
-                                            make_session_workload)
-    from advisor.tuner.session.pace import OWN, SEARCH, Pace, save
+    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.session_context import SessionSettings
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+    from advisor.tuner.trial.session_workload import make_session_workload
+    from advisor.tuner.trial.pace import OWN, SEARCH, Pace, save
 
     monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
     workload = make_session_workload("almeida-sessions", tmp_path)
@@ -327,7 +335,7 @@ def test_a_session_of_short_probes_leaves_no_pace_for_a_session_of_default_ones(
 
     def session_with(probes: ProbeSettings) -> TuneSession:
         session = TuneSession(target, tmp_path, workload, ObjectiveSpec(), probes, SessionSettings(tmp_path / "r"))
-        session._load_pace(space)
+        session.load_pace(space)
         return session
 
     short = session_with(ProbeSettings(duration_s=1.0, warmup_s=0.0))

@@ -416,7 +416,8 @@ def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_
     those it lacks, and takes none from a journal of another winner."""
     from types import SimpleNamespace
 
-    from advisor.tuner.session.loop import SessionEvents, TuneSession
+    from advisor.tuner.session.confirm import measure_replicates
+    from advisor.tuner.session.session_context import SessionContext, SessionEvents
 
     sim = SimulatedObjective(stock_space, HOST, seed=2)
     winner = dict(stock_space.start, KeepAlive="Off" if stock_space.start["KeepAlive"] == "On" else "On")
@@ -434,12 +435,10 @@ def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_
             self.calls.append(dict(point))
             return sim(point)
 
-    session = TuneSession.__new__(TuneSession)
-    session.space, session.events = stock_space, SessionEvents()
-    session.settings = SimpleNamespace(gain_replicates=3)
+    context = SessionContext(stock_space, None, SimpleNamespace(gain_replicates=3), SessionEvents())
     journal = Journal.create(tmp_path, header(stock_space))
     with pytest.raises(KeyboardInterrupt):
-        session._replicates(Runner(stop_at=4), winner, journal, [])
+        measure_replicates(context, Runner(stop_at=4), winner, journal, [])
     first = read_journal(journal.path)
     assert [(g.index, g.role) for g in first.gain_runs] == [(1, "start"), (2, "winner"), (3, "winner"), (4, "start")]
     assert first.trials == []  # gain runs are no trials: the optimizer is never told them
@@ -447,7 +446,7 @@ def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_
     again, contents = Journal.resume(tmp_path, space=stock_space.signature(), workload=header(stock_space).workload,
                                      objective=header(stock_space).objective)
     resumed = Runner()
-    replicates = session._replicates(resumed, winner, again, contents.gain_runs)
+    replicates = measure_replicates(context, resumed, winner, again, contents.gain_runs)
     assert len(resumed.calls) == 2 and resumed.calls == [stock_space.start, winner]
     assert len(replicates.start) == 3 and len(replicates.winner) == 3
     assert replicates.start[:2] == [g.objective for g in first.gain_runs if g.role == "start"]
@@ -455,7 +454,7 @@ def test_gain_runs_are_journalled_and_a_resume_to_the_same_winner_measures_only_
 
     # A resume that ends on another winner measures its own comparison from the start.
     fresh = Runner()
-    session._replicates(fresh, other, again, read_journal(journal.path).gain_runs)
+    measure_replicates(context, fresh, other, again, read_journal(journal.path).gain_runs)
     assert len(fresh.calls) == 6
 
 
@@ -482,18 +481,17 @@ def test_a_recommendation_that_measured_no_gain_as_a_whole_keeps_the_start(stock
     from types import SimpleNamespace
 
     from advisor.tuner.session.gain import Replicates
-    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.pruning import keep_start_without_a_gain
+    from advisor.tuner.session.session_context import SessionContext, SessionEvents
 
-    session = TuneSession.__new__(TuneSession)
-    session.space = stock_space
-    session.settings = SimpleNamespace(gain_replicates=5)
+    context = SessionContext(stock_space, None, SimpleNamespace(gain_replicates=5), SessionEvents())
     winner = dict(stock_space.start, KeepAlive="Off" if stock_space.start["KeepAlive"] == "On" else "On",
                   EnableSendfile="On")
     loss = Replicates(start=[1248.0, 1247.2, 1253.3, 1234.5, 1256.9], winner=[1194.1, 1194.5, 1236.9, 1201.9, 1211.0])
-    kept, notes = session._keep_start_without_a_gain(winner, loss)
+    kept, notes = keep_start_without_a_gain(context, winner, loss)
     assert kept == stock_space.start and "a loss" in notes[0] and "×0.9" in notes[0]
     noise = Replicates(start=[100.0, 104.0, 98.0, 101.0, 99.0], winner=[101.0, 99.0, 103.0, 100.0, 98.5])
-    kept, notes = session._keep_start_without_a_gain(winner, noise)
+    kept, notes = keep_start_without_a_gain(context, winner, noise)
     assert kept == stock_space.start and "not beyond noise" in notes[0]
     gain = Replicates(start=[100.0, 101.0, 99.0, 100.5, 99.5], winner=[130.0, 128.0, 131.0, 129.5, 130.5])
-    assert session._keep_start_without_a_gain(winner, gain) == (winner, [])
+    assert keep_start_without_a_gain(context, winner, gain) == (winner, [])

@@ -192,8 +192,10 @@ def _tune(options: TuneOptions) -> None:
                                           resolve_target, set_link_for_run, wan_link)
     from advisor.tuner.load.roundtrips import RTT_ADDED, RTT_ON_LINK
     from advisor.tuner.load import httperf
-    from advisor.tuner.session.loop import (DEFAULT_WORKLOAD, ObjectiveSpec, ProbeSettings, SessionSettings,
-                                            SessionWorkload, TuneSession, make_session_workload)
+    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.session_context import SessionSettings
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+    from advisor.tuner.trial.session_workload import DEFAULT_WORKLOAD, SessionWorkload, make_session_workload
     from advisor.tuner.staging import wan as wan_qdiscs
 
     if options.output_format not in ("text", "json"):
@@ -472,7 +474,7 @@ class _Display:
         return self.session.objective.unit.split(" ")[0] if self.session is not None else ""
 
     def _point(self, point) -> str:
-        from advisor.tuner.session.loop import point_text
+        from advisor.tuner.session.session_context import point_text
 
         space = getattr(self.session, "space", None)
         return point_text(space, point) if space is not None else ""

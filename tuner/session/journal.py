@@ -190,6 +190,27 @@ def check_compatible(header: JournalHeader, *, space: Mapping[str, Any], workloa
                 hint="resume with the same --space, --workload and --objective, or start a new session directory")
 
 
+@dataclass
+class EarlierRuns:
+    """What an interrupted session journalled, taken up by `--resume`: its
+    trials, gain runs and ablation runs (all empty for a new session)."""
+
+    trials: list[Observation] = field(default_factory=list)
+    gain_runs: list[GainRun] = field(default_factory=list)
+    ablation_runs: list[GainRun] = field(default_factory=list)
+
+
+def open_journal(session_dir: str | os.PathLike, header: JournalHeader, *, resume: bool
+                 ) -> tuple["Journal", EarlierRuns]:
+    """The session's journal, created, or resumed after checking it measured
+    the same search; with what it already holds."""
+    if resume:
+        journal, contents = Journal.resume(session_dir, space=header.space, workload=header.workload,
+                                           objective=header.objective)
+        return journal, EarlierRuns(list(contents.trials), list(contents.gain_runs), list(contents.ablation_runs))
+    return Journal.create(session_dir, header), EarlierRuns()
+
+
 class Journal:
     """Appends completed trials to one session's journal."""
 

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
+    from advisor.tuner.search.optimizer import Observation
     from advisor.tuner.search.space import Space, Value
+    from advisor.tuner.session.session_context import SessionContext
     from advisor.tuner.search.space_lint import CandidateLint
     from advisor.tuner.search.surrogate import Surrogate
 
@@ -112,6 +114,24 @@ def simplify(space: "Space", winner: Mapping[str, "Value"], *, lint: "CandidateL
         if lint is not None and judge_lint:
             warnings_now = lint.warnings(point)
     return Simplified(point, reverted, deferred)
+
+
+def simplify_best(context: "SessionContext", observations: "list[Observation]", best: dict[str, "Value"]
+                  ) -> tuple[Simplified, "Surrogate"]:
+    """The session's simplification: the search's best point less the changes
+    the trials do not back, told to the display, and the model of the trials
+    it was judged on (which then ranks the single ablations)."""
+    from advisor.tuner.search.surrogate import Surrogate
+
+    surrogate = Surrogate.fit(context.space, observations, seed=context.settings.seed)
+    # With measurements to follow, a change that brings a lint finding is
+    # judged on them (the lint gate after the gain), not on the model.
+    measured_later = bool(context.settings.gain_replicates or context.settings.ablation_rounds)
+    simplified = simplify(context.space, best, lint=context.lint, surrogate=surrogate,
+                          judge_lint=not measured_later, judge_model=not context.settings.ablation_rounds)
+    for note in simplified.notes():
+        context.events.note(note)
+    return simplified, surrogate
 
 
 def _structural(name: str, point: Mapping[str, "Value"]) -> bool:
