@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.commands.lint import LintOptions, run_lint
+from advisor.commands.lint import run_lint
+from advisor.commands.lint_options import LintOptions
 from advisor.config import LoadOptions, load_config
 from advisor.fix.plan import splice, split_lines
 from advisor.fix.write import Target, write_all
