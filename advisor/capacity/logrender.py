@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from advisor.capacity.logcapacity import LogCapacity, utc
-from advisor.capacity.render import _seconds
+from advisor.capacity.render import seconds_text
 
 
 def _factor(value: float) -> str:
@@ -37,8 +37,8 @@ def render_log_text(log: LogCapacity, console) -> None:
                      show_edge=False)
         for column in ("mean", "CV", "min", "median", "p90", "p99", "max"):
             hold.add_column(column, justify="right")
-        hold.add_row(_seconds(h.mean), f"{h.cv:.2f}", _seconds(h.minimum), _seconds(h.p50), _seconds(h.p90),
-                     _seconds(h.p99), _seconds(h.maximum))
+        hold.add_row(seconds_text(h.mean), f"{h.cv:.2f}", seconds_text(h.minimum), seconds_text(h.p50), seconds_text(h.p90),
+                     seconds_text(h.p99), seconds_text(h.maximum))
         console.print(hold)
     p = log.pool
     busy = Table(title="Busy workers per second (Little's law: arrivals x hold time)", title_justify="left",
@@ -55,7 +55,7 @@ def render_log_text(log: LogCapacity, console) -> None:
                       f"{d.keepalive.peak_idle_workers:,.1f} workers in one second; busiest second on requests "
                       f"alone {d.peak_busy_requests:,.1f}")
     head = Table(title=f"Headroom: growth on {log.base} ({log.base_rate:,.1f} req/s) before the model predicts "
-                       f"> 1 % refused" + (f" or a mean response > {_seconds(log.target_response)}"
+                       f"> 1 % refused" + (f" or a mean response > {seconds_text(log.target_response)}"
                                            if log.target_response else ""),
                  title_justify="left", show_edge=False)
     for column in ("pool", "workers", "busy now", "growth", "at req/s", "limit"):

@@ -19,7 +19,7 @@ def to_json(report: CapacityReport) -> str:
     return json.dumps(to_jsonable(report), indent=2, allow_nan=False)
 
 
-def _seconds(value: float) -> str:
+def seconds_text(value: float) -> str:
     if value != value or value == float("inf"):
         return "-"
     if value >= 1:
@@ -47,7 +47,7 @@ def _percent(value: float) -> str:
 def _prediction_cells(p: Prediction) -> list[str]:
     return [
         _with_ci(p.throughput, lambda v: f"{v:,.1f}"),
-        _with_ci(p.response_time, _seconds),
+        _with_ci(p.response_time, seconds_text),
         _with_ci(p.blocking, _percent),
     ]
 
@@ -138,8 +138,8 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
     elif report.fit:
         f = report.fit
         console.print(
-            f"Fit from {f.points} trials: mean service time {_seconds(f.service_time)} ± "
-            f"{_seconds(f.service_time_se)} (capacity {f.capacity:,.0f} req/s), "
+            f"Fit from {f.points} trials: mean service time {seconds_text(f.service_time)} ± "
+            f"{seconds_text(f.service_time_se)} (capacity {f.capacity:,.0f} req/s), "
             f"K = {f.k} ± {f.k_se:.0f}, typical error {f.rms_log_error:.1%}."
         )
         for warning in f.warnings:
@@ -156,7 +156,7 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
         if m.regime:
             console.print(
                 f"Worker-pool model ({m.regime}): {m.arrivals} arrivals, a worker held "
-                f"{_seconds(m.service_time)} per request ({m.service_time_source}), "
+                f"{seconds_text(m.service_time)} per request ({m.service_time_source}), "
                 f"capacity {m.capacity:,.3g} req/s with the current pool."
             )
             console.print(f"  K = MaxRequestWorkers + {m.listen_queue} (the listen queue: ListenBacklog, "
@@ -164,7 +164,7 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
         else:
             console.print(
                 f"Queueing model (Andersson et al. 2003): {m.arrivals} arrivals, {m.service} service, "
-                f"mean service time {_seconds(m.service_time)} ({m.service_time_source}), "
+                f"mean service time {seconds_text(m.service_time)} ({m.service_time_source}), "
                 f"capacity {m.capacity:,.0f} req/s."
             )
         if m.queue_offset and not m.regime:
@@ -179,8 +179,8 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
             pred.add_row(f"{row.rate:,.4g}", *_prediction_cells(row.current), *_prediction_cells(row.recommended))
         console.print(pred)
         console.print(
-            f"In overload a request waits about K / capacity: {_seconds(m.worst_response_current)} now, "
-            f"{_seconds(m.worst_response_recommended)} recommended; throughput stays at capacity either way."
+            f"In overload a request waits about K / capacity: {seconds_text(m.worst_response_current)} now, "
+            f"{seconds_text(m.worst_response_recommended)} recommended; throughput stays at capacity either way."
         )
         methods = sorted({row.current.method for row in report.predictions})
         console.print(f"  method: {', '.join(methods)}")
@@ -191,7 +191,7 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
             fpm.add_column(column, justify="right")
         for name, row in report.fpm_predictions:
             fpm.add_row(name, f"{row.rate:,.4g}", str(row.children), str(row.capacity), f"{row.throughput:,.1f}",
-                        _percent(row.blocked_share), f"{row.mean_waiting:.1f}", _seconds(row.mean_wait_s))
+                        _percent(row.blocked_share), f"{row.mean_waiting:.1f}", seconds_text(row.mean_wait_s))
         console.print(fpm)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}")
@@ -203,9 +203,9 @@ def _render_pool_fit(f: PoolFit, console) -> None:
     pm = f.model
     cpu = "measured" if f.cpu_measured else "fitted"
     console.print(
-        f"Fit from {f.points} trials: [bold]{f.regime}[/]. Per request {_seconds(pm.cpu_demand)} of CPU "
-        f"({cpu}, {pm.cores:g} core(s)) and {_seconds(pm.wait)} waiting without CPU "
-        f"({_seconds(pm.reply_tail)} of it after the reply); capacity {f.capacity:,.3g} req/s with "
+        f"Fit from {f.points} trials: [bold]{f.regime}[/]. Per request {seconds_text(pm.cpu_demand)} of CPU "
+        f"({cpu}, {pm.cores:g} core(s)) and {seconds_text(pm.wait)} waiting without CPU "
+        f"({seconds_text(pm.reply_tail)} of it after the reply); capacity {f.capacity:,.3g} req/s with "
         f"{f.workers} workers (CPU alone: {pm.cpu_limit():,.3g}, workers alone: {pm.pool_limit(f.workers):,.3g}, "
         f"workers in step: {f.capacity_in_step:,.3g}); "
         f"typical error {f.rms_log_error:.1%}."
@@ -221,7 +221,7 @@ def _render_pool_fit(f: PoolFit, console) -> None:
         for row in rows:
             cells = [
                 f"{row.rate:,.4g}", str(row.workers), f"{row.throughput:,.1f}", f"{row.throughput_predicted:,.1f}",
-                _seconds(row.response_time), _seconds(row.response_time_predicted),
+                seconds_text(row.response_time), seconds_text(row.response_time_predicted),
                 "-" if row.turned_away is None else _percent(row.turned_away), _percent(row.turned_away_predicted),
                 "-" if row.busy_workers is None else f"{row.busy_workers:.1f}", f"{row.busy_workers_predicted:.1f}",
             ]
