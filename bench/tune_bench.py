@@ -49,8 +49,10 @@ from advisor.tuner.search.optimizer import SearchSettings, make_searcher, run_se
 from advisor.tuner.search.simulated import default_levels, grid
 from advisor.tuner.search.space import derive_space
 from advisor.tuner.search.space_lint import CandidateLint
-from advisor.tuner.staging.sandbox import Sandbox, find_httpd, find_modules_dir
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.staging.httpd_binary import find_httpd, find_modules_dir
+from advisor.tuner.staging.sandbox import Sandbox
+from advisor.tuner.staging.managed_config import ManagedConfig
+from advisor.tuner.staging.target import SandboxTarget
 from advisor.tuner.trial.objective import TrialObjective, point_key
 from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
 from advisor.tuner.trial.session_workload import make_session_workload

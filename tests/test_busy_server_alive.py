@@ -21,7 +21,8 @@ import requests
 import urllib3
 
 from advisor.errors import AdvisorError
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.staging.managed_config import ManagedConfig
+from advisor.tuner.staging.target import SandboxTarget
 from test_bench_support import SandboxRun, require, wait_for
 
 pytestmark = [pytest.mark.httpd]

@@ -20,7 +20,8 @@ import threading
 import pytest
 
 from advisor.tuner.load import httperf
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.staging.managed_config import ManagedConfig
+from advisor.tuner.staging.target import SandboxTarget
 from advisor.tuner.trial.runner import TrialInputs, run_trial
 from test_bench_support import SandboxRun, require, two_cores
 

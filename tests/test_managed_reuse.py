@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.staging.managed_config import ManagedConfig
+from advisor.tuner.staging.target import SandboxTarget
 from test_bench_support import SandboxRun, require, wait_for
 
 pytestmark = [pytest.mark.httpd]

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from advisor.errors import AdvisorError, ConfigError
+from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.remote_target import RemoteTarget
-from advisor.tuner.staging.target import ManagedConfig
 from advisor.tuner.transport.ssh import HostSpec, SshConnection
 from test_bench_support import SandboxRun, require
 
@@ -130,7 +130,7 @@ TOOL = """
 import json, sys, time
 sys.path.insert(0, {tests!r})
 from test_remote_target import make_target
-from advisor.tuner.staging.target import ManagedConfig
+from advisor.tuner.staging.managed_config import ManagedConfig
 args = json.loads(sys.argv[1])
 target = make_target(args)
 with ManagedConfig(target) as managed:

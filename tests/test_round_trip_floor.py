@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.tuner.load.roundtrips import RTT_ADDED
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.staging.managed_config import ManagedConfig
+from advisor.tuner.staging.target import SandboxTarget
 from advisor.tuner.trial.runner import TrialInputs, knee_search, with_rtt
 from test_bench_support import SandboxRun, require, two_cores
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.staging.managed_config import ManagedConfig
+from advisor.tuner.staging.target import SandboxTarget
 from advisor.tuner.trial.runner import POOL_STEADY_S, wait_quiet
 from test_bench_support import SandboxRun, keepalive_header, require, require_cgroup_cpu
 

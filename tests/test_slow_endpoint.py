@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 
 from advisor.tuner.load.workload import make_workload
-from advisor.tuner.staging.target import ManagedConfig, SandboxTarget
+from advisor.tuner.staging.managed_config import ManagedConfig
+from advisor.tuner.staging.target import SandboxTarget
 from advisor.tuner.trial.runner import TrialInputs, knee_search, run_trial
 from test_bench_support import SandboxRun, cli, require, require_cgroup_cpu, two_cores
 

@@ -33,7 +33,7 @@ from advisor.tuner.search.recommend import edited_files, recommend
 from advisor.tuner.search.space import THREADS_PER_CHILD_GUARD, derive_space
 from advisor.tuner.session.config_in_use import ram_workers
 from advisor.tuner.session.session_context import point_text
-from advisor.tuner.staging.sandbox import guard_mpm_directives
+from advisor.tuner.staging.sandbox_config import guard_mpm_directives
 from advisor.tuner.staging.target import HostKernel
 from test_bench_support import CLI_TIMEOUT, HTTPD, SandboxRun, cli, one_error_line, require, wait_for, work_dir
 

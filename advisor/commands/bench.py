@@ -145,7 +145,8 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
     from advisor.tuner.load import httperf, workload
     from advisor.tuner.load.roundtrips import RTT_ADDED
     from advisor.tuner.staging import wan as wan_qdiscs
-    from advisor.tuner.staging.target import ManagedConfig, offered_load_text
+    from advisor.tuner.staging.managed_config import ManagedConfig
+    from advisor.tuner.staging.target import offered_load_text
     from advisor.tuner.trial.runner import TrialInputs, knee_search, ramp, run_trial, with_rate, with_rtt
 
     if options.mode not in ("fixed", "ramp", "knee"):

@@ -109,7 +109,7 @@ def _restore_file_only(sandbox) -> None:
     """A journal left by a killed bench: put the original file back before stopping."""
     from pathlib import Path
 
-    from advisor.tuner.staging.target import Journal
+    from advisor.tuner.staging.managed_config import Journal
 
     journal_path = Path(sandbox.managed_path.name + ".journal")
     journal_path = sandbox.managed_path.with_name(journal_path.name)

@@ -125,8 +125,9 @@ def resolve_target(options: TargetOptions, remote: RemoteOptions | None = None, 
     unless its host is in the list. A remote target (`remote.host`) is
     always checked so, its ssh host and its URL's host both.
     """
+    from advisor.tuner.staging.existing_server import LocalServerTarget
     from advisor.tuner.staging.sandbox import Sandbox
-    from advisor.tuner.staging.target import LocalServerTarget, SandboxTarget
+    from advisor.tuner.staging.target import SandboxTarget
 
     remote = remote or RemoteOptions()
     if remote.host:
@@ -316,8 +317,8 @@ def check_host(url: str, allowed: list[str]) -> None:
 def place_processes(target, server_cpus: str | None, client_cpus: str | None) -> tuple[list[int] | None, list[int] | None]:
     """Pin the server to `server_cpus` (when given) and choose httperf's cores:
     (server cores, client cores), each None when not pinned."""
+    from advisor.tuner.staging.existing_server import pin_tree
     from advisor.tuner.staging.sandbox import parse_cpus
-    from advisor.tuner.staging.target import pin_tree
     from advisor.tuner.trial.runner import server_affinity
 
     if getattr(target, "kind", "") == "remote":

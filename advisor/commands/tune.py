@@ -247,7 +247,7 @@ def _tune(options: TuneOptions) -> None:
                          hint="pass --yes to start without asking, or --dry-run to see the plan")
 
     if options.allow_mpm_switch and options.target.existing and not options.target.restart_cmd:
-        from advisor.tuner.staging.target import mpm_switch_needs_restart
+        from advisor.tuner.staging.existing_server import mpm_switch_needs_restart
 
         raise mpm_switch_needs_restart()
     resolved = resolve_target(options.target, options.remote, allow_hosts=options.allow_hosts)

@@ -149,7 +149,7 @@ def write_mirror(files: dict[str, bytes], root: Path) -> Path:
 
 def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
     """The program's answer as host path -> bytes; AdvisorError with what to do otherwise."""
-    from advisor.tuner.staging.sandbox import config_test_error
+    from advisor.tuner.staging.httpd_binary import config_test_error
 
     where = f"{host}:{config}"
     try:

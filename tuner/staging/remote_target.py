@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from advisor.errors import AdvisorError, ConfigError, UsageError
-from advisor.tuner.staging.sandbox import config_test_error
-from advisor.tuner.staging.target import ExistingServerTarget
+from advisor.tuner.staging.existing_server import ExistingServerTarget
+from advisor.tuner.staging.httpd_binary import config_test_error
 from advisor.tuner.transport.ssh import SshConnection
 
 HTTPD_NAMES = ("apache2", "httpd")
