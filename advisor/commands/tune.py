@@ -12,12 +12,12 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import List, Optional
+from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
-                                          SPEEDUP_HELP, LogOptions)
+                                          SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
@@ -26,6 +26,12 @@ from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption
                                       RttOption, UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
                                       WanRateOption)
 from advisor.errors import AdvisorError, UsageError
+
+if TYPE_CHECKING:
+    from advisor.tuner.session.loop import TuneSession
+    from advisor.tuner.session.session_context import SessionSettings
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+    from advisor.tuner.trial.session_workload import SessionWorkload
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,31 @@ class TuneOptions:
     remote: RemoteOptions
     wan: WanOptions
     log: LogOptions
+
+
+@dataclass(frozen=True)
+class CheckedOptions:
+    """What the options say once checked, before any server is touched."""
+
+    load_clients: list
+    wan: Any
+    """The checked advisor.tuner.staging.wan.WanSpec, or None."""
+    rtt_ms: float
+    settings: SessionSettings
+    log: LogWorkload | None
+    spec: ObjectiveSpec
+    probes: ProbeSettings
+
+
+@dataclass(frozen=True)
+class SessionSetup:
+    """The session made on its target, what shows it, and the tool's own
+    link (None: none) whose conditions the run sets."""
+
+    target: Any
+    session: TuneSession
+    display: _Display
+    link: Any
 
 
 def tune(
@@ -183,20 +214,29 @@ def _lint_policy(options: TuneOptions):
 
 
 def _tune(options: TuneOptions) -> None:
-    from pathlib import Path
+    """Check everything that needs no server, set the session up on the
+    target, then print its plan (--dry-run) or run it and write the report."""
+    checked = _check_without_server(options)
+    setup = _set_up(options, checked)
+    if options.dry_run:
+        plan = setup.session.prepare()
+        setup.display.plan(plan)
+        return
+    outcome = _run(options, checked, setup)
+    if outcome is None:
+        return
+    _write(outcome, checked.settings.session_dir, setup.display)
+    if not outcome.normal_stop:
+        sys.stderr.write(f"apache-advisor: the session stopped early: {outcome.search.stop_reason}"
+                         f" ({outcome.search.advice})\n")
+        raise typer.Exit(code=1)
 
-    from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from dataclasses import replace
 
-    from advisor.commands.targets import (check_rtt_option, open_load_clients, parse_load_clients, place_processes,
-                                          resolve_target, set_link_for_run, wan_link)
-    from advisor.tuner.load.roundtrips import RTT_ADDED, RTT_ON_LINK
+def _check_without_server(options: TuneOptions) -> CheckedOptions:
+    """The options checked and made into the session's settings before any
+    server is touched: bad input changes nothing."""
+    from advisor.commands.targets import check_rtt_option, parse_load_clients
     from advisor.tuner.load import httperf
-    from advisor.tuner.session.loop import TuneSession
-    from advisor.tuner.session.session_context import SessionSettings
-    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
-    from advisor.tuner.trial.session_workload import DEFAULT_WORKLOAD, SessionWorkload, make_session_workload
-    from advisor.tuner.staging import wan as wan_qdiscs
 
     if options.output_format not in ("text", "json"):
         raise UsageError(f"unknown --format {options.output_format!r}", hint="choose text or json")
@@ -204,6 +244,30 @@ def _tune(options: TuneOptions) -> None:
     load_clients = parse_load_clients(options.remote)
     wan = options.wan.spec()
     rtt_ms = check_rtt_option(options.rtt, wan)
+    settings = _session_settings(options)
+    log, rate, start_rate = _log_workload(options)
+    spec, probes = _objective_and_probes(options, log, rate, start_rate, rtt_ms)
+    if options.space_file and not os.path.isfile(options.space_file):
+        raise UsageError("no such --space file", file=options.space_file, hint="give the path of a TOML file")
+    httperf.find_httperf(options.httperf_bin)
+    if options.httperf_bin:
+        os.environ["PATH"] = os.path.dirname(os.path.abspath(options.httperf_bin)) + os.pathsep + os.environ.get("PATH", "")
+    if not (options.yes or options.dry_run) and not sys.stdin.isatty():
+        raise UsageError("stdin is not a terminal, so nobody can confirm the plan",
+                         hint="pass --yes to start without asking, or --dry-run to see the plan")
+
+    if options.allow_mpm_switch and options.target.existing and not options.target.restart_cmd:
+        from advisor.tuner.staging.existing_server import mpm_switch_needs_restart
+
+        raise mpm_switch_needs_restart()
+    return CheckedOptions(load_clients, wan, rtt_ms, settings, log, spec, probes)
+
+
+def _session_settings(options: TuneOptions) -> SessionSettings:
+    from pathlib import Path
+
+    from advisor.tuner.session.session_context import SessionSettings
+
     ram_bytes = None
     if options.ram is not None:
         from advisor.capacity.sizing import parse_size
@@ -218,6 +282,14 @@ def _tune(options: TuneOptions) -> None:
                                ram_bytes=ram_bytes, ablation_replicates=options.ablation_replicates,
                                lint_policy=_lint_policy(options))
     settings.check()
+    return settings
+
+
+def _log_workload(options: TuneOptions) -> tuple[LogWorkload | None, float | None, float | None]:
+    """A log:PATH workload's replay (None for another workload), and the
+    rate and first start rate (--speedup sets them from the log)."""
+    from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
+
     rate, start_rate = options.rate, options.start_rate
     log = None
     if is_log_workload(options.workload_name):
@@ -230,6 +302,15 @@ def _tune(options: TuneOptions) -> None:
                 rate = start_rate
     elif options.log.speedup is not None:
         raise UsageError("--speedup scales a log's session rate", hint="use it with --workload log:PATH")
+    return log, rate, start_rate
+
+
+def _objective_and_probes(options: TuneOptions, log: LogWorkload | None, rate: float | None,
+                          start_rate: float | None, rtt_ms: float) -> tuple[ObjectiveSpec, ProbeSettings]:
+    """What a trial measures, and how its probes run (checked)."""
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+    from advisor.tuner.trial.session_workload import DEFAULT_WORKLOAD
+
     spec = ObjectiveSpec(options.objective, rate, options.slo_ms, options.slo_errors, rtt_ms=rtt_ms)
     sessions = options.workload_name == DEFAULT_WORKLOAD or options.think is not None or log is not None
     probes = ProbeSettings(duration_s=options.duration, warmup_s=options.warmup, timeout_s=options.timeout,
@@ -237,21 +318,38 @@ def _tune(options: TuneOptions) -> None:
                            max_probes=options.max_probes, first_max_probes=options.first_probes,
                            tolerance=options.tolerance, retries=options.retries, tls_resume=options.tls_resume)
     probes.check()
-    if options.space_file and not os.path.isfile(options.space_file):
-        raise UsageError("no such --space file", file=options.space_file, hint="give the path of a TOML file")
-    httperf.find_httperf(options.httperf_bin)
-    if options.httperf_bin:
-        os.environ["PATH"] = os.path.dirname(os.path.abspath(options.httperf_bin)) + os.pathsep + os.environ.get("PATH", "")
-    if not (options.yes or options.dry_run) and not sys.stdin.isatty():
-        raise UsageError("stdin is not a terminal, so nobody can confirm the plan",
-                         hint="pass --yes to start without asking, or --dry-run to see the plan")
+    return spec, probes
 
-    if options.allow_mpm_switch and options.target.existing and not options.target.restart_cmd:
-        from advisor.tuner.staging.existing_server import mpm_switch_needs_restart
 
-        raise mpm_switch_needs_restart()
+def _set_up(options: TuneOptions, checked: CheckedOptions) -> SessionSetup:
+    """The target resolved, the workload in place, the load clients open,
+    the session made (nothing run yet)."""
+    from dataclasses import replace
+
+    from advisor.commands.targets import open_load_clients, resolve_target, wan_link
+    from advisor.tuner.load.roundtrips import RTT_ADDED, RTT_ON_LINK
+    from advisor.tuner.session.loop import TuneSession
+
     resolved = resolve_target(options.target, options.remote, allow_hosts=options.allow_hosts)
     target = resolved.target
+    path = _url_path(options)
+    display = _Display(options.output_format == "json")
+    work = _session_workload(options, checked.log, resolved.work_dir, path, display)
+    link = wan_link(checked.wan, target)
+    spec = checked.spec
+    if checked.rtt_ms:
+        # The plan's guess (netem on the tool's link, else added); the run confirms it.
+        spec = replace(spec, rtt_how=RTT_ON_LINK if link is not None else RTT_ADDED)
+    settings, load_clients = checked.settings, checked.load_clients
+    settings.clients = open_load_clients(load_clients, target, options.remote)
+    settings.client_here = not load_clients or any(c.local for c in load_clients)
+    session = TuneSession(target, resolved.work_dir, work, spec, checked.probes, settings, display)
+    display.session = session
+    return SessionSetup(target, session, display, link)
+
+
+def _url_path(options: TuneOptions) -> str | None:
+    """--workload url: the path (and query) of --url; else None."""
     path = None
     if options.workload_name == "url":
         from urllib.parse import urlsplit
@@ -260,32 +358,41 @@ def _tune(options: TuneOptions) -> None:
             raise UsageError("--workload url needs --url")
         parts = urlsplit(options.target.url)
         path = parts.path + (f"?{parts.query}" if parts.query else "")
-    display = _Display(options.output_format == "json")
+    return path
+
+
+def _session_workload(options: TuneOptions, log: LogWorkload | None, work_dir, path: str | None,
+                      display: _Display) -> SessionWorkload:
+    """The workload each trial sends: the log's sessions (its files
+    installed), else the named one."""
+    from advisor.tuner.trial.session_workload import SessionWorkload, make_session_workload
+
     if log is not None:
-        log.install(resolved.work_dir)
+        log.install(work_dir)
         work = SessionWorkload(log.name, "/", None, log.replay.mean_calls, log.replay.mean_think_s,
                                "sessions replayed from an access log", session_log=log.replay.session_log)
         for line in log.summary_lines():
             display.note(line)
     else:
-        work = make_session_workload(options.workload_name, resolved.work_dir, calls=options.num_calls,
+        work = make_session_workload(options.workload_name, work_dir, calls=options.num_calls,
                                      think_s=options.think, uri=path, cgi_n=options.cgi_n, sleep_ms=options.sleep_ms)
-    link = wan_link(wan, target)
-    if rtt_ms:
-        # The plan's guess (netem on the tool's link, else added); the run confirms it.
-        spec = replace(spec, rtt_how=RTT_ON_LINK if link is not None else RTT_ADDED)
-    settings.clients = open_load_clients(load_clients, target, options.remote)
-    settings.client_here = not load_clients or any(c.local for c in load_clients)
-    session = TuneSession(target, resolved.work_dir, work, spec, probes, settings, display)
-    display.session = session
+    return work
 
-    if options.dry_run:
-        plan = session.prepare()
-        display.plan(plan)
-        return
-    settings.server_cpus, settings.client_cpus = place_processes(target, options.server_cpus, options.client_cpus)
+
+def _run(options: TuneOptions, checked: CheckedOptions, setup: SessionSetup):
+    """The session run once the plan is confirmed, the link and the load
+    clients put back whatever happens; its outcome, or None when the plan
+    was declined."""
+    from dataclasses import replace
+
+    from advisor.commands.targets import place_processes, set_link_for_run
+    from advisor.tuner.staging import wan as wan_qdiscs
+
+    settings, session, display, link = checked.settings, setup.session, setup.display, setup.link
+    settings.server_cpus, settings.client_cpus = place_processes(setup.target, options.server_cpus,
+                                                                 options.client_cpus)
     try:
-        rtt_how, link_lines = set_link_for_run(link, wan, rtt_ms)
+        rtt_how, link_lines = set_link_for_run(link, checked.wan, checked.rtt_ms)
         for line in link_lines:
             display.note(line)
         session.objective = replace(session.objective, rtt_how=rtt_how)
@@ -294,7 +401,7 @@ def _tune(options: TuneOptions) -> None:
             display.plan(plan)
             if not options.yes and not typer.confirm("Start the session?", default=True):
                 display.note("nothing was changed")
-                return
+                return None
             display.start(plan)
             outcome = session.run()
             display.stop()
@@ -311,11 +418,7 @@ def _tune(options: TuneOptions) -> None:
             settings.clients.close()
         if link is not None:
             wan_qdiscs.clear(link)
-    _write(outcome, settings.session_dir, display)
-    if not outcome.normal_stop:
-        sys.stderr.write(f"apache-advisor: the session stopped early: {outcome.search.stop_reason}"
-                         f" ({outcome.search.advice})\n")
-        raise typer.Exit(code=1)
+    return outcome
 
 
 def _write(outcome, directory, display: "_Display") -> None:
