@@ -30,7 +30,8 @@ FORMAT = '%h %l %u %t "%r" %>s %b %D'
 REPLAY = """
 import sys
 from pathlib import Path
-from advisor.tuner.load.replay import ReplayOptions, prepare
+from advisor.tuner.load.replay import prepare
+from advisor.tuner.load.replay_sessions import ReplayOptions
 replay, _ = prepare("log:" + sys.argv[1], Path(sys.argv[2]), ReplayOptions(), log_format=sys.argv[3])
 print(replay.summary.lines, replay.summary.skipped)
 """

@@ -47,7 +47,7 @@ from advisor.config.load_options import LoadOptions
 from advisor.config.loader import load_config
 from advisor.tuner.search.optimizer import SearchSettings, make_searcher, run_search
 from advisor.tuner.search.simulated import default_levels, grid
-from advisor.tuner.search.space import derive_space
+from advisor.tuner.search.space_derive import derive_space
 from advisor.tuner.search.space_lint import CandidateLint
 from advisor.tuner.staging.httpd_binary import find_httpd, find_modules_dir
 from advisor.tuner.staging.sandbox import Sandbox

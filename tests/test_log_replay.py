@@ -22,7 +22,10 @@ import loggen
 
 from advisor.errors import UsageError
 from advisor.tuner.load.accesslog import COMBINED, COMMON, LogFormat, LogReader, expand_paths, format_from_config
-from advisor.tuner.load.replay import (CGI_ENDPOINT, LENGTH_CLASSES, ReplayOptions, derive, prepare, session_shape)
+from advisor.tuner.load.replay import derive, prepare
+from advisor.tuner.load.replay_files import CGI_ENDPOINT, LENGTH_CLASSES
+from advisor.tuner.load.replay_sessions import ReplayOptions
+from advisor.tuner.load.session_shape import session_shape
 
 T0 = 1_700_000_000  # 2023-11-14 22:13:20 UTC
 CLI = [sys.executable, "-m", "advisor"]
@@ -365,7 +368,8 @@ _MEMORY_PROBE = r"""
 import json, resource, sys, time
 from pathlib import Path
 from advisor.tuner.load.accesslog import COMBINED, LogFormat, LogReader
-from advisor.tuner.load.replay import ReplayOptions, derive
+from advisor.tuner.load.replay import derive
+from advisor.tuner.load.replay_sessions import ReplayOptions
 
 def write(path, lines, urls):
     # 40 clients at a time, each a session of 10 requests over about 20 s,

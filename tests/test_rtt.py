@@ -124,7 +124,7 @@ def test_a_replayed_logs_think_times_are_lengthened_in_a_copy(tmp_path):
     assert copy != str(log) and log.read_text().count("think=1.5") == 1
     text = open(copy).read()
     assert "/a.html think=1.55\n\t/a.gif\n/b.html\n\n/c.html think=0.3\n/d.html\n" in text
-    from advisor.tuner.load.replay import session_shape
+    from advisor.tuner.load.session_shape import session_shape
 
     assert list(session_shape(copy).spans) == pytest.approx([1.55, 0.3])
     inputs = with_rtt(TrialInputs(workload="log", uri="/", rate=1, wsess=(2, 2, 0.9), session_log=str(log)),
@@ -193,7 +193,7 @@ def test_tune_dry_run_plan_states_the_rtt(tmp_path):
 def test_the_report_states_the_round_trip():
     from advisor.config import LoadOptions, load_config
     from advisor.output import tune_files
-    from advisor.tuner.search.space import derive_space
+    from advisor.tuner.search.space_derive import derive_space
     from advisor.tuner.trial.objective_spec import ObjectiveSpec
     from advisor.tuner.session.report_data import SessionFacts, build_report
     from conftest import SAMPLES

@@ -14,7 +14,7 @@ from advisor.config import LoadOptions, load_config
 from advisor.output import tune_files as fmt
 from advisor.tuner.measure.metrics import Sample
 from advisor.tuner.search.optimizer import Observation
-from advisor.tuner.search.space import derive_space
+from advisor.tuner.search.space_derive import derive_space
 from advisor.tuner.session.gain import Replicates
 from advisor.tuner.session.report_data import (CLIENT_LIMIT, MEASUREMENT_ARTEFACT, NOT_STRESSED, SessionFacts,
                                                build_report, evidence_phrase)

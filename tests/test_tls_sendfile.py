@@ -1,4 +1,4 @@
-"""What tune's space assumes over HTTPS (tuner/search/space.py, TLS_LEAVES_OUT):
+"""What tune's space assumes over HTTPS (tuner/search/space_derive.py, TLS_LEAVES_OUT):
 httpd sends a static file with sendfile() over plain HTTP, never over TLS,
 where mod_ssl encrypts the body in user space. Watched on a real apache2
 (the sandbox of `staging up --tls`, run as one process under strace) serving

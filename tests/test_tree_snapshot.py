@@ -12,7 +12,7 @@ import pytest
 
 from advisor.config import LoadOptions, load_config
 from advisor.config.snapshot import freeze_tree
-from advisor.tuner.search.space import derive_space
+from advisor.tuner.search.space_derive import derive_space
 from advisor.tuner.search.space_lint import CandidateLint
 
 SAMPLE = Path(__file__).resolve().parent.parent / "corpus" / "samples" / "debian"

@@ -211,7 +211,8 @@ def test_the_managed_include_named_through_a_symbolic_link(tmp_path):
 
 def test_a_left_out_dimension_is_fixed_at_the_start_and_never_written(tmp_path):
     from advisor.tuner.search.recommend import recommend
-    from advisor.tuner.search.space import derive_space, leave_out
+    from advisor.tuner.search.space_derive import derive_space
+    from advisor.tuner.search.space_narrow import leave_out
 
     main, _managed = _tree(tmp_path)
     cfg = load_config(main, LoadOptions(apache_version="2.4"))

@@ -512,7 +512,7 @@ README_WINNER = {"MPM": "event", "MaxRequestWorkers": 238, "ThreadsPerChild": 61
 
 def _switch_context(tmp_path):
     from advisor.config import LoadOptions, load_config
-    from advisor.tuner.search.space import derive_space
+    from advisor.tuner.search.space_derive import derive_space
     from advisor.tuner.search.space_lint import CandidateLint
 
     main = tmp_path / "httpd.conf"
@@ -662,7 +662,7 @@ def test_under_another_mpm_a_finding_of_the_wrapper_alone_is_not_the_points(tmp_
     host) a finding the point brings, and the gate could clear it with no
     change."""
     from advisor.config import LoadOptions, load_config
-    from advisor.tuner.search.space import derive_space
+    from advisor.tuner.search.space_derive import derive_space
     from advisor.tuner.search.space_lint import CandidateLint
     from advisor.tuner.session.report_data import lint_comparison
 

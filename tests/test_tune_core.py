@@ -21,7 +21,7 @@ from advisor.tuner.search.optimizer import (Observation, SearchSettings, TrialOu
                                             run_search)
 from advisor.tuner.search.simulated import (SimulatedHost, SimulatedObjective, best_of_grid, default_levels,
                                             grid)
-from advisor.tuner.search.space import derive_space
+from advisor.tuner.search.space_derive import derive_space
 from advisor.tuner.session.journal import (GainRun, Journal, JournalHeader, journal_path, read_journal)
 from advisor.tuner.trial.verdict import LABELS
 

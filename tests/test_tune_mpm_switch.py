@@ -30,7 +30,8 @@ import pytest
 
 from advisor.config import LoadOptions, load_config
 from advisor.tuner.search.recommend import edited_files, recommend
-from advisor.tuner.search.space import THREADS_PER_CHILD_GUARD, derive_space
+from advisor.tuner.search.space import THREADS_PER_CHILD_GUARD
+from advisor.tuner.search.space_derive import derive_space
 from advisor.tuner.session.config_in_use import ram_workers
 from advisor.tuner.session.session_context import point_text
 from advisor.tuner.staging.sandbox_config import guard_mpm_directives

@@ -23,7 +23,7 @@ from advisor.output import tune_files as fmt
 from advisor.tuner.search.optimizer import Observation, TrialOutcome
 from advisor.tuner.search.recommend import edited_files, recommend
 from advisor.tuner.search.simulated import SimulatedObjective
-from advisor.tuner.search.space import derive_space
+from advisor.tuner.search.space_derive import derive_space
 from advisor.tuner.search.surrogate import Surrogate
 from advisor.tuner.session import report_plots
 from advisor.tuner.session.gain import Replicates, measure_gain, ratio_interval, replicate_order

@@ -97,7 +97,7 @@ def test_settings_the_winners_mpm_ignores_go_back_to_the_start_without_a_note(st
     in, a session ablated each (StartServers, MinSpareServers...) and
     measured the winner again under their names (50 ablation runs where 20
     were needed)."""
-    from advisor.tuner.search.space import derive_space
+    from advisor.tuner.search.space_derive import derive_space
 
     cfg, _, _ = stock
     space = derive_space(cfg, {"prefork": 150, "worker": 900, "event": 900}, allow_mpm_switch=True)

@@ -10,7 +10,8 @@ import pytest
 
 from advisor.config import LoadOptions, load_config
 from advisor.errors import UsageError
-from advisor.tuner.search.space import derive_space, narrow_from_file
+from advisor.tuner.search.space_derive import derive_space
+from advisor.tuner.search.space_narrow import narrow_from_file
 from advisor.tuner.search.space_lint import CandidateLint
 from conftest import SAMPLES
 

@@ -70,7 +70,8 @@ def is_log_workload(name: str) -> bool:
 
 
 def prepare(name: str, options: LogOptions, target: TargetOptions) -> LogWorkload:
-    from advisor.tuner.load.replay import ReplayOptions, prepare as derive
+    from advisor.tuner.load.replay import prepare as derive
+    from advisor.tuner.load.replay_sessions import ReplayOptions
     from advisor.tuner.staging.sandbox import Sandbox
 
     if options.speedup is not None and not 0 < options.speedup <= 10000:

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
-from advisor.tuner.search.space import (ALIASES, CORE_DEFAULTS, Space, Value, format_value, loaded_mpm_line,
-                                        parse_timeout_ms)
+from advisor.tuner.search.space import ALIASES, CORE_DEFAULTS, Space, Value, format_value
+from advisor.tuner.search.space_derive import loaded_mpm_line, parse_timeout_ms
 
 if TYPE_CHECKING:
     from advisor.config.model import Config, Directive, Section

@@ -129,7 +129,7 @@ class TrialInputs:
         """The prepared session file's shape, or None."""
         if not (self.session_log and self.wsess):
             return None
-        from advisor.tuner.load.replay import session_shape
+        from advisor.tuner.load.session_shape import session_shape
 
         return session_shape(self.session_log)
 
