@@ -239,6 +239,7 @@ class TuneSession:
         return self.resumed
 
     def make_plan(self, described: dict[str, Any], cfg, space: Space, pending: bool) -> Plan:
+        """The plan from what prepare() read (`described`: the target as it describes itself)."""
         return Plan(
             target=described, config=str(described.get("config") or cfg.main_file), mpm=space.mpm,
             dimensions=[{"name": d.name, "text": d.describe(), "fixed": d.is_fixed,
@@ -286,7 +287,11 @@ class TuneSession:
     # ---- the phases --------------------------------------------------------
 
     def run(self) -> SessionOutcome:
-        """The trials, the replicates and the report's data. Call inside open(), after prepare()."""
+        """The trials, the replicates and the report's data. Call inside open(), after prepare().
+
+        The phases after the plan, in order: search, simplify, attribute
+        (the ablation rounds), confirm (the gain), advise (the lint gate),
+        report; each takes what the earlier ones returned."""
         if self.managed is None or self.space is None:
             raise RuntimeError("TuneSession.run needs open() and prepare() first")
         journal, earlier = open_journal(self.settings.session_dir, self.journal_header(), resume=self.settings.resume)
