@@ -17,7 +17,8 @@ import pytest
 
 from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.target import SandboxTarget
-from advisor.tuner.trial.runner import TrialInputs, knee_search
+from advisor.tuner.trial.knee import knee_search
+from advisor.tuner.trial.result import TrialInputs
 from advisor.tuner.trial.verdict import CHURN_CAUSE_PER_S
 from test_bench_support import IN_CI, SandboxRun, require, require_cgroup_cpu, two_cores
 

@@ -22,7 +22,8 @@ import pytest
 from advisor.tuner.load import httperf
 from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.target import SandboxTarget
-from advisor.tuner.trial.runner import TrialInputs, run_trial
+from advisor.tuner.trial.result import TrialInputs
+from advisor.tuner.trial.runner import run_trial
 from test_bench_support import SandboxRun, require, two_cores
 
 pytestmark = [pytest.mark.load, pytest.mark.httpd]

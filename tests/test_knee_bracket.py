@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.tuner.trial.runner import KneeBracket
+from advisor.tuner.trial.knee import KneeBracket
 
 
 def search(capacity: float, start: float, step: float, *, hint: bool = True, budget: int = 30,

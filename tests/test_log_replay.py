@@ -425,7 +425,7 @@ def test_a_trial_on_a_replayed_log_counts_its_requests_and_tail_from_the_file(tm
     trial asks for what the file holds, and the sessions' 21 s tail is not
     held against the server."""
     from advisor.tuner.load import httperf
-    from advisor.tuner.trial.runner import TrialInputs, TrialResult, with_rate
+    from advisor.tuner.trial.result import TrialInputs, TrialResult, with_rate
 
     log = tmp_path / "access.log"
     write_known_log(log)

@@ -190,7 +190,7 @@ def test_each_clients_cpu_is_read_from_its_wrappers_last_line_and_a_starved_one_
     assert client_cpu_pct("Total: connections 800\n") is None  # an older wrapper, or httperf killed
     assert client_cpu_pct(f"{CPU_LINE} 1.0 0\n") is None
     from advisor.tuner.load.httperf import HttperfResult
-    from advisor.tuner.trial.runner import TrialInputs, TrialResult
+    from advisor.tuner.trial.result import TrialInputs, TrialResult
     from advisor.tuner.trial.verdict import Verdict
 
     def run(shares):

@@ -15,7 +15,8 @@ import pytest
 from advisor.tuner.load.roundtrips import RTT_ADDED
 from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.target import SandboxTarget
-from advisor.tuner.trial.runner import TrialInputs, knee_search, with_rtt
+from advisor.tuner.trial.knee import knee_search
+from advisor.tuner.trial.result import TrialInputs, with_rtt
 from test_bench_support import SandboxRun, require, two_cores
 
 pytestmark = [pytest.mark.load, pytest.mark.httpd]

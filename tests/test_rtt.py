@@ -20,7 +20,7 @@ from advisor.errors import UsageError
 from advisor.tuner.load.roundtrips import (RTT_ADDED, RTT_NONE, RTT_ON_LINK, check_rtt, client_time,
                                            client_time_of_trial, count_round_trips, handshake_round_trips,
                                            lengthened_session_log, refuse_rtt_with_wan_delay, tls_counts)
-from advisor.tuner.trial.runner import TrialInputs, with_rate, with_rtt
+from advisor.tuner.trial.result import TrialInputs, with_rate, with_rtt
 
 
 # -- the count ---------------------------------------------------------------------
@@ -213,7 +213,7 @@ def test_the_report_states_the_round_trip():
 
 def _trial(inputs: TrialInputs, connections: int, requests: int, response_ms: float):
     from advisor.tuner.load.httperf import HttperfResult
-    from advisor.tuner.trial.runner import TrialResult
+    from advisor.tuner.trial.result import TrialResult
     from advisor.tuner.trial.verdict import Verdict
 
     h = HttperfResult(connections=connections, requests=requests, replies=requests, test_duration_s=2.0,
@@ -252,7 +252,7 @@ def replace_inputs(inputs: TrialInputs, **changes) -> TrialInputs:
 
 
 def test_a_knee_searchs_probes_carry_their_client_time_with_rtt():
-    from advisor.tuner.trial.runner import KneeResult
+    from advisor.tuner.trial.knee import KneeResult
 
     plain = TrialInputs(workload="1k", uri="/1k.html", rate=50, duration_s=2.0, slo_reply_ms=80.0)
     far = _trial(with_rtt(plain, 50.0, RTT_ADDED), 100, 100, 1.0)

@@ -241,7 +241,7 @@ def test_a_flat_session_under_capacity_says_the_load_does_not_reach_the_space(de
 
 def _result(inputs, **httperf_fields):
     from advisor.tuner.load import httperf
-    from advisor.tuner.trial.runner import TrialResult
+    from advisor.tuner.trial.result import TrialResult
 
     result = object.__new__(TrialResult)
     result.inputs = inputs
@@ -253,7 +253,7 @@ def _result(inputs, **httperf_fields):
 def test_a_200_ms_endpoint_at_38_per_second_is_not_read_as_overload():
     """The issue's probe: 38/s for 3 s to 2,392 workers, every reply in about
     207 ms, no error: httperf's rate read 35.8/s, 94 % of the offer."""
-    from advisor.tuner.trial.runner import TrialInputs
+    from advisor.tuner.trial.result import TrialInputs
 
     inputs = TrialInputs(workload="slow", uri="/cgi-bin/sleep.cgi?ms=200", rate=38, duration_s=3.0,
                          slo_reply_ms=400)
@@ -276,7 +276,7 @@ def test_a_200_ms_endpoint_at_38_per_second_is_not_read_as_overload():
 def test_no_more_requests_fail_than_were_sent():
     """Listen-queue overflows count each dropped SYN, retries included: added
     to the unanswered requests they read 878 % errors."""
-    from advisor.tuner.trial.runner import TrialInputs
+    from advisor.tuner.trial.result import TrialInputs
 
     result = _result(TrialInputs(workload="slow", uri="/", rate=250, duration_s=3.0), connections=750,
                      requests=700, replies=50, test_duration_s=5.0, errors={"total": 700, "client-timo": 700})

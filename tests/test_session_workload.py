@@ -13,7 +13,9 @@ from advisor.tuner.load import httperf
 from advisor.tuner.load.workload import make_workload, session_log
 from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.target import SandboxTarget
-from advisor.tuner.trial.runner import TrialInputs, TrialResult, cap_after, run_trial, session_connections, with_rate
+from advisor.tuner.trial.connection_facts import cap_after, session_connections
+from advisor.tuner.trial.result import TrialInputs, TrialResult, with_rate
+from advisor.tuner.trial.runner import run_trial
 from advisor.tuner.trial.verdict import ConnectionCap
 from test_bench_support import SandboxRun, require, two_cores
 

@@ -17,7 +17,7 @@ import pytest
 
 from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.target import SandboxTarget
-from advisor.tuner.trial.runner import POOL_STEADY_S, wait_quiet
+from advisor.tuner.trial.quiet_wait import POOL_STEADY_S, wait_quiet
 from test_bench_support import SandboxRun, keepalive_header, require, require_cgroup_cpu
 
 pytestmark = [pytest.mark.httpd]

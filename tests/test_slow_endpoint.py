@@ -14,7 +14,9 @@ import pytest
 from advisor.tuner.load.workload import make_workload
 from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.target import SandboxTarget
-from advisor.tuner.trial.runner import TrialInputs, knee_search, run_trial
+from advisor.tuner.trial.knee import knee_search
+from advisor.tuner.trial.result import TrialInputs
+from advisor.tuner.trial.runner import run_trial
 from test_bench_support import SandboxRun, cli, require, require_cgroup_cpu, two_cores
 
 SLEEP_MS = 200

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from advisor.tuner.load.httperf import HttperfResult
 from advisor.tuner.trial.poolcheck import PoolCheck
-from advisor.tuner.trial.runner import TrialInputs, TrialResult
+from advisor.tuner.trial.result import TrialInputs, TrialResult
 from advisor.tuner.trial.verdict import CLOSED_BY_SERVER, Verdict
 
 SHORT = "the pool held 6 workers in 3 of 3 seconds it was full, not the 65 the server should run"
@@ -39,7 +39,7 @@ def test_a_client_bound_or_closed_connection_run_never_passes():
 def test_a_failure_on_a_short_pool_is_worth_another_attempt_only_when_asked():
     """tune asks (a pool still growing after its reload is not the setting);
     bench keeps its documented retries for disturbed probes only."""
-    from advisor.tuner.trial.runner import worth_another_attempt
+    from advisor.tuner.trial.knee import worth_another_attempt
 
     short = probe(200, pool_reasons=[SHORT], label="keep-alive holding workers")
     assert worth_another_attempt(short, retry_short_pool=True)
@@ -48,7 +48,7 @@ def test_a_failure_on_a_short_pool_is_worth_another_attempt_only_when_asked():
 
 
 def test_a_probe_whose_httperf_died_never_passes_and_is_worth_another_attempt():
-    from advisor.tuner.trial.runner import worth_another_attempt
+    from advisor.tuner.trial.knee import worth_another_attempt
 
     died = probe(0, label="none")
     died.client_failed = "httperf died of SIGSEGV before its report"
@@ -63,7 +63,7 @@ def test_a_miss_the_round_trips_alone_explain_is_not_run_again_even_when_disturb
     """Other programs can only take capacity away: a probe whose added round
     trips alone take the SLO's reply time fails at any rate and any calm."""
     from advisor.tuner.measure.metrics import Sample
-    from advisor.tuner.trial.runner import worth_another_attempt
+    from advisor.tuner.trial.knee import worth_another_attempt
 
     def disturbed(evidence: dict) -> TrialResult:
         result = probe(300, label="none", reply_ms=150.0)

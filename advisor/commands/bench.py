@@ -147,7 +147,9 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
     from advisor.tuner.staging import wan as wan_qdiscs
     from advisor.tuner.staging.managed_config import ManagedConfig
     from advisor.tuner.staging.target import offered_load_text
-    from advisor.tuner.trial.runner import TrialInputs, knee_search, ramp, run_trial, with_rate, with_rtt
+    from advisor.tuner.trial.knee import knee_search, ramp
+    from advisor.tuner.trial.result import TrialInputs, with_rate, with_rtt
+    from advisor.tuner.trial.runner import run_trial
 
     if options.mode not in ("fixed", "ramp", "knee"):
         raise UsageError(f"unknown --mode {options.mode!r}", hint="choose fixed, ramp or knee")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from advisor.tuner.trial.runner import TrialResult
+from advisor.tuner.trial.result import TrialResult
 
 # Scoreboard states worth drawing, busiest first, with the words mod_status
 # uses for them; idle workers last, in grey, so the busy states stand out.
