@@ -24,7 +24,7 @@ from advisor.tuner.staging.sandbox import INSTRUMENT_HEADER, Sandbox
 
 # How long a server that accepts connections but answers none in time (still
 # serving the last trial's backlog) may take before it counts as gone: as
-# long as the runner waits for a server to drain (runner.QUIET_TIMEOUT_S).
+# long as the runner waits for a server to drain (quiet_wait.QUIET_TIMEOUT_S).
 BUSY_SERVER_WAIT_S = 20.0
 # A server whose accept queue keeps shrinking is working through it, however
 # long that takes (thousands of queued TLS handshakes on half a core took

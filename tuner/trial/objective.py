@@ -35,7 +35,7 @@ class TrialEvents:
     """What a trial tells its display; the session's events add the rest."""
 
     def probe(self, result) -> None:
-        """One httperf run (advisor.tuner.trial.runner.TrialResult) inside a trial."""
+        """One httperf run (advisor.tuner.trial.result.TrialResult) inside a trial."""
 
 
 class TrialObjective:

@@ -89,7 +89,7 @@ class ProbeSettings:
 
     duration_s: float = 3.0
     warmup_s: float | None = None
-    """None: until the server's pool is steady (trial/runner.py decides); 0: none."""
+    """None: until the server's pool is steady (trial/warmup.py decides); 0: none."""
     timeout_s: float = 2.0
     start_rate: float = 10.0
     """The first knee search starts here (later ones at the incumbent's peak)."""
