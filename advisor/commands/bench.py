@@ -11,12 +11,12 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
-                                          SPEEDUP_HELP, LogOptions)
+                                          SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
 from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
@@ -64,6 +64,28 @@ class BenchOptions:
     remote: RemoteOptions
     wan: WanOptions
     log: LogOptions
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """What the trials run against and with, resolved from the options before
+    any load is sent."""
+
+    target: Any
+    """An advisor.tuner.staging.target.StagingTarget."""
+    load_clients: list
+    wan: Any
+    """The checked advisor.tuner.staging.wan.WanSpec, or None."""
+    rtt_ms: float
+    client_cpus: list[int] | None
+    work: Any
+    """The advisor.tuner.load.workload.Workload the trials request."""
+    base: Any
+    """The advisor.tuner.trial.result.TrialInputs every trial starts from."""
+    interval: float
+    log: LogWorkload | None
+    rate: float
+    start_rate: float
 
 
 def bench(
@@ -138,19 +160,19 @@ def bench(
         fail(error)
 
 
-def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: resolve, apply, run, report
-    from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
-    from advisor.commands.targets import (check_rtt_option, open_load_clients, parse_load_clients, place_processes,
-                                          resolve_target, set_link_for_run, wan_link)
-    from advisor.tuner.load import httperf, workload
-    from advisor.tuner.load.roundtrips import RTT_ADDED
-    from advisor.tuner.staging import wan as wan_qdiscs
-    from advisor.tuner.staging.managed_config import ManagedConfig
-    from advisor.tuner.staging.target import offered_load_text
-    from advisor.tuner.trial.knee import knee_search, ramp
-    from advisor.tuner.trial.result import TrialInputs, with_rate, with_rtt
-    from advisor.tuner.trial.runner import run_trial
+def _bench(options: BenchOptions) -> None:
+    """Check the options, resolve the target and the load, run the trials and report them."""
+    from advisor.tuner.load import httperf
 
+    _check_options(options)
+    log, rate, start_rate = _log_workload(options)
+    httperf.find_httperf(options.httperf_bin)
+    if options.httperf_bin:
+        os.environ["PATH"] = os.path.dirname(os.path.abspath(options.httperf_bin)) + os.pathsep + os.environ.get("PATH", "")
+    _run_and_report(options, _plan(options, log, rate, start_rate))
+
+
+def _check_options(options: BenchOptions) -> None:
     if options.mode not in ("fixed", "ramp", "knee"):
         raise UsageError(f"unknown --mode {options.mode!r}", hint="choose fixed, ramp or knee")
     if options.output_format not in ("table", "json"):
@@ -163,6 +185,13 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
         raise UsageError("need 1 <= --burst-length <= --num-calls")
     if options.tls_resume not in ("session", "never"):
         raise UsageError(f"unknown --tls-resume {options.tls_resume!r}", hint="choose session or never")
+
+
+def _log_workload(options: BenchOptions) -> tuple[LogWorkload | None, float, float]:
+    """A log:PATH workload's replay (None for another workload), and the rate
+    and knee start rate (--speedup sets them from the log)."""
+    from advisor.commands.logworkload import is_log_workload, prepare as prepare_log, refuse_shape_options
+
     rate, start_rate = options.rate, options.start_rate
     log = None
     if is_log_workload(options.workload_name):
@@ -173,9 +202,14 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
             rate = start_rate = log.rate_for(options.log.speedup)
     elif options.log.speedup is not None:
         raise UsageError("--speedup scales a log's session rate", hint="use it with --workload log:PATH")
-    httperf.find_httperf(options.httperf_bin)
-    if options.httperf_bin:
-        os.environ["PATH"] = os.path.dirname(os.path.abspath(options.httperf_bin)) + os.pathsep + os.environ.get("PATH", "")
+    return log, rate, start_rate
+
+
+def _plan(options: BenchOptions, log: LogWorkload | None, rate: float, start_rate: float) -> BenchPlan:
+    """The target resolved and pinned, the workload installed, the inputs of
+    every trial."""
+    from advisor.commands.targets import check_rtt_option, parse_load_clients, place_processes, resolve_target
+    from advisor.tuner.trial.result import TrialInputs
 
     load_clients = parse_load_clients(options.remote)
     wan = options.wan.spec()
@@ -188,15 +222,37 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
     if options.directives:
         # Before any load or change: a --set that a later line of the config
         # overrides would be measured under the wrong name.
-        from advisor.tuner.staging.overrides import refuse_overridden
+        _refuse_overridden(target, options.directives)
+    work, wsess = _workload(options, log, work_dir)
+    base = TrialInputs(
+        workload=work.name, uri=work.uri, rate=rate, duration_s=options.duration,
+        num_calls=options.num_calls, burst_length=options.burst_length, timeout_s=options.timeout,
+        uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
+        directives=list(options.directives), slo_errors_pct=options.slo_errors, slo_reply_ms=options.slo_ms,
+        warmup_s=options.warmup, session_log=log.replay.session_log if log is not None else None,
+        tls_resume=options.tls_resume)
+    interval = options.interval or (1.0 if options.duration >= 10 else max(0.25, options.duration / 6))
+    return BenchPlan(target, load_clients, wan, rtt_ms, client, work, base, interval, log, rate, start_rate)
 
-        try:
-            refuse_overridden(target, options.directives)
-        except AdvisorError:
-            conn = getattr(target, "conn", None)
-            if conn is not None:
-                conn.close()
-            raise
+
+def _refuse_overridden(target, directives: list[str]) -> None:
+    """Refuse a --set that a later line of the config overrides (the target's
+    connection closed first)."""
+    from advisor.tuner.staging.overrides import refuse_overridden
+
+    try:
+        refuse_overridden(target, directives)
+    except AdvisorError:
+        conn = getattr(target, "conn", None)
+        if conn is not None:
+            conn.close()
+        raise
+
+
+def _workload(options: BenchOptions, log: LogWorkload | None, work_dir) -> tuple[Any, tuple | None]:
+    """The workload the trials request, and its sessions (httperf's --wsess:
+    sessions, calls, think time), None for plain connections."""
+    from advisor.tuner.load import workload
 
     path = None
     if options.workload_name == "url":
@@ -216,15 +272,17 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
                                       sleep_ms=options.sleep_ms, uri=path)
     if options.think is not None:
         wsess = (1, options.num_calls, options.think)
-    base = TrialInputs(
-        workload=work.name, uri=work.uri, rate=rate, duration_s=options.duration,
-        num_calls=options.num_calls, burst_length=options.burst_length, timeout_s=options.timeout,
-        uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
-        directives=list(options.directives), slo_errors_pct=options.slo_errors, slo_reply_ms=options.slo_ms,
-        warmup_s=options.warmup, session_log=log.replay.session_log if log is not None else None,
-        tls_resume=options.tls_resume)
-    interval = options.interval or (1.0 if options.duration >= 10 else max(0.25, options.duration / 6))
+    return work, wsess
 
+
+def _run_and_report(options: BenchOptions, plan: BenchPlan) -> None:
+    """The trials run on the managed config (restored whatever happens), each
+    reported as it ends; then the plots."""
+    from advisor.commands.targets import open_load_clients, set_link_for_run, wan_link
+    from advisor.tuner.staging import wan as wan_qdiscs
+    from advisor.tuner.staging.managed_config import ManagedConfig
+
+    target, log = plan.target, plan.log
     report = _Reporter(options.output_format, options.plot)
     running: list = []
     previous = signal.getsignal(signal.SIGTERM)
@@ -235,26 +293,19 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
     signal.signal(signal.SIGTERM, on_sigterm)
     trials = []
     steps = _parse_rates(options.rates) if options.mode == "ramp" else []
-    peak = {"fixed": rate, "ramp": max(steps, default=0.0)}.get(options.mode, options.max_rate)
-    link = wan_link(wan, target)
-    clients = open_load_clients(load_clients, target, options.remote)
-    here = client if clients is None or any(c.local for c in load_clients) else None
+    peak = {"fixed": plan.rate, "ramp": max(steps, default=0.0)}.get(options.mode, options.max_rate)
+    link = wan_link(plan.wan, target)
+    clients = open_load_clients(plan.load_clients, target, options.remote)
+    here = plan.client_cpus if clients is None or any(c.local for c in plan.load_clients) else None
     try:
-        rtt_how, link_lines = set_link_for_run(link, wan, rtt_ms)
+        rtt_how, link_lines = set_link_for_run(link, plan.wan, plan.rtt_ms)
         for line in link_lines:
             report.info(line)
-        base = with_rtt(base, rtt_ms, rtt_how)
-        if rtt_ms and base.rtt_how == RTT_ADDED and not base.wsess and base.num_calls > 1:
-            report.note(f"rtt: the {base.num_calls} calls of a connection follow each other at once, so the "
-                        "server does not see the idle round trip between them (give --think 0 for sessions "
-                        "that show it)")
+        base = _with_rtt(plan, rtt_how, report)
         if log is not None:
             for line in log.summary_lines():
                 report.info(line)
-        report.info("load: " + offered_load_text(target.base_url + work.uri, here, peak,
-                                                 "sessions/s" if wsess else "connections/s",
-                                                 wsess[1] if wsess else options.num_calls,
-                                                 generators=clients.describe() if clients else None))
+        report.info("load: " + _load_line(plan, here, peak, clients, options.num_calls))
         with ManagedConfig(target) as managed_config:
             if managed_config.stray_load:
                 report.note("ended httperf left running by an interrupted run (pid "
@@ -263,24 +314,8 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
                 report.note(f"restored the original managed include left by an interrupted run (pid {managed_config.recovered.pid})")
             if base.directives:
                 managed_config.apply(base.directives)
-            kwargs = dict(interval=interval, registry=running, on_tick=report.tick, clients=clients)
-            if options.mode == "fixed":
-                report.start(1, options.duration)
-                trials = [run_trial(target, with_rate(base, rate), **kwargs)]
-                report.trial(trials[0])
-            elif options.mode == "ramp":
-                report.start(len(steps), options.duration)
-                trials = ramp(target, base, steps, on_trial=report.trial, **kwargs)
-            else:
-                report.start(options.max_probes, options.duration)
-                knee = knee_search(target, base, start_rate=start_rate, max_rate=options.max_rate,
-                                   tolerance=options.tolerance, max_probes=options.max_probes,
-                                   retries=options.retries, on_trial=report.trial, **kwargs)
-                trials = knee.probes
-                report.knee(knee)
-                if log is not None and knee.peak_rate is not None and log.session_rate > 0:
-                    report.info(f"peak {knee.peak_rate:g} sessions/s: {knee.peak_rate / log.session_rate:.3g} x "
-                                "the log's own session rate (--speedup)")
+            kwargs = dict(interval=plan.interval, registry=running, on_tick=report.tick, clients=clients)
+            trials = _trials(options, plan, base, steps, report, kwargs)
     except KeyboardInterrupt:
         for process in running:
             if process.poll() is None:
@@ -296,6 +331,59 @@ def _bench(options: BenchOptions) -> None:  # noqa: C901 - one linear story: res
         if link is not None:
             wan_qdiscs.clear(link)
     report.plots(trials)
+
+
+def _with_rtt(plan: BenchPlan, rtt_how: str, report: _Reporter):
+    """The trials' inputs with the round trip the link adds (or the load
+    generator does), and a note when the server cannot see it."""
+    from advisor.tuner.load.roundtrips import RTT_ADDED
+    from advisor.tuner.trial.result import with_rtt
+
+    base = with_rtt(plan.base, plan.rtt_ms, rtt_how)
+    if plan.rtt_ms and base.rtt_how == RTT_ADDED and not base.wsess and base.num_calls > 1:
+        report.note(f"rtt: the {base.num_calls} calls of a connection follow each other at once, so the "
+                    "server does not see the idle round trip between them (give --think 0 for sessions "
+                    "that show it)")
+    return base
+
+
+def _load_line(plan: BenchPlan, here, peak: float, clients, num_calls: int) -> str:
+    """What load the trials offer, from where (after "load: ")."""
+    from advisor.tuner.staging.target import offered_load_text
+
+    wsess = plan.base.wsess
+    return offered_load_text(plan.target.base_url + plan.work.uri, here, peak,
+                             "sessions/s" if wsess else "connections/s",
+                             wsess[1] if wsess else num_calls,
+                             generators=clients.describe() if clients else None)
+
+
+def _trials(options: BenchOptions, plan: BenchPlan, base, steps: list[float], report: _Reporter,
+            kwargs: dict) -> list:
+    """The trials of --mode: one at --rate, a ramp over --rates, or the knee search."""
+    from advisor.tuner.trial.knee import knee_search, ramp
+    from advisor.tuner.trial.result import with_rate
+    from advisor.tuner.trial.runner import run_trial
+
+    if options.mode == "fixed":
+        report.start(1, options.duration)
+        trials = [run_trial(plan.target, with_rate(base, plan.rate), **kwargs)]
+        report.trial(trials[0])
+    elif options.mode == "ramp":
+        report.start(len(steps), options.duration)
+        trials = ramp(plan.target, base, steps, on_trial=report.trial, **kwargs)
+    else:
+        report.start(options.max_probes, options.duration)
+        knee = knee_search(plan.target, base, start_rate=plan.start_rate, max_rate=options.max_rate,
+                           tolerance=options.tolerance, max_probes=options.max_probes,
+                           retries=options.retries, on_trial=report.trial, **kwargs)
+        trials = knee.probes
+        report.knee(knee)
+        log = plan.log
+        if log is not None and knee.peak_rate is not None and log.session_rate > 0:
+            report.info(f"peak {knee.peak_rate:g} sessions/s: {knee.peak_rate / log.session_rate:.3g} x "
+                        "the log's own session rate (--speedup)")
+    return trials
 
 
 def tls_line(tls) -> str:
