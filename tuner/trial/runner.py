@@ -327,20 +327,23 @@ def _run_client_limits(target: StagingTarget, inputs: TrialInputs, run: Measured
     """The ways the load clients limited the measured run (client_limits,
     for each client against its share), and the time bound if it was hit."""
     process, result, samples = run.process, run.result, run.samples
-    limit = run.time_bound_s
     if isinstance(process, GroupRun) and len(process.results) > 1:
         # Each client against its own share: one at its FD_SETSIZE cap or
         # behind its rate makes the trial the clients' limit, whatever the sum.
         limits = []
         for name, part, own in zip(clients.names, process.shares, process.results):
             share_inputs = replace(inputs, rate=part.rate)
-            for limit in client_limits(share_inputs, own, samples, server_cpus, server_here=target.on_this_machine):
-                limit.detail = f"load client {name}: {limit.detail}"
-                limit.values = {"client": name, **limit.values}
-                limits.append(limit)
+            for found in client_limits(share_inputs, own, samples, server_cpus, server_here=target.on_this_machine):
+                found.detail = f"load client {name}: {found.detail}"
+                found.values = {"client": name, **found.values}
+                limits.append(found)
     else:
         limits = client_limits(inputs, result, samples, server_cpus, server_here=target.on_this_machine)
     if run.overran:
+        # The bound has a name of its own: a loop over the clients' limits
+        # once reused it, and a run of several clients that both overran and
+        # met a client limit then formatted a ClientLimit as seconds.
+        limit = run.time_bound_s
         limits.append(ClientLimit("time bound", f"httperf was still opening connections after {limit:.0f} s",
                                   {"limit_s": round(limit, 1), "connections": result.connections,
                                    "planned": inputs.num_conns}, kind="untimed"))
