@@ -40,25 +40,23 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.search.optimizer import Observation, SearchResult
 from advisor.tuner.search.space import Space, Value
-from advisor.tuner.session.advise import Advice, advise
-from advisor.tuner.session.attribute import attribute
-from advisor.tuner.session.confirm import confirm
 from advisor.tuner.session.config_in_use import read_space
 from advisor.tuner.session.estimate import Estimate
 from advisor.tuner.session.journal import JournalHeader, open_journal
 from advisor.tuner.session.session_context import SessionContext, SessionEvents, SessionSettings
 from advisor.tuner.session.session_plan import Plan, lint_gate_text, load_text, measurement_text, plan_start_text
-from advisor.tuner.session.simplify import simplify_best
-from advisor.tuner.session.trials import make_session_searcher, run_trials
-from advisor.tuner.trial.objective import TrialObjective
 from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
 from advisor.tuner.trial.pace import Pace
 from advisor.tuner.trial.session_workload import SessionWorkload
+
+if TYPE_CHECKING:
+    from advisor.tuner.session.advise import Advice
+    from advisor.tuner.trial.objective import TrialObjective
 
 
 @dataclass
@@ -292,6 +290,14 @@ class TuneSession:
         The phases after the plan, in order: search, simplify, attribute
         (the ablation rounds), confirm (the gain), advise (the lint gate),
         report; each takes what the earlier ones returned."""
+        # The phases after the plan are imported here: `tune --dry-run`
+        # only plans, and its start-up is part of a speed goal.
+        from advisor.tuner.session.advise import advise
+        from advisor.tuner.session.attribute import attribute
+        from advisor.tuner.session.confirm import confirm
+        from advisor.tuner.session.simplify import simplify_best
+        from advisor.tuner.session.trials import make_session_searcher, run_trials
+
         if self.managed is None or self.space is None:
             raise RuntimeError("TuneSession.run needs open() and prepare() first")
         journal, earlier = open_journal(self.settings.session_dir, self.journal_header(), resume=self.settings.resume)
@@ -327,6 +333,8 @@ class TuneSession:
         """The session's one trial objective: each point of the search, the
         rounds and the gain is measured by it (the knee searches start from
         the searcher's incumbent's peak)."""
+        from advisor.tuner.trial.objective import TrialObjective
+
         s = self.settings
         return TrialObjective(self.target, self.managed, self.space, self.workload, self.objective, self.probes,
                               server_cpus=s.server_cpus, client_cpus=s.client_cpus, events=self.events,
