@@ -102,6 +102,8 @@ class WanOptions:
 
     def spec(self):
         """The checked advisor.tuner.staging.wan.WanSpec, or None for no conditions."""
+        if self.delay is None and self.jitter is None and self.loss is None and self.rate is None:
+            return None  # nothing to check: bench and tune start without the qdisc code
         from advisor.tuner.staging.wan import WanSpec
 
         return WanSpec.parse(self.delay, self.jitter, self.loss, self.rate)
@@ -223,11 +225,15 @@ def open_load_clients(load_clients: list, target, remote: RemoteOptions):
 def wan_link(spec, target):
     """The link the tool made for the target (`staging up --isolated`), if
     any: the only one WAN conditions (`spec`) may go on."""
-    from advisor.tuner.staging.isolated import IsolatedLink
-
     sandbox = getattr(target, "sandbox", None)
     state = sandbox.load_state() if sandbox is not None else None
-    link = IsolatedLink.from_dict(state.isolated) if state is not None else None
+    link = None
+    if state is not None and state.isolated:
+        # Imported only for a sandbox in a namespace: the module's address
+        # and hashing imports cost a plain sandbox's bench and tune 3 ms.
+        from advisor.tuner.staging.isolated import IsolatedLink
+
+        link = IsolatedLink.from_dict(state.isolated)
     if link is None and spec is not None:
         raise UsageError("--wan-* changes qdiscs only on a link the tool made, and this target has none",
                          hint="start the sandbox with `apache-advisor staging up --isolated` and bench or tune it")
