@@ -73,18 +73,35 @@ class CpuQuota:
         counts = read_throttling(self.path)
         return (counts[0], counts[1]) if counts else None
 
+    def with_pct(self, pct: float) -> "CpuQuota":
+        """The same group held to `pct` % of one core from now on (`bench
+        --compare-quota` moves it between the two sides of a comparison);
+        the processes stay where they are, only the kernel's limit changes."""
+        if not 5 <= pct <= 100 * (os.cpu_count() or 1):
+            raise UsageError(f"a CPU quota of {pct:g} % is out of range", hint="give a percentage of one core, 5 to 100")
+        try:
+            self._write_limit(int(self.period_us * pct / 100))
+        except OSError as exc:
+            raise AdvisorError(f"cannot change the CPU quota of {self.path}: {exc.strerror}",
+                               hint="run as root, with the sandbox up") from None
+        return CpuQuota(self.path, self.version, pct, self.period_us)
+
     def lift(self) -> None:
         """No limit any more, the group kept: a server being stopped gets
         the CPU to end its processes and the work queued on them (on a
         fifth of a core, stopping a server behind a full accept queue took
         14 s). Best effort: a group already gone needs nothing."""
         try:
-            if self.version == 2:
-                (Path(self.path) / "cpu.max").write_text(f"max {self.period_us}")
-            else:
-                (Path(self.path) / "cpu.cfs_quota_us").write_text("-1")
+            self._write_limit(None)
         except OSError:
             pass
+
+    def _write_limit(self, quota_us: int | None) -> None:
+        """The group's limit per period (None: none) in the kernel's own file."""
+        if self.version == 2:
+            (Path(self.path) / "cpu.max").write_text(f"{'max' if quota_us is None else quota_us} {self.period_us}")
+        else:
+            (Path(self.path) / "cpu.cfs_quota_us").write_text("-1" if quota_us is None else str(quota_us))
 
     def remove(self, timeout: float = 5.0) -> None:
         """Delete the cgroup (and its cpuacct twin) once its processes are gone."""
