@@ -1,6 +1,7 @@
 """The ablations: which of the winner's changes earned the gain, measured.
 
-The arithmetic is the gain's (Fieller's interval on a ratio of means); what
+The arithmetic is the gain's (a t interval on the log ratio, pooled and
+floored: tuner/stats/ratio.py); what
 these tests hold is the order the runs go in, what counts as an effect, and
 the decision each effect leads to.
 """
@@ -17,6 +18,7 @@ from advisor.tuner.session.attribute import ablate
 from advisor.tuner.session.confirm import gain_from_rounds
 from advisor.tuner.session.lint_gate import lint_gate
 from advisor.tuner.session.pruning import drop_unearned, whole_when_no_part_earns
+from advisor.tuner.trial.objective_spec import ProbeSettings
 
 
 def test_every_round_measures_each_point_once_and_rotates_the_ablations():
@@ -112,6 +114,7 @@ class _Runner:
     def __init__(self, space, group, carries):
         self.space, self.group, self.carries = space, group, carries
         self.uncapped, self.points, self.jitter = False, [], iter([0.0, 9.0, -7.0, 4.0, -3.0, 6.0] * 20)
+        self.probes = ProbeSettings()  # the knee bracket that floors the rounds' intervals
 
     def __call__(self, point):
         from advisor.tuner.search.optimizer import TrialOutcome
@@ -246,9 +249,15 @@ def test_settled_needs_three_rounds_and_a_decided_interval_for_every_role():
 
     clear = _runs([1800, 1810, 1795], {"A": [1200, 1190, 1210], "B": [1802, 1799, 1805]})
     clear += [(START, v, True) for v in (600, 610, 590)]
-    assert settled(clear, [WINNER, role_without("A"), role_without("B"), START])
+    roles = [WINNER, role_without("A"), role_without("B"), START]
+    # Runs precise to 0.5 % settle B as no effect within ±5 %...
+    assert settled(clear, roles, floor_sd=0.005)
+    # ...but figures known only to a 10 % knee bracket cannot claim that in
+    # three rounds, however alike they read: the floor keeps B open.
+    assert not settled(clear, roles)
+    assert settled(clear, [WINNER, role_without("A"), START])
     # Two rounds settle nothing, however clear.
-    assert not settled(clear[:6], [WINNER, role_without("A"), role_without("B")])
+    assert not settled(clear[:6], [WINNER, role_without("A"), role_without("B")], floor_sd=0.005)
     # A role whose interval straddles 1.0 widely is not settled: more rounds are needed.
     noisy = _runs([1800, 1500, 2100], {"A": [1200, 1900, 1600]})
     assert not settled(noisy, [WINNER, role_without("A")])
@@ -257,20 +266,24 @@ def test_settled_needs_three_rounds_and_a_decided_interval_for_every_role():
 class _NoisyRunner(_Runner):
     """KeepAliveTimeout's effect is noise as wide as the effect itself."""
 
-    def __init__(self, space, noisy):
+    def __init__(self, space, noisy, rel_sd=None):
         super().__init__(space, ["ListenBacklog"], True)
-        self.noisy = noisy
+        self.noisy, self.rel_sd = noisy, rel_sd
         self.wide = iter([300.0, -280.0, 260.0, -310.0, 290.0, -250.0] * 10)
 
     def __call__(self, point):
         outcome = super().__call__(point)
+        if self.rel_sd is not None:  # the trial's own measured uncertainty
+            outcome.details = {"uncertainty": {"rel_sd": self.rel_sd}}
         if self.noisy and point["KeepAliveTimeout"] == self.space.start["KeepAliveTimeout"]:
             outcome.objective += next(self.wide)
         return outcome
 
 
-@pytest.mark.parametrize("noisy", [False, True], ids=["every effect clear", "one effect in the noise"])
-def test_the_rounds_stop_early_only_when_every_comparison_is_settled(noisy, tmp_path):
+@pytest.mark.parametrize("noisy, rel_sd", [(False, 0.004), (False, None), (True, 0.004)],
+                         ids=["every effect clear, precise runs", "every effect clear, a knee bracket's precision",
+                              "one effect in the noise"])
+def test_the_rounds_stop_early_only_when_every_comparison_is_settled(noisy, rel_sd, tmp_path):
     from test_tune_core import load_stock
 
     from advisor.tuner.search.space_lint import CandidateLint
@@ -280,9 +293,9 @@ def test_the_rounds_stop_early_only_when_every_comparison_is_settled(noisy, tmp_
     context.settings.ablation_rounds = 5
     winner = dict(space.start, ListenBacklog=300, KeepAliveTimeout=2000)
     journal = _Journal()
-    ablations = ablate(context, _NoisyRunner(space, noisy), winner, journal, [])
+    ablations = ablate(context, _NoisyRunner(space, noisy, rel_sd), winner, journal, [])
     per_round = 4  # winner, two ablations, the start
-    if noisy:
+    if noisy or rel_sd is None:
         assert len(journal.runs) == 5 * per_round and not ablations.notes
     else:
         assert len(journal.runs) == 3 * per_round

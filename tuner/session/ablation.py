@@ -8,10 +8,12 @@ this module does: the same server, one setting changed, measured side by
 side. Each ablation is the winner with one change set back to the start's
 value; the winner and its ablations run in interleaved rounds (the winner
 first, the ablations in a rotating order), so every side sees the same
-drift of the host. A change's measured effect is mean(winner) /
-mean(winner without it), with the Fieller interval the gain uses
-(session/gain.py). A change whose interval includes 1.0, or that measured a
-loss, goes back to the start's value.
+drift of the host. A change's measured effect is the ratio of the
+geometric means of the winner's runs and the runs without it, with the
+interval the gain uses (a t interval on the log ratio, its variance pooled
+and floored by what one run can measure: tuner/stats/ratio.py), which stays
+finite and positive with two runs a side. A change whose interval includes
+1.0, or that measured a loss, goes back to the start's value.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from advisor.tuner.session.gain import CONFIDENCE, ratio_interval
+from advisor.tuner.session.gain import CONFIDENCE
+from advisor.tuner.stats.ratio import ratio_interval
 
 WINNER = "winner"
 WITHOUT = "without:"
@@ -191,10 +194,12 @@ class Ablations:
                                  for member in effect.members}}
 
 
-def measure_effects(runs: Sequence[tuple[str, float | None, bool]], values: Mapping[str, tuple[str, str]]
-                    ) -> Ablations:
+def measure_effects(runs: Sequence[tuple[str, float | None, bool]], values: Mapping[str, tuple[str, str]],
+                    floor_sd: float | None = None) -> Ablations:
     """From (role, objective, valid) in the order they ran; `values`: for
-    each ablated dimension, (the winner's value, the start's value) as text."""
+    each ablated dimension, (the winner's value, the start's value) as text;
+    `floor_sd`: the least deviation of one run's log figure
+    (tuner/stats/noise_floor.py; None: a 10 % knee bracket's)."""
     winner = [float(v) for role, v, ok in runs if role == WINNER and ok and v is not None]
     out = Ablations(order=[role for role, _, _ in runs])
     for name, (winner_value, start_value) in values.items():
@@ -207,9 +212,11 @@ def measure_effects(runs: Sequence[tuple[str, float | None, bool]], values: Mapp
                 effect.without_served_nothing = True
         else:
             try:
-                effect.ratio, effect.low, effect.high, _ = ratio_interval(without, winner)
-            except ValueError as exc:
+                interval = ratio_interval(without, winner, floor_sd=floor_sd)
+            except ValueError as exc:  # a run that met the SLO at no rate has no log
                 effect.note = f"not measurable: {exc}"
+            else:
+                effect.ratio, effect.low, effect.high = interval.ratio, interval.low, interval.high
         out.effects[name] = effect
     return out
 
@@ -227,7 +234,8 @@ NEGLIGIBLE = 0.05
 effect worth a line in the config."""
 
 
-def settled(runs: Sequence[tuple[str, float | None, bool]], roles: Sequence[str]) -> bool:
+def settled(runs: Sequence[tuple[str, float | None, bool]], roles: Sequence[str],
+            floor_sd: float | None = None) -> bool:
     """Whether every role's comparison with the winner is settled on the
     runs so far: its 99 % interval lies above 1.0 (a gain), below it (a
     loss), or inside x0.95 to x1.05 (nothing to keep). Fewer than
@@ -244,11 +252,10 @@ def settled(runs: Sequence[tuple[str, float | None, bool]], roles: Sequence[str]
         if role != START and max(other) <= 0 < min(winner):
             continue  # without the change nothing met the SLO: as settled as it gets
         try:
-            _, low, high, _ = ratio_interval(other, winner, INTERIM_CONFIDENCE)
+            interval = ratio_interval(other, winner, confidence=INTERIM_CONFIDENCE, floor_sd=floor_sd)
         except ValueError:
             return False
-        if low is None or high is None:
-            return False
+        low, high = interval.low, interval.high
         if not (low > 1.0 or high < 1.0 or (low >= 1.0 - NEGLIGIBLE and high <= 1.0 + NEGLIGIBLE)):
             return False
     return True

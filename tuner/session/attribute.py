@@ -79,7 +79,7 @@ def ablate(context: SessionContext, runner: TrialObjective, winner: dict[str, Va
     if not values:
         return None
     outcomes, stopped = run_rounds(context, runner, journal, earlier, points, values)
-    ablations = measure_effects(as_runs(outcomes), values)
+    ablations = measure_effects(as_runs(outcomes), values, floor_sd=run_floor(runner, outcomes))
     if stopped:
         ablations.notes.append(stopped)
     ablations.outcomes = outcomes
@@ -168,7 +168,7 @@ def run_rounds(context: SessionContext, runner: TrialObjective, journal, earlier
     stopped = ""
     for index, role in enumerate(roles, start=1):
         if index > 1 and (index - 1) % per_round == 0 and (index - 1) // per_round >= MIN_ROUNDS \
-                and settled(as_runs(outcomes), list(points)):
+                and settled(as_runs(outcomes), list(points), floor_sd=run_floor(runner, outcomes)):
             stopped = (f"the ablations stopped after {(index - 1) // per_round} of "
                        f"{context.settings.ablation_rounds} rounds: every comparison was settled (its 99 % "
                        "interval above 1.0, below it, or within ±5 %)")
@@ -194,6 +194,14 @@ def run_rounds(context: SessionContext, runner: TrialObjective, journal, earlier
         outcomes.append((role, outcome))
         context.events.ablation_done(index, len(roles), role, outcome)
     return outcomes, stopped
+
+
+def run_floor(runner: TrialObjective, outcomes: list[tuple[str, TrialOutcome]]) -> float:
+    """The least deviation of one run's log figure the rounds' intervals
+    allow: the runs' own reported uncertainty, else the knee bracket's."""
+    from advisor.tuner.stats.noise_floor import floor_sd
+
+    return floor_sd((outcome.details for _, outcome in outcomes), runner.probes.tolerance)
 
 
 def as_runs(outcomes: list[tuple[str, TrialOutcome]]) -> list[tuple[str, float | None, bool]]:
