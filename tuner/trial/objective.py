@@ -15,6 +15,8 @@ from advisor.errors import AdvisorError
 from advisor.tuner.search.optimizer import Observation, TrialOutcome
 from advisor.tuner.search.space import Space, Value
 from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+from advisor.tuner.trial.precision import (LOWER, TrialUncertainty, fixed_uncertainty, knee_uncertainty,
+                                           readings_from_probes)
 from advisor.tuner.trial.session_workload import SessionWorkload
 
 # The first step of an uncapped knee search from a good guess that is not
@@ -81,9 +83,9 @@ class TrialObjective:
         self.last_elapsed = 0.0
         self.on_start: Callable[[dict], None] | None = None
         self.uncapped = False
-        """Gain replicates: each knee search from the point's own peak, with
-        no ceiling at twice the incumbent's, so that neither side of the ratio
-        is a capped lower bound."""
+        """Gain replicates and ablation rounds: each knee search from the
+        point's own peak, with the first search's probe budget and no early
+        stop below the incumbent, so that neither side of the ratio is a bound."""
         inputs: dict[str, Any] = dict(
             workload=workload.name, uri=workload.uri, rate=probes.start_rate, duration_s=probes.duration_s,
             num_calls=workload.num_calls, timeout_s=probes.timeout_s, uri_list=workload.uri_list,
@@ -124,10 +126,8 @@ class TrialObjective:
             self.last_elapsed = time.monotonic() - started
             raise PointRefused(error) from None
         base = replace(self.base, directives=list(directives))
-        if self.objective.kind == "peak":
-            outcome = self._peak(point, base)
-        else:
-            outcome = self._fixed(base)
+        reference = self._reference()  # the cores' speed now; read again when the measuring is done
+        outcome = self._peak(point, base, reference) if self.objective.kind == "peak" else self._fixed(base, reference)
         self._check_server()
         outcome.details["directives"] = directives
         if self._mpm_for(point) is not None:  # what the server said it ran, beside what the point asked
@@ -206,10 +206,24 @@ class TrialObjective:
         # against 4 s for a probe that passes) to learn that the peak lay
         # within 21 % above 368. A step of GUESS_STEP probes near the
         # incumbent, where the search's comparison lies; knee_search squares
-        # later steps, so a point far better still reaches the trial's cap.
+        # later steps, so a point far better is still bracketed in the trial's probes.
         return GUESS_STEP
 
-    def _peak(self, point: Mapping[str, Value], base) -> TrialOutcome:
+    def _reference(self):
+        """The CPU-speed reference on the server's cores (None: a remote server's cores are not here)."""
+        from advisor.tuner.measure.cpu_reference import read_reference
+
+        return None if self._remote() else read_reference(self.base.server_cpus)
+
+    def _drift(self, before) -> dict[str, Any] | None:
+        from advisor.tuner.measure.cpu_reference import ReferenceDrift, read_reference
+
+        return None if before is None else ReferenceDrift(before, read_reference(self.base.server_cpus)).to_dict()
+
+    def _remote(self) -> bool:
+        return getattr(self.target, "kind", "") == "remote"
+
+    def _peak(self, point: Mapping[str, Value], base, reference=None) -> TrialOutcome:
         from advisor.tuner.trial.knee import knee_search
 
         p = self.probes
@@ -224,7 +238,11 @@ class TrialObjective:
             max_rate, probes = p.max_rate, p.first_max_probes
         else:
             start_rate = max(1.0, min(start, p.max_rate))
-            max_rate, probes = max(start_rate, min(p.max_rate, 2.0 * start_rate)), p.max_probes
+            # No ceiling at twice the incumbent's peak: a climb that reached
+            # it without failing reported a floor as if it were a measure
+            # (issue 56: 1,797 and 3,499 in the search for a point that
+            # served 5,510 to 8,724 in the rounds). The probe budget bounds it.
+            max_rate, probes = p.max_rate, p.max_probes
             # A search trial starts at the incumbent's peak: failing it clearly
             # is all the search needs to know.
             stop_below = not own
@@ -242,44 +260,12 @@ class TrialObjective:
             self.peaks.setdefault(key, []).append(float(knee.peak_rate))
             self.uncapped_peaks.setdefault(key, []).append(float(knee.peak_rate))
             self.highest_uncapped_peak = max(float(knee.peak_rate), self.highest_uncapped_peak or 0.0)
-        peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
-        failing = [r for r in knee.probes if not r.meets_slo
-                   and (knee.peak_rate is None or r.inputs.rate > knee.peak_rate)]
-        decisive = min(failing, key=lambda r: (r.inputs.rate, -r.attempt)) if failing else None
-        reasons: list[str] = []
-        label = None
-        if knee.lower_bound_only:
-            reasons.append(f"the load generator limited the search ({knee.stop_reason})")
-            label = "client-bound"
-        elif decisive is not None and measured_something_else(decisive):
-            reasons += decisive.invalid_reasons + list(decisive.interference["reasons"])
-            label = decisive.verdict.label
-        verdict = knee.limiting or (peak.verdict if peak is not None else None)
-        details: dict[str, Any] = {
-            "objective_kind": "peak",
-            "knee": knee.to_dict(),
-            "start_rate": start_rate, "max_rate": max_rate,
-            "capped": knee.limiting is None and knee.peak_rate is not None and knee.peak_rate >= max_rate,
-            "verdict": verdict.to_dict() if verdict is not None else None,
-            "invalid_reasons": reasons,
-        }
-        if peak is not None:
-            details.update(trial_summary(peak))
-        if decisive is not None:
-            details["limiting"] = trial_summary(decisive)
-            # Kept as a failure at its rate (the peak is then conservative): the
-            # probe did not meet the SLO with the pool the server had.
-            details["limiting"]["invalid_reasons"] = list(decisive.invalid_reasons)
-        value = float(knee.peak_reply_rate or 0.0)
-        if knee.stopped_early and knee.served_bound is not None and not reasons:
-            # What it served while failing at the incumbent's peak: at most
-            # that, and below the incumbent, which is all the search needs.
-            value = float(knee.served_bound)
-            details["bound"] = "upper"
-            details["stopped_early"] = knee.stop_reason
-        return TrialOutcome(value, not reasons, label or (verdict.label if verdict is not None else "none"), details)
+        outcome = knee_outcome(knee, start_rate, max_rate)
+        outcome.details["uncertainty"] = knee_trial_uncertainty(
+            knee, p.tolerance, outcome.details.get("bound"), self._drift(reference), self._remote()).to_dict()
+        return outcome
 
-    def _fixed(self, base) -> TrialOutcome:
+    def _fixed(self, base, reference=None) -> TrialOutcome:
         """One run at the objective's fixed rate, run again (up to
         `probes.retries` times) while a disturbance could have changed it."""
         from advisor.tuner.trial.result import with_rate
@@ -317,7 +303,9 @@ class TrialObjective:
 
         self.last_kind, self.last_probes = (OWN if self.uncapped else SEARCH), result.attempt
         details = {"objective_kind": objective.kind, "rate": objective.rate, "attempts": result.attempt,
-                   "verdict": result.verdict.to_dict(), "invalid_reasons": reasons, **trial_summary(result)}
+                   "verdict": result.verdict.to_dict(), "invalid_reasons": reasons, **trial_summary(result),
+                   "uncertainty": fixed_uncertainty(reference=self._drift(reference),
+                                                    notes=remote_notes(self._remote())).to_dict()}
         return TrialOutcome(float(value), not reasons, result.verdict.label, details)
 
     def _disturbed(self, result) -> bool:
@@ -328,6 +316,64 @@ class TrialObjective:
         if not result.interference["disturbed"]:
             return False
         return self.objective.kind == "latency" or not result.meets_slo
+
+
+def knee_outcome(knee, start_rate: float, max_rate: float) -> TrialOutcome:
+    """A knee search's figure and details: the peak's served rate, or the
+    failing probe's served rate when the search stopped early (an upper
+    bound), invalid when the probe that decided measured something else."""
+    peak = next((r for r in reversed(knee.probes) if r.meets_slo and r.inputs.rate == knee.peak_rate), None)
+    failing = [r for r in knee.probes if not r.meets_slo
+               and (knee.peak_rate is None or r.inputs.rate > knee.peak_rate)]
+    decisive = min(failing, key=lambda r: (r.inputs.rate, -r.attempt)) if failing else None
+    reasons: list[str] = []
+    label = None
+    if knee.lower_bound_only:
+        reasons.append(f"the load generator limited the search ({knee.stop_reason})")
+        label = "client-bound"
+    elif decisive is not None and measured_something_else(decisive):
+        reasons += decisive.invalid_reasons + list(decisive.interference["reasons"])
+        label = decisive.verdict.label
+    verdict = knee.limiting or (peak.verdict if peak is not None else None)
+    details: dict[str, Any] = {
+        "objective_kind": "peak",
+        "knee": knee.to_dict(),
+        "start_rate": start_rate, "max_rate": max_rate,
+        "capped": knee.limiting is None and knee.peak_rate is not None and knee.peak_rate >= max_rate,
+        "verdict": verdict.to_dict() if verdict is not None else None,
+        "invalid_reasons": reasons,
+    }
+    if peak is not None:
+        details.update(trial_summary(peak))
+    if decisive is not None:
+        details["limiting"] = trial_summary(decisive)
+        # Kept as a failure at its rate (the peak is then conservative): the
+        # probe did not meet the SLO with the pool the server had.
+        details["limiting"]["invalid_reasons"] = list(decisive.invalid_reasons)
+    value = float(knee.peak_reply_rate or 0.0)
+    if knee.stopped_early and knee.served_bound is not None and not reasons:
+        # What it served while failing at the incumbent's peak: at most
+        # that, and below the incumbent, which is all the search needs.
+        value = float(knee.served_bound)
+        details["bound"] = "upper"
+        details["stopped_early"] = knee.stop_reason
+    return TrialOutcome(value, not reasons, label or (verdict.label if verdict is not None else "none"), details)
+
+
+def knee_trial_uncertainty(knee, tolerance: float, bound: str | None, reference: dict[str, Any] | None,
+                           remote: bool) -> TrialUncertainty:
+    """The knee search's figure's uncertainty (trial/precision.py): a probe
+    that measured something else (measured_something_else) reads nothing of
+    the server's speed; a client-bound search is a floor."""
+    readings = readings_from_probes(knee.probes, counts=lambda r: not measured_something_else(r))
+    if knee.lower_bound_only:
+        bound = LOWER
+    return knee_uncertainty(readings, knee.peak_rate, tolerance=tolerance, bound=bound, reference=reference,
+                            notes=remote_notes(remote))
+
+
+def remote_notes(remote: bool) -> list[str]:
+    return ["a remote server: no CPU-speed reference on its cores, its drift is not counted"] if remote else []
 
 
 def point_key(space: Space, point: Mapping[str, Value]) -> tuple:
