@@ -8,9 +8,13 @@
   improvement.
 - scikit-optimize minimises: every objective (higher is better: replies/s)
   is told negated.
-- Noise: the incumbent and the points that come within a near-tie of it are
-  measured again, and each replicate is told to the optimizer as its own
-  observation; the GP's noise term then averages them.
+- Noise: each trial's own variance, when the trial reports it
+  (`details["uncertainty"]`, see trial_noise), is told to the GP row by row,
+  the white-noise term keeping what the trials' own figures do not explain.
+  A reading that would lead the search and stands far above what the model
+  predicted for it, or a floor that would lead, is measured again at once;
+  the incumbent and its near-ties are measured again in the last trials.
+  Each replicate is told as its own observation.
 - Stopping: the trial budget, a time budget, or an expected improvement
   below a threshold once a minimum number of trials has run.
 
@@ -25,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from advisor.tuner.search.space import Space, Value
+from advisor.tuner.search.trial_noise import (SURPRISE_SDS, RowNoise, reject_variance, row_variance, surprise,
+                                              uncertainty_of)
 
 Point = dict[str, Value]
 # Objectives are rates (replies/s): a trial that met no rate scores as this.
@@ -94,6 +100,13 @@ class SearchSettings:
     """Model log(objective) (objectives must then be positive rates)."""
     max_rejections: int = 10
     """Points in a row lint may refuse before the search gives up."""
+    observation_noise: bool = True
+    """Tell the GP each trial's own variance (False: one learnt white-noise
+    level for every trial, as before issue 56)."""
+    early_remeasure: bool = True
+    """Measure again at once a first reading that would lead and surprised the
+    model (or was a floor)."""
+    surprise_sds: float = SURPRISE_SDS
 
     def __post_init__(self) -> None:
         if self.budget < 1:
@@ -144,7 +157,8 @@ class Searcher(Protocol):
 
     def ask(self) -> tuple[Point, str]: ...
 
-    def tell(self, point: Point, objective: float, *, origin: str = "model") -> None: ...
+    def tell(self, point: Point, objective: float, *, origin: str = "model",
+             rel_sd: float | None = None, bound: str | None = None) -> None: ...
 
     def replay(self, observations: Iterable[Observation]) -> None: ...
 
@@ -227,11 +241,18 @@ class BayesianSearch:
         )
         self.history = _History(space)
         self.first = _first_points(space, first_points)
+        self.noise = RowNoise()
+        """One variance per row of self.opt.Xi."""
+        self.remeasure: Point | None = None
+        """A first reading to measure again before anything else."""
 
     # ---- ask / tell ----------------------------------------------------------
 
     def ask(self) -> tuple[Point, str]:
         """The next point and where it comes from (see ORIGINS)."""
+        if self.remeasure is not None:
+            point, self.remeasure = self.remeasure, None
+            return point, "replicate"
         first = _next_first(self)
         if first is not None:
             return first
@@ -268,16 +289,57 @@ class BayesianSearch:
             return None
         return candidate
 
-    def tell(self, point: Point, objective: float, *, origin: str = "model", fit: bool = True) -> None:
+    def tell(self, point: Point, objective: float, *, origin: str = "model", fit: bool = True,
+             rel_sd: float | None = None, bound: str | None = None) -> None:
+        """One trial's figure; `rel_sd` and `bound` are its own report of its
+        precision (see trial_noise), None when it made none."""
+        # A second look is owed by the trial just told, never by an older one
+        # (a replay tells the second look right after the reading it checks).
+        self.remeasure = None
+        y = self._y(objective)
+        uncertainty = uncertainty_of({"uncertainty": {"rel_sd": rel_sd, "bound": bound}})
+        variance = row_variance(uncertainty, objective, log_objective=self.settings.log_objective)
+        lead = self.history.best_by_mean()
+        first_reading = _key(self.space, point) not in self.history.values
+        leads = first_reading and (lead is None or float(objective) > lead[1])
+        surprised = leads and fit and self._surprised(point, y, variance)
         self.history.add(point, objective, origin)
+        self._tell_row(point, y, variance, fit)
+        if self.settings.early_remeasure and leads and (surprised or uncertainty.bound == "lower"):
+            self.remeasure = dict(point)
+
+    def _surprised(self, point: Point, y: float, variance: float) -> bool:
+        """Does the reading lie further above the model's prediction than its spread allows?
+
+        Only a model fitted before this reading can say: during the initial
+        design there is none, and the reading stands as it is."""
+        if not self.opt.models:
+            return False
+        x_row = self.opt.space.transform([self.space.to_values(point)])[0]
         with _one_blas_thread():
-            self.opt.tell(self.space.to_values(point), self._y(objective), fit=fit)
+            return surprise(self.opt.models[-1], x_row, y, variance) > self.settings.surprise_sds
+
+    def _tell_row(self, point: Point, y: float, variance: float, fit: bool = True) -> None:
+        """One row told to skopt, its variance kept beside it and handed to the
+        GP that the tell fits (skopt clones its base estimator at each fit)."""
+        self.noise.add(variance)
+        if self.settings.observation_noise:
+            alpha = self.noise.alpha([float(v) for v in self.opt.yi] + [y])
+            self.opt.base_estimator_.set_params(alpha=alpha)
+        with _one_blas_thread():
+            self.opt.tell(self.space.to_values(point), y, fit=fit)
 
     def replay(self, observations: Iterable[Observation]) -> None:
-        """Tell every completed trial of a journal, in order (for --resume)."""
+        """Tell every completed trial of a journal, in order (for --resume).
+
+        The model is fitted before the last trial and again with it: the last
+        reading may be a surprise waiting to be measured again, and only the
+        model that came before it can say so."""
         told = [o for o in observations if o.valid and o.objective is not None]
         for index, obs in enumerate(told):
-            self.tell(obs.point, obs.objective, origin=obs.origin, fit=index == len(told) - 1)
+            u = uncertainty_of(obs.details)
+            self.tell(obs.point, obs.objective, origin=obs.origin, fit=index >= len(told) - 2,
+                      rel_sd=u.rel_sd, bound=u.bound)
 
     def reject(self, point: Point) -> None:
         """A point lint refused: never run, told as bad as the worst trial so far.
@@ -290,8 +352,8 @@ class BayesianSearch:
         worst = self.history.worst
         # Before any measurement there is no worst trial: the floor stands in
         # (skopt would otherwise hand out the same point again).
-        with _one_blas_thread():
-            self.opt.tell(self.space.to_values(point), self._y(LOG_FLOOR if worst is None else worst))
+        told = LOG_FLOOR if worst is None else worst
+        self._tell_row(point, self._y(told), reject_variance(told, log_objective=self.settings.log_objective))
 
     def _y(self, objective: float) -> float:
         """What skopt minimises: the negated objective, on a log scale by default.
@@ -322,7 +384,9 @@ class BayesianSearch:
         history = self.history
         reserve = int(s.replicate_share * s.budget)
         done = sum(len(v) for v in history.values.values())
-        if reserve <= 0 or done < s.budget - reserve or history.replicates >= reserve:
+        # The early second looks at surprises are not this reserve's.
+        late = history.origins[max(0, s.budget - reserve):].count("replicate")
+        if reserve <= 0 or done < s.budget - reserve or late >= reserve:
             return None
         best = self.incumbent()
         if best is None:
@@ -395,7 +459,8 @@ class RandomSearch:
         drawn = self.history.origins.count("random")
         return dict(self._points[drawn % len(self._points)]), "random"
 
-    def tell(self, point: Point, objective: float, *, origin: str = "random", fit: bool = True) -> None:
+    def tell(self, point: Point, objective: float, *, origin: str = "random", fit: bool = True,
+             rel_sd: float | None = None, bound: str | None = None) -> None:
         self.history.add(point, objective, origin)
 
     def replay(self, observations: Iterable[Observation]) -> None:
@@ -527,7 +592,8 @@ def run_search(searcher: Searcher, objective: Objective, *, check: Callable[[Poi
                 f": {reasons[0]})" if reasons else ")")
             advice = ADVICE.get(outcome.verdict) or advice_for(reasons)
             break
-        searcher.tell(point, outcome.objective, origin=origin)
+        uncertainty = uncertainty_of(outcome.details)
+        searcher.tell(point, outcome.objective, origin=origin, rel_sd=uncertainty.rel_sd, bound=uncertainty.bound)
     best = searcher.incumbent()
     return SearchResult(observations, best[0] if best else None, best[1] if best else None,
                         best[2] if best else 0, stop_reason, advice, rejected, clock() - start)
