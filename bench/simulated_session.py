@@ -15,7 +15,11 @@ default) and answers the few questions the plan asks of a server's host.
 
     python bench/simulated_session.py [--seed 3] [--budget 12] [--config corpus/samples/debian/apache2.conf]
                                       [--allow-mpm-switch] [--work DIR] [--journal-out FILE]
-                                      [--interrupt-after N] [--resume]
+                                      [--interrupt-after N] [--resume] [--unnamed-misses]
+
+--unnamed-misses journals every run as a sandbox on a CPU quota often does:
+its peak set by a probe that missed the SLO on reply time while no resource
+read as saturated (the limiting verdict "none"); the peaks are the host's own.
 """
 
 from __future__ import annotations
@@ -74,11 +78,18 @@ class SimulatedTarget:
 class SimulatedTrials:
     """What the session asks of its trial objective, answered by the simulated host."""
 
-    def __init__(self, space, seed: int, interrupt_after: int | None = None) -> None:
+    def __init__(self, space, seed: int, interrupt_after: int | None = None, unnamed_misses: bool = False) -> None:
         from advisor.tuner.search.simulated import SimulatedHost, SimulatedObjective
 
         self.simulated = SimulatedObjective(space, SimulatedHost(), seed=seed)
+        try:  # the rounds' intervals are floored by the knee bracket the runs are measured to (issue 56)
+            from advisor.tuner.trial.objective_spec import ProbeSettings
+
+            self.probes = ProbeSettings()
+        except ImportError:
+            self.probes = None
         self.interrupt_after = interrupt_after
+        self.unnamed_misses = unnamed_misses
         self.on_start = None
         self.last_elapsed = None
         self.uncapped = False
@@ -93,7 +104,20 @@ class SimulatedTrials:
         if self.interrupt_after is not None and len(self.asked) >= self.interrupt_after:
             raise KeyboardInterrupt  # as a Ctrl-C in the middle of a trial
         self.asked.append(dict(point))
-        return self.simulated(point)
+        outcome = self.simulated(point)
+        if self.unnamed_misses and outcome.valid:
+            outcome.details.update(unnamed_miss(outcome.objective))
+        return outcome
+
+
+def unnamed_miss(peak: float) -> dict[str, Any]:
+    """A knee search's details whose peak was set by a probe just above it
+    that missed the SLO on reply time, with no resource read as saturated."""
+    verdict = {"label": "none", "evidence": {}, "onset_s": None, "consequences": [], "note": ""}
+    return {"objective_kind": "peak",
+            "knee": {"peak_rate": peak, "peak_reply_rate": peak, "lower_bound_only": False,
+                     "limiting_verdict": verdict},
+            "limiting": {"slo_failures": ["reply time 412 ms >= 400 ms"]}}
 
 
 def _plain(value: Any, work: str) -> Any:
@@ -111,13 +135,14 @@ def _plain(value: Any, work: str) -> Any:
     return value
 
 
-def _install_trials(session, seed: int, made: list[SimulatedTrials], interrupt_after: int | None) -> None:
+def _install_trials(session, seed: int, made: list[SimulatedTrials], interrupt_after: int | None,
+                    unnamed_misses: bool = False) -> None:
     """Hand the session's trials to the simulated host: the session builds its
     one trial objective in `make_objective` (before issue 55 split the session
     into its phases, loop.py built a `TrialObjective` in `run`)."""
 
     def simulated(*args, **kwargs) -> SimulatedTrials:
-        trials = SimulatedTrials(session.space, seed, interrupt_after)
+        trials = SimulatedTrials(session.space, seed, interrupt_after, unnamed_misses)
         made.append(trials)
         return trials
 
@@ -165,7 +190,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = SessionSettings(work / "report", budget=args.budget, seed=args.seed,
                                allow_mpm_switch=args.allow_mpm_switch, resume=args.resume)
     session = TuneSession(target, work, workload, ObjectiveSpec(), ProbeSettings(), settings)
-    _install_trials(session, args.seed, made, args.interrupt_after)
+    _install_trials(session, args.seed, made, args.interrupt_after, args.unnamed_misses)
     plan = session.prepare()
     session.managed = object()  # the simulated server needs no include held safe
     try:
@@ -193,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--journal-out", help="write the comparable record (JSON) here")
     parser.add_argument("--interrupt-after", type=int, help="stop the session, as Ctrl-C would, at this trial run")
     parser.add_argument("--resume", action="store_true", help="go on with the journal in --work")
+    parser.add_argument("--unnamed-misses", action="store_true",
+                        help="every run's peak set by a probe that missed the SLO with nothing saturated")
     args = parser.parse_args(argv)
     record = run(args)
     text = json.dumps(record, indent=1, sort_keys=True, default=str)

@@ -57,3 +57,24 @@ def test_an_interrupted_session_resumes_from_its_journal(tmp_path):
     assert resumed["journal"][:len(kept)] == whole["journal"][:len(kept)]
     assert len(resumed["journal"]) == len(whole["journal"])
     assert resumed["plan"]["resumed"] == BUDGET
+
+
+def test_a_resumed_session_whose_probes_missed_with_nothing_named_recommends_what_it_kept(tmp_path):
+    """A resumed sandbox session kept four changes on a gain of x6.79 and
+    headed its report "recommended: nothing: the objective did not
+    respond": every run of its winner had its peak set by a probe that
+    missed the SLO with no resource named. Interleaved runs that tell the
+    points apart outweigh that; the headline says what is kept."""
+    work = tmp_path / "cut"
+    code, _, said = simulated_session(work, "--unnamed-misses", "--interrupt-after", str(BUDGET + 2))
+    assert code == 130, said
+    code, resumed, _ = simulated_session(work, "--unnamed-misses", "--resume")
+    assert code == 0
+    report = resumed["report"]
+    gain = report["gain"]
+    assert gain is not None and gain["low"] > 1.0, "the interleaved runs measured a gain beyond noise"
+    assert report["no_response"] is None
+    assert report["recommendation"]["winner"] == resumed["recommendation"]
+    assert report["recommendation"]["changes"], "the report recommends the changes the session kept"
+    assert any("verdict \"none\"" in note and "measured the difference all the same" in note
+               for note in report["notes"])

@@ -299,29 +299,50 @@ def _noise_band(replicates: Replicates | None) -> float:
     return band
 
 
+def told_apart(gain: Gain | None, ablations=None) -> bool:
+    """Whether interleaved runs measured two points apart beyond noise: the
+    gain, or an ablation (a gain or a loss). A resumed sandbox session once
+    kept four changes on a gain of x6.79 and still headed its report
+    "recommended: nothing: the objective did not respond", because the
+    winner's probes had missed the SLO with no resource named."""
+    if gain is not None and gain.excludes_one:
+        return True
+    effects = getattr(ablations, "effects", None) or {}
+    return any(effect.beyond_noise or effect.a_loss for effect in effects.values())
+
+
+def unnamed_misses(space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
+                   replicates: Replicates | None) -> tuple[list[tuple[str, dict[str, Any], list[str]]], list]:
+    """(the winner's runs whose peak a probe set that missed the SLO with
+    verdict "none", every run of the winner)."""
+    winner_runs = _runs_of(space, observations, winner) + list(replicates.winner_verdicts if replicates else [])
+    missed = [_limiting(d) for _, d in winner_runs]
+    return [(label, ev, failures) for label, ev, failures in missed if label == "none" and failures], winner_runs
+
+
 def no_response(space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
-                replicates: Replicates | None, gain: Gain | None) -> NoResponse | None:
+                replicates: Replicates | None, gain: Gain | None, ablations=None) -> NoResponse | None:
     """Whether the session could tell its points apart; None when it could.
 
     It could not when every valid trial measured the same within noise
-    (FLAT_SPREAD, or the replicates' spread), unless the interleaved gain
-    runs tell start and winner apart; or when the winner's peak was set by
-    probes that missed the SLO with verdict "none": what held them back is
-    not what the space changes, as far as the trials can say. The likely
-    cause is named from the trials themselves.
+    (FLAT_SPREAD, or the replicates' spread), or when the winner's peak was
+    set by probes that missed the SLO with verdict "none": what held them
+    back is not what the space changes, as far as the trials can say;
+    unless interleaved runs (the gain, an ablation) told points apart
+    beyond noise (told_apart). The likely cause is named from the trials
+    themselves.
     """
+    if told_apart(gain, ablations):
+        return None
     valid = [o for o in observations if o.valid and o.objective is not None and not o.replicate]
-    winner_runs = _runs_of(space, observations, winner) + list(replicates.winner_verdicts if replicates else [])
-    missed = [(_limiting(d), d) for _, d in winner_runs]
-    unnamed = [(label, ev, failures) for (label, ev, failures), _ in missed if label == "none" and failures]
+    unnamed, winner_runs = unnamed_misses(space, observations, winner, replicates)
     values = sorted(float(o.objective) for o in valid)  # type: ignore[arg-type]
     spread = None
     if len(values) >= 3:
         middle = values[len(values) // 2]
         spread = (values[-1] - values[0]) / middle if middle > 0 else 0.0
     points = {_key(space, o.point) for o in valid}
-    responded = gain is not None and gain.excludes_one
-    flat = (spread is not None and len(points) >= 2 and spread <= _noise_band(replicates)) and not responded
+    flat = spread is not None and len(points) >= 2 and spread <= _noise_band(replicates)
     if not flat and not (winner_runs and len(unnamed) * 2 > len(winner_runs)):
         return None
     if flat:
@@ -332,6 +353,20 @@ def no_response(space: Space, observations: Sequence[Observation], winner: Mappi
                    f"(verdict \"none\") in {len(unnamed)} of {len(winner_runs)} runs")
     cause, detail = _likely_cause(valid, winner_runs, unnamed)
     return NoResponse(finding, cause, detail, round(spread, 4) if spread is not None else None)
+
+
+def misses_told_apart(space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
+                      replicates: Replicates | None) -> list[str]:
+    """The note a recommendation carries when the winner's probes mostly
+    missed the SLO with no resource named, yet interleaved runs told the
+    points apart: the measured difference stands, its cause is unnamed."""
+    unnamed, winner_runs = unnamed_misses(space, observations, winner, replicates)
+    if not winner_runs or len(unnamed) * 2 <= len(winner_runs):
+        return []
+    return [f"the winner's peak was set by probes that missed the SLO with no resource saturated (verdict "
+            f"\"none\") in {len(unnamed)} of {len(winner_runs)} runs; the interleaved runs measured the "
+            "difference all the same, so the recommendation stands on them, with what held the probes back "
+            "unnamed"]
 
 
 def _likely_cause(valid: Sequence[Observation], winner_runs: Sequence[tuple[str, Mapping[str, Any]]],
@@ -486,7 +521,9 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
             notes.append(f"the gain could not be measured: {exc}")
     elif replicates is not None:
         notes.append("too few valid replicates to measure the gain (two of each at the least)")
-    unresponsive = no_response(space, observations, winner, replicates, gain)
+    unresponsive = no_response(space, observations, winner, replicates, gain, ablations)
+    if unresponsive is None:
+        notes += misses_told_apart(space, observations, winner, replicates)
     # A session that cannot tell its points apart recommends nothing: the start is kept.
     recommendation = recommend(cfg, space, winner)
     if unresponsive is not None:
