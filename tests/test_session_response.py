@@ -112,8 +112,9 @@ def test_flat_trials_whose_gain_runs_exclude_one_still_recommend(debian):
     observations = [Observation(i + 1, p, 100.0 + 2 * i, True, "worker pool exhausted",
                                 _peak_details(100, "worker pool exhausted", ["errors 5 %"]))
                     for i, p in enumerate(points)]
+    # Runs measured to a 1 % knee bracket: the 10 % default's floor would hold a 4 % gain within noise.
     replicates = Replicates(start=[100.0, 100.5, 99.8, 100.2, 100.1], winner=[104.0, 104.2, 103.9, 104.1, 104.3],
-                            order=["start", "winner"] * 5)
+                            order=["start", "winner"] * 5, tolerance=0.01)
     report = _report(cfg, space, observations, points[2], replicates)
     assert report.gain is not None and report.gain.excludes_one
     assert report.no_response is None and not report.recommendation.is_empty

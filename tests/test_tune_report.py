@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import re
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from advisor.tuner.search.simulated import SimulatedObjective
 from advisor.tuner.search.space_derive import derive_space
 from advisor.tuner.search.surrogate import Surrogate
 from advisor.tuner.session import report_plots
-from advisor.tuner.session.gain import Replicates, measure_gain, ratio_interval, replicate_order
+from advisor.tuner.session.gain import Replicates, measure_gain, replicate_order
 from advisor.tuner.session.report_data import EVIDENCE, SessionFacts, build_report, summarise_verdicts
 from conftest import REPO, SAMPLES, require_httpd
 from shared_data import seed_text
@@ -206,14 +206,6 @@ def test_the_worker_drop_in_passes_apache2_t(tmp_path):
 # ---- the gain and its confidence interval -----------------------------------------------
 
 
-def welch_statistic(start, winner, ratio):
-    """|mean(w) - r mean(s)| / its standard error: Fieller's pivot, computed directly."""
-    b, a = sum(start) / len(start), sum(winner) / len(winner)
-    vb = sum((x - b) ** 2 for x in start) / (len(start) - 1) / len(start)
-    va = sum((x - a) ** 2 for x in winner) / (len(winner) - 1) / len(winner)
-    return abs(a - ratio * b) / math.sqrt(va + ratio ** 2 * vb)
-
-
 def test_identical_lists_give_an_interval_around_one():
     values = [1510.0, 1490.0, 1530.0, 1475.0, 1500.0]
     gain = measure_gain(Replicates(values, list(values)))
@@ -222,51 +214,36 @@ def test_identical_lists_give_an_interval_around_one():
 
 
 def test_clearly_separated_lists_exclude_one():
-    gain = measure_gain(Replicates([1000, 1020, 990, 1010, 1005], [1300, 1290, 1320, 1310, 1295]))
-    assert gain.ratio == pytest.approx(1303 / 1005)
+    start, winner = [1000, 1020, 990, 1010, 1005], [1300, 1290, 1320, 1310, 1295]
+    gain = measure_gain(Replicates(start, winner))
+    assert gain.ratio == pytest.approx(statistics.geometric_mean(winner) / statistics.geometric_mean(start))
+    assert gain.ratio == pytest.approx(gain.winner_mean / gain.start_mean)
     assert 1.0 < gain.low < gain.ratio < gain.high and gain.excludes_one
+    assert "log ratio" in gain.method and gain.df == 8
 
 
-def test_the_interval_matches_the_closed_form_when_the_start_does_not_vary():
-    """With an exact denominator Fieller's interval is the t interval of the
-    numerator divided by it, with n - 1 degrees of freedom."""
-    from scipy.stats import t
+def test_the_floor_is_the_runs_own_uncertainty_else_the_knee_bracket():
+    """Runs that agree to the last digit are floored: by the uncertainty each
+    reported (the median of them), else by the bracket the knee searches closed."""
+    from advisor.tuner.stats.ratio import bracket_sd
 
-    winner = [130.0, 126.0, 133.0, 128.0, 131.0, 127.0]
-    ratio, low, high, df = ratio_interval([100.0] * 4, winner)
-    mean = sum(winner) / len(winner)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in winner) / (len(winner) - 1))
-    half = t.ppf(0.975, len(winner) - 1) * sd / math.sqrt(len(winner)) / 100.0
-    assert df == pytest.approx(len(winner) - 1)
-    assert (ratio, low, high) == pytest.approx((mean / 100.0, mean / 100.0 - half, mean / 100.0 + half))
-
-
-def test_the_ends_are_where_the_pivot_reaches_its_quantile():
-    from scipy.stats import t
-
-    start, winner = [980.0, 1040.0, 1010.0, 995.0, 1020.0], [1180.0, 1260.0, 1225.0, 1190.0, 1240.0, 1215.0]
-    ratio, low, high, df = ratio_interval(start, winner)
-    quantile = t.ppf(0.975, df)
-    assert welch_statistic(start, winner, low) == pytest.approx(quantile, rel=1e-9)
-    assert welch_statistic(start, winner, high) == pytest.approx(quantile, rel=1e-9)
-    assert welch_statistic(start, winner, ratio) == pytest.approx(0.0, abs=1e-9)
-    assert welch_statistic(start, winner, low * 0.99) > quantile > welch_statistic(start, winner, low * 1.01)
+    start, winner = [800.0, 800.0, 800.0], [1000.0, 1000.0, 1000.0]
+    bare = measure_gain(Replicates(start, winner))
+    assert bare.floored and bare.floor_sd == pytest.approx(bracket_sd(0.1))
+    coarse = measure_gain(Replicates(start, winner, tolerance=0.3))
+    assert coarse.floor_sd == pytest.approx(bracket_sd(0.3)) and coarse.high - coarse.low > bare.high - bare.low
+    order = replicate_order(3)
+    reported = [(role, TrialOutcome(800.0 if role == "start" else 1000.0, True, "server CPU",
+                                    {"uncertainty": {"rel_sd": sd}})) for role, sd in zip(order, (0.01, 0.2, 0.01,
+                                                                                                   0.01, 0.2, 0.2))]
+    measured = measure_gain(Replicates.from_outcomes(reported, tolerance=0.3))
+    assert measured.floor_sd == pytest.approx((0.01 + 0.2) / 2)  # the median of six
+    assert any("sets the interval's width" in note for note in measured.notes)
 
 
-def test_the_interval_covers_the_true_ratio_95_times_in_100():
-    rng = random.Random(11)
-    hits, experiments = 0, 2000
-    for _ in range(experiments):
-        start = [rng.gauss(1000.0, 50.0) for _ in range(5)]
-        winner = [rng.gauss(1300.0, 90.0) for _ in range(5)]
-        _, low, high, _ = ratio_interval(start, winner)
-        hits += low <= 1.3 <= high
-    assert 0.93 <= hits / experiments <= 0.97
-
-
-def test_a_start_within_noise_of_zero_has_no_finite_interval():
-    gain = measure_gain(Replicates([5.0, -3.0, 8.0, -6.0, 2.0], [10.0, 11.0, 9.0, 10.5, 9.5]))
-    assert gain.low is None and gain.high is None and not gain.excludes_one
+def test_a_start_that_served_nothing_has_no_log_ratio():
+    with pytest.raises(ValueError, match="positive"):
+        measure_gain(Replicates([0.0, 310.0, 290.0], [1000.0, 1100.0, 1050.0]))
 
 
 def test_replicates_from_outcomes_keep_the_run_order_and_skip_invalid_runs():
@@ -274,7 +251,7 @@ def test_replicates_from_outcomes_keep_the_run_order_and_skip_invalid_runs():
     # ABBA: interleaved, and every other run follows a run of its own point (its warm pool kept).
     assert order == ["start", "winner", "winner", "start", "start", "winner"]
     assert not measure_gain(Replicates.from_outcomes(
-        [(role, TrialOutcome(100.0 + i, True, "server CPU", {})) for i, role in enumerate(order)])).notes[1:]
+        [(role, TrialOutcome(100.0 + 10 * i, True, "server CPU", {})) for i, role in enumerate(order)])).notes[1:]
     runs = [(role, TrialOutcome(100.0 + i, i != 2, "server CPU", {})) for i, role in enumerate(order)]
     rep = Replicates.from_outcomes(runs)
     assert rep.start == [100.0, 103.0, 104.0] and rep.winner == [101.0, 105.0]
@@ -390,7 +367,7 @@ def test_the_plots_are_pngs_and_report_md_links_them(session):
         assert (out / target).is_file(), target
     assert "before: " in markdown and "; after: " in markdown
     assert report.verdict_line in markdown
-    assert "excludes 1.0" in markdown and "Fieller" in markdown
+    assert "excludes 1.0" in markdown and "t interval on the log ratio" in markdown
     assert "```diff" in markdown and "-MaxRequestsPerChild 4000" in markdown
     include = files["include"].read_text()
     assert include.startswith("# Recommended by apache-advisor tune on 2026-01-02T03:04:05+00:00")

@@ -196,11 +196,11 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     if gain is None:
         out += ["Not measured: the session ran no interleaved replicates of the start and the winner.", ""]
     else:
-        out += _table(["", f"runs ({unit})", "mean"], [
+        out += _table(["", f"runs ({unit})", "geometric mean"], [
             ["start", ", ".join(_number(v) for v in gain.start), _number(gain.start_mean)],
             ["winner", ", ".join(_number(v) for v in gain.winner), _number(gain.winner_mean)],
         ])
-        out += ["", f"Ratio of means {gain_sentence(gain)}.", "",
+        out += ["", f"Ratio of geometric means {gain_sentence(gain)}.", "",
                 f"Method: {gain.method}" + (f", {gain.df:.1f} degrees of freedom" if gain.df else "") + "."
                 + (f" Run order: {', '.join(gain.order)}." if gain.order else ""), ""]
         out += [f"- {note}" for note in gain.notes] + ([""] if gain.notes else [])

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from advisor.tuner.session.gain import CONFIDENCE
-from advisor.tuner.stats.ratio import ratio_interval
+from advisor.tuner.stats.ratio import DEFAULT_TOLERANCE, ratio_interval
 
 WINNER = "winner"
 WITHOUT = "without:"
@@ -146,6 +146,8 @@ class Ablations:
     outcomes: list[tuple[str, Any]] = field(default_factory=list)
     """(role, TrialOutcome) of every run, in order: the gain's replicates
     when the start ran in the rounds (see replicates_for)."""
+    tolerance: float = DEFAULT_TOLERANCE
+    """The knee bracket the runs were measured to (the replicates' floor)."""
 
     def replicates_for(self, role: str):
         """The start's runs against the runs of `role` (the winner, or the
@@ -159,7 +161,7 @@ class Ablations:
             return None
         runs = [("start" if r == START else "winner", outcome) for r, outcome in self.outcomes
                 if r in (START, role)]
-        return Replicates.from_outcomes(runs)
+        return Replicates.from_outcomes(runs, self.tolerance)
 
     def point_of(self, role: str, start: Mapping[str, Any]) -> dict[str, Any] | None:
         """The point a role of the rounds measured: the winner, or the

@@ -83,6 +83,7 @@ def ablate(context: SessionContext, runner: TrialObjective, winner: dict[str, Va
     if stopped:
         ablations.notes.append(stopped)
     ablations.outcomes = outcomes
+    ablations.tolerance = runner.probes.tolerance
     ablations.winner_point = dict(winner)
     return ablations
 

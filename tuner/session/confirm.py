@@ -100,7 +100,7 @@ def measure_replicates(context: SessionContext, runner: TrialObjective, winner: 
                                     outcome.verdict, outcome.details))
         runs.append((role, outcome))
         context.events.replicate_done(index, len(roles), role, outcome)
-    return Replicates.from_outcomes(runs)
+    return Replicates.from_outcomes(runs, runner.probes.tolerance)
 
 
 def gain_from_rounds(context: SessionContext, winner: dict[str, Value], ablations):

@@ -1,5 +1,7 @@
 """The gain of the winner over the starting config, from interleaved replicates:
-the ratio of their means with Fieller's confidence interval."""
+the ratio of their geometric means with a t interval on the log ratio, its
+variance pooled and floored (tuner/stats/ratio.py), which holds with the two
+to five runs a side a session can afford."""
 
 from __future__ import annotations
 
@@ -8,10 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from advisor.tuner.search.optimizer import TrialOutcome
+from advisor.tuner.stats import noise_floor
+from advisor.tuner.stats.ratio import DEFAULT_TOLERANCE, MIN_RUNS, ratio_interval
 
 CONFIDENCE = 0.95
 # The issue asks for at least this many interleaved replicates of each side.
 MIN_REPLICATES = 5
+LEAST_REPLICATES = MIN_RUNS
+"""Fewer runs a side leave the interval no degrees of freedom: the least a
+session may ask for (0 asks for none)."""
 
 
 # --------------------------------------------------------------------------
@@ -30,12 +37,22 @@ class Replicates:
     winner_verdicts: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     source: str = ""
     """Where the runs came from when not the gain's own ABBA runs."""
+    tolerance: float = DEFAULT_TOLERANCE
+    """The knee search's bracket the runs were measured to: the interval's
+    floor when the runs report no uncertainty of their own."""
+
+    def floor_sd(self) -> float:
+        """The least deviation of one run's log figure the interval allows."""
+        details = [d for _, d in self.start_verdicts] + [d for _, d in self.winner_verdicts]
+        return noise_floor.floor_sd(details, self.tolerance)
 
     @classmethod
-    def from_outcomes(cls, runs: Sequence[tuple[str, TrialOutcome]]) -> "Replicates":
+    def from_outcomes(cls, runs: Sequence[tuple[str, TrialOutcome]], tolerance: float = DEFAULT_TOLERANCE
+                      ) -> "Replicates":
         """From ("start" | "winner", outcome) pairs in the order they ran;
-        invalid runs count in neither list."""
-        out = cls([], [])
+        invalid runs count in neither list. `tolerance`: the knee bracket
+        the runs were measured to."""
+        out = cls([], [], tolerance=tolerance)
         for role, outcome in runs:
             if role not in ("start", "winner"):
                 raise ValueError(f"a replicate is of the start or the winner, not {role!r}")
@@ -69,80 +86,48 @@ class Gain:
     winner: list[float]
     order: list[str]
     start_mean: float
+    """The geometric mean of the start's runs (the ratio is of these means)."""
     winner_mean: float
     ratio: float
     low: float | None
-    """None: the interval has no finite bound (the start's mean is not
-    distinguishable from zero)."""
+    """None only in a gain read from before the log interval: that one
+    (Fieller's) could have no finite bound; this one always has."""
     high: float | None
     confidence: float
     df: float | None
     method: str
     notes: list[str] = field(default_factory=list)
+    floor_sd: float | None = None
+    """The least deviation of one run's log figure the interval allowed."""
+    floored: bool = False
+    """The runs spread less than the floor: the floor, not the runs, set the width."""
 
     @property
     def excludes_one(self) -> bool:
         return self.low is not None and self.high is not None and not self.low <= 1.0 <= self.high
 
 
-def _mean_var(values: Sequence[float]) -> tuple[float, float]:
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    return mean, var
-
-
-def ratio_interval(start: Sequence[float], winner: Sequence[float], confidence: float = CONFIDENCE
-                   ) -> tuple[float, float | None, float | None, float | None]:
-    """mean(winner) / mean(start) and its Fieller interval: (ratio, low, high, df).
-
-    Why Fieller: it is the interval for a ratio of two means that holds
-    exactly when each mean is normal, without assuming the noise is
-    multiplicative (a t interval on the log ratio estimates the ratio of
-    geometric means instead), and with five replicates a side a bootstrap
-    resamples too few values to reach its nominal coverage. The two sides are
-    independent runs; their variances may differ, so the t quantile takes
-    Welch-Satterthwaite degrees of freedom, evaluated at the estimated ratio.
-
-    The interval is the set of ratios r for which the Welch t statistic of
-    mean(winner) - r * mean(start) stays within the quantile; its ends are
-    the roots of a quadratic in r.
-    """
-    from scipy.stats import t as student_t  # scipy comes with scikit-learn (skopt's own dependency)
-
-    if len(start) < 2 or len(winner) < 2:
-        raise ValueError("the interval needs at least two measurements of each side")
-    b, vb_raw = _mean_var(start)
-    a, va_raw = _mean_var(winner)
-    if b <= 0:
-        raise ValueError("the start's mean must be positive")
-    ratio = a / b
-    va, vb = va_raw / len(winner), vb_raw / len(start)  # variances of the two means
-    if va == 0 and vb == 0:
-        return ratio, ratio, ratio, None
-    denominator = va ** 2 / (len(winner) - 1) + ratio ** 4 * vb ** 2 / (len(start) - 1)
-    df = (va + ratio ** 2 * vb) ** 2 / denominator
-    q = float(student_t.ppf(0.5 + confidence / 2.0, df))
-    # (a - r b)^2 = q^2 (va + r^2 vb)  <=>  A r^2 - 2 B r + C = 0
-    big_a = b * b - q * q * vb
-    big_b = a * b
-    big_c = a * a - q * q * va
-    if big_a <= 0:
-        return ratio, None, None, df  # the start's mean is within noise of zero: no finite bound
-    root = math.sqrt(max(big_b * big_b - big_a * big_c, 0.0))
-    return ratio, (big_b - root) / big_a, (big_b + root) / big_a, df
+def geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def measure_gain(replicates: Replicates, confidence: float = CONFIDENCE) -> Gain:
-    ratio, low, high, df = ratio_interval(replicates.start, replicates.winner, confidence)
+    """The gain from the replicates; ValueError when a side has fewer than
+    two runs or a run that met the SLO at no rate (a zero has no log)."""
+    floor = replicates.floor_sd()
+    interval = ratio_interval(replicates.start, replicates.winner, confidence=confidence, floor_sd=floor)
     notes = []
     fewest = min(len(replicates.start), len(replicates.winner))
     if fewest < MIN_REPLICATES:
         notes.append(f"only {fewest} replicates of one side (at least {MIN_REPLICATES} each were asked for): "
                      "the interval is wide")
+    if interval.floored:
+        notes.append(f"the runs spread less than one run can measure (±{floor:.1%} on the log scale): "
+                     "that floor, not their spread, sets the interval's width")
     planned = replicate_order(max(1, (len(replicates.order) + 1) // 2))[:len(replicates.order)]
     if replicates.order and replicates.order != planned:
         notes.append("the replicates did not follow the interleaved order (an invalid run was left out)")
     return Gain(list(replicates.start), list(replicates.winner), list(replicates.order),
-                _mean_var(replicates.start)[0], _mean_var(replicates.winner)[0], ratio, low, high, confidence, df,
-                "ratio of means, Fieller's interval with Welch-Satterthwaite degrees of freedom", notes)
+                geometric_mean(replicates.start), geometric_mean(replicates.winner), interval.ratio,
+                interval.low, interval.high, confidence, interval.df,
+                f"ratio of geometric means, {interval.method}", notes, floor, interval.floored)
