@@ -88,6 +88,27 @@ def test_budget_0_is_one_line(run, tmp_path):
     untouched(run)
 
 
+@pytest.mark.parametrize("args, option", [(["--gain-replicates", "1"], "--gain-replicates 1"),
+                                          (["--gain-replicates", "0", "--ablation-replicates", "1"],
+                                           "--ablation-replicates 1"),
+                                          (["--gain-replicates", "1", "--ablation-replicates", "0"],
+                                           "--gain-replicates 1")])
+def test_replicates_too_few_for_the_interval_are_one_line(run, tmp_path, args, option):
+    """One run a side gives the ratio's interval no spread to measure the
+    noise by: refused, saying the least value and why; 0 (none) is allowed."""
+    line = one_error_line(tune(run, tmp_path / "r", *args, "--yes"))
+    assert option in line and "at least 2 runs of each side" in line and "no spread" in line, line
+    assert "or 0 for none" in line
+    assert not (tmp_path / "r").exists()
+    untouched(run)
+
+
+def test_no_gain_and_no_ablations_are_still_allowed(run, tmp_path):
+    result = tune(run, tmp_path / "r", "--dry-run", "--gain-replicates", "0", "--ablation-replicates", "0")
+    assert result.returncode == 0, result.stderr
+    assert "at least 2 runs" not in result.stderr
+
+
 @pytest.mark.parametrize("body, fragments", [
     ("[MaxRequestWorkers\nlow = 5\n", ["space.toml:1:", "not valid TOML"]),
     ("[KeepAlive]\nvalue = \"On\"\n\n[MaxConnectionsPerChild]\nlow = 10\n",

@@ -282,7 +282,22 @@ def _session_settings(options: TuneOptions) -> SessionSettings:
                                ram_bytes=ram_bytes, ablation_replicates=options.ablation_replicates,
                                lint_policy=_lint_policy(options))
     settings.check()
+    _check_replicates(settings)
     return settings
+
+
+def _check_replicates(settings: SessionSettings) -> None:
+    """Refuse gain runs or ablation rounds too few for the ratio's interval:
+    one run a side has no spread to estimate the noise from, so no interval
+    at all (0 asks for none and stays allowed)."""
+    from advisor.tuner.stats.ratio import MIN_RUNS
+
+    for option, value, what in (("--gain-replicates", settings.gain_replicates, "the gain's"),
+                                ("--ablation-replicates", settings.ablation_replicates, "the ablations'")):
+        if value is not None and 0 < value < MIN_RUNS:
+            raise UsageError(f"{option} {value}: {what} interval needs at least {MIN_RUNS} runs of each side "
+                             "(one run a side has no spread to measure the noise by)",
+                             hint=f"give {option} {MIN_RUNS} or more, or 0 for none")
 
 
 def _log_workload(options: TuneOptions) -> tuple[LogWorkload | None, float | None, float | None]:
