@@ -363,13 +363,31 @@ def knee_outcome(knee, start_rate: float, max_rate: float) -> TrialOutcome:
 def knee_trial_uncertainty(knee, tolerance: float, bound: str | None, reference: dict[str, Any] | None,
                            remote: bool) -> TrialUncertainty:
     """The knee search's figure's uncertainty (trial/precision.py): a probe
-    that measured something else (measured_something_else) reads nothing of
-    the server's speed; a client-bound search is a floor."""
-    readings = readings_from_probes(knee.probes, counts=lambda r: not measured_something_else(r))
+    that measured something else (measured_something_else) closes no
+    bracket, and reads the server's speed only when other programs were all
+    it measured besides (the speed the server had then, their share taken);
+    a client-bound search is a floor."""
+    readings = readings_from_probes(knee.probes, counts=lambda r: not measured_something_else(r),
+                                    reads_speed=reads_server_speed)
     if knee.lower_bound_only:
         bound = LOWER
     return knee_uncertainty(readings, knee.peak_rate, tolerance=tolerance, bound=bound, reference=reference,
                             notes=remote_notes(remote))
+
+
+def reads_server_speed(result) -> bool:
+    """A failed probe whose served rate is what the server could serve then
+    (see knee_trial_uncertainty)."""
+    from advisor.tuner.trial.verdict import CLOSED_BY_SERVER
+
+    from advisor.tuner.trial.knee import served_share
+
+    if result.verdict.label == "process churn" and served_share(result) < 0.5:
+        # Overload collapse: prefork with MaxConnectionsPerChild 10 served 5
+        # of 81.6 connections/s, forking more than it served; not its speed.
+        return False
+    return (result.verdict.label not in ("client-bound", CLOSED_BY_SERVER) and not result.client_failed
+            and not getattr(result, "pending_restart", None) and "closed_by_server" not in result.verdict.evidence)
 
 
 def remote_notes(remote: bool) -> list[str]:

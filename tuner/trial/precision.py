@@ -38,12 +38,14 @@ from advisor.tuner.stats.ratio import bracket_sd
 LOWER = "lower"
 UPPER = "upper"
 
-MIN_SATURATED_SHARE = 0.5
-"""A failed probe that served less than this share of its offer collapsed
-under the overload rather than ran at capacity (prefork forking a child per
-connection served 5 of 81.6 connections/s): its served rate says nothing of
-the speed. The knee search moves by at most 2x, so a probe offered twice the
-capacity still serves half its offer."""
+MIN_SATURATED_SHARE = 0.05
+"""A failed probe that served less than this share of its offer says nothing
+of the speed (a server that stopped answering). The bound is low on
+purpose: a server that slowed during the trial serves a small share of an
+offer made for its earlier speed (a ninth, when a quota fell from half a
+core to a tenth), and that is the reading that shows the move. A forking
+pool that collapses under overload is left out by its verdict instead
+(objective.reads_server_speed)."""
 SATURATED_BELOW = 0.97
 """A failed probe that served less than this share of its offer was
 saturated; one that served nearly all of it missed on reply time alone."""
@@ -66,6 +68,11 @@ class ProbeReading:
     """The offer in the served rate's unit, when known (served / offered is the share)."""
     counts: bool = True
     """False: the probe measured something else (the load generator, other programs)."""
+    reads_speed: bool | None = None
+    """Whether a failure's served rate reads the server's speed at that
+    moment (None: as `counts`). A probe other programs disturbed does, with
+    their share taken away: the trial cannot bracket with it, but the speed
+    it saw is a speed the trial's figure could have met."""
 
     @property
     def share(self) -> float:
@@ -76,7 +83,8 @@ class ProbeReading:
     @property
     def saturated(self) -> bool:
         """Failed while serving clearly less than offered, yet not collapsed: a capacity reading."""
-        return (not self.passed and self.counts and self.served > 0
+        reads = self.counts if self.reads_speed is None else self.reads_speed
+        return (not self.passed and reads and self.served > 0
                 and MIN_SATURATED_SHARE <= self.share < SATURATED_BELOW)
 
 
@@ -189,10 +197,12 @@ def _reference_ms(reference: Mapping[str, Any] | None) -> tuple[float | None, fl
     return reference.get("before_ms"), reference.get("after_ms")
 
 
-def readings_from_probes(probes: Sequence[Any], counts: Any = None) -> list[ProbeReading]:
+def readings_from_probes(probes: Sequence[Any], counts: Any = None, reads_speed: Any = None) -> list[ProbeReading]:
     """ProbeReadings from a knee search's TrialResults; `counts(result)`
     says whether a failed probe measured the config (default: it did unless
-    the load generator set the pace)."""
+    the load generator set the pace or other programs took the cores),
+    `reads_speed(result)` whether its served rate reads the server's speed
+    (default: as counts)."""
     out = []
     for p in probes:
         offered = p.inputs.target_request_rate
@@ -200,8 +210,9 @@ def readings_from_probes(probes: Sequence[Any], counts: Any = None) -> list[Prob
             counted = bool(counts(p))
         else:
             counted = p.verdict.label != "client-bound" and not p.interference["disturbed"]
+        reads = bool(reads_speed(p)) if reads_speed is not None else None
         out.append(ProbeReading(float(p.inputs.rate), float(p.served_rate), bool(p.meets_slo),
-                                float(offered) if offered else None, counted or p.meets_slo))
+                                float(offered) if offered else None, counted or p.meets_slo, reads))
     return out
 
 
