@@ -113,3 +113,17 @@ def test_the_reference_puts_the_thread_back_on_its_own_cores():
     own = os.sched_getaffinity(0)
     read_reference([0])
     assert os.sched_getaffinity(0) == own
+
+
+def test_the_sessions_trial_line_shows_the_figure_with_its_uncertainty(capsys):
+    from advisor.commands.tune import _Display
+    from advisor.tuner.search.optimizer import Observation
+
+    display = _Display(as_json=False)
+    measured = knee_uncertainty(STEADY, 560, tolerance=0.1).to_dict()
+    display.trial_done(Observation(3, {}, 557.0, True, "server CPU", {"uncertainty": measured}), 557.0, None)
+    floor = {"rel_sd": 0.03, "bound": LOWER}
+    display.trial_done(Observation(4, {}, 1555.0, True, "none", {"uncertainty": floor}), 1555.0, None)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"trial 3: 557.0 ± {100 * measured['rel_sd']:.0f} % (server CPU)"), lines
+    assert lines[1].startswith("trial 4: at least 1,555.0 (± 3 %) (none)"), lines

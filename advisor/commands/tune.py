@@ -530,9 +530,11 @@ class _Display:
             self._print(line, markup=False)
 
     def trial_done(self, obs, best: float | None, eta_s: float | None) -> None:
+        from advisor.tuner.trial.precision import figure_text
+
         unit = self._unit()
-        if obs.objective is not None:
-            value = f"{obs.objective:,.1f} {unit}"
+        if obs.objective is not None:  # with its measured uncertainty, "at least"/"at most" for a bound
+            value = figure_text(obs.objective, unit, (obs.details or {}).get("uncertainty"))
         elif obs.valid:
             value = "no value"
         else:
@@ -558,7 +560,10 @@ class _Display:
         self._run_line("ablation run", index, total, role, outcome)
 
     def _run_line(self, kind: str, index: int, total: int, role: str, outcome) -> None:
-        value = f"{outcome.objective:,.1f} {self._unit()}" if outcome.valid else f"invalid ({outcome.verdict})"
+        from advisor.tuner.trial.precision import figure_text
+
+        value = (figure_text(outcome.objective, self._unit(), (outcome.details or {}).get("uncertainty"))
+                 if outcome.valid else f"invalid ({outcome.verdict})")
         line = f"{kind} {index} of {total} ({role}): {value}"
         if self.progress is not None:
             self.progress.console.print(line, highlight=False)
