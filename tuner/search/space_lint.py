@@ -83,6 +83,43 @@ def _render(key: Key) -> str:
 _NOT_OF_THE_CANDIDATE = {"A001", "A002"}
 
 
+def edited_line(edit, line: int) -> str | None:
+    """Line `line` as the edit rewrites it, when the edit replaces text on
+    that line and nothing else (a rule's advice as one value); else None."""
+    if edit is None or not edit.applicable or edit.inserts_line or edit.line != line or not edit.original:
+        return None
+    if Path(edit.file).name != CANDIDATE:
+        return None
+    return edit.original[:edit.start] + edit.text + edit.original[edit.end:]
+
+
+def advised_value(space: "Space", name: str, line: str) -> "Value | None":
+    """The value of dimension `name` a directive line writes, as the search
+    holds it (0 at an unlimited top is that top), or None when the line
+    writes another directive, several words, or a value outside the space."""
+    from advisor.tuner.search.space import ALIASES
+    from advisor.tuner.search.space_derive import parse_timeout_ms
+
+    dim = space.dimension(name)
+    words = line.split()
+    spellings = {spelling.lower() for spelling in ALIASES.get(name, (name,))}
+    if dim is None or len(words) != 2 or words[0].lower() not in spellings:
+        return None
+    value: Value | None
+    if dim.name == "KeepAliveTimeout":
+        value = parse_timeout_ms(words[1])
+    elif dim.kind == "choice":
+        value = next((choice for choice in dim.choices if choice.lower() == words[1].lower()), None)
+    else:
+        try:
+            value = int(words[1])
+        except ValueError:
+            return None
+        if dim.unlimited_at_top and value == 0:
+            value = dim.high
+    return value if value is not None and dim.contains(value) else None
+
+
 def _known_codes() -> set[str]:
     from advisor.rules import all_rules
 
@@ -109,6 +146,8 @@ class CandidateLint:
         self._include_lines: dict[tuple, list[str]] = {}
         self._related: dict[Key, tuple[str, int]] = {}
         """A finding's related line (E406: the line that overrides), by its key."""
+        self._advised: dict[Key, str] = {}
+        """A finding on a candidate line: that line as the finding's own edit rewrites it."""
         self._frozen = None
         """The admin's tree as this session first read it (see freeze)."""
 
@@ -256,6 +295,17 @@ class CandidateLint:
         words = lines[line - 1].split()
         return words[0] if words and not words[0].startswith("<") else None
 
+    def advice(self, point: Mapping[str, "Value"], name: str) -> list[tuple[str, str | None]]:
+        """(code, the line the rule advises instead, or None when its fix is
+        not one rewrite of that line) of each finding at or above --fail-on
+        that the point's line for `name` brings."""
+        out = []
+        for key in self.brought(point):
+            directive = self.directive_of(point, key)
+            if directive is not None and directive.lower() == name.lower() and Path(key[1]).name == CANDIDATE:
+                out.append((key[0], self._advised.get(tuple(key[:4]))))
+        return out
+
     def _new(self, lines: list[str], mpm: str, severities: tuple[str, ...], admins: bool = False) -> list[Key]:
         """Findings the lines bring. `admins`: with the admin's rule
         selection and severities; otherwise every rule at its own severity
@@ -307,6 +357,9 @@ class CandidateLint:
             file = Path(f.file).name if Path(f.file).name in (CANDIDATE, WRAPPER) else f.file
             if f.related is not None:
                 self._related[(f.code, file, f.line, f.message)] = f.related
+            advised = edited_line(f.edit, f.line) if file == CANDIDATE else None
+            if advised is not None:
+                self._advised[(f.code, file, f.line, f.message)] = advised
             if f.severity in severities:
                 found.add((f.code, file, f.line, f.message, f.severity) if detail else
                           (f.code, file, f.line, f.message))

@@ -6,14 +6,16 @@ change did the work; it spreads the credit over whatever varied together
 +94 %). Arlitt & Williamson (2004, sec. 5.1) settled each factor the way
 this module does: the same server, one setting changed, measured side by
 side. Each ablation is the winner with one change set back to the start's
-value; the winner and its ablations run in interleaved rounds (the winner
-first, the ablations in a rotating order), so every side sees the same
-drift of the host. A change's measured effect is the ratio of the
+value (or, for a change that brings a lint finding, set to the value the
+rule advises: the reason to keep it is its gain over that advice); the
+winner and its ablations run in interleaved rounds (the winner first, the
+ablations in a rotating order), so every side sees the same drift of the
+host. A change's measured effect is the ratio of the
 geometric means of the winner's runs and the runs without it, with the
 interval the gain uses (a t interval on the log ratio, its variance pooled
 and floored by what one run can measure: tuner/stats/ratio.py), which stays
 finite and positive with two runs a side. A change whose interval includes
-1.0, or that measured a loss, goes back to the start's value.
+1.0, or that measured a loss, goes back to the value its ablation ran.
 """
 
 from __future__ import annotations
@@ -83,6 +85,22 @@ class ChangeEffect:
     without_served_nothing: bool = False
     """Without the change the point met the SLO at no rate, where the
     winner did: no ratio, and no doubt either."""
+    advised_by: str = ""
+    """The lint rule whose advice the ablation set the change to, in place of
+    the start's value (start_value is then the advised value): a change that
+    brings a finding is measured against what the rule advises."""
+
+    def against(self) -> str:
+        """What the winner was measured against, as the notes say it."""
+        if self.advised_by:
+            return f"{self.dimension} {self.start_value}, which {self.advised_by} advises"
+        return f"the winner without {', '.join(self.members)}" if len(self.members) > 1 else "the winner without it"
+
+    def back_to(self) -> str:
+        """Where a change that did not earn its place goes, as the notes say it."""
+        if self.advised_by:
+            return f"goes to {self.start_value}, which {self.advised_by} advises"
+        return f"{'stay' if len(self.members) > 1 else 'stays'} {self.start_value}"
 
     @property
     def members(self) -> list[str]:
@@ -126,14 +144,14 @@ class ChangeEffect:
         interval = (f"95 % CI ×{self.low:.2f} to ×{self.high:.2f}" if self.low is not None and self.high is not None
                     else "no finite 95 % interval")
         return (f"×{self.ratio:.2f} ({interval}; {len(self.winner_runs)} runs of the winner, "
-                f"{len(self.without_runs)} without it)")
+                f"{len(self.without_runs)} {'at the advice' if self.advised_by else 'without it'})")
 
     def to_dict(self) -> dict[str, Any]:
         return {"dimension": self.dimension, "members": self.members, "winner_value": self.winner_value,
                 "start_value": self.start_value, "winner_runs": list(self.winner_runs), "without_runs": list(self.without_runs),
                 "ratio": self.ratio, "low": self.low, "high": self.high, "confidence": self.confidence,
                 "verdict": self.verdict(), "note": self.note,
-                "without_served_nothing": self.without_served_nothing}
+                "without_served_nothing": self.without_served_nothing, "advised_by": self.advised_by}
 
 
 @dataclass
@@ -163,9 +181,14 @@ class Ablations:
                 if r in (START, role)]
         return Replicates.from_outcomes(runs, self.tolerance)
 
+    advised: dict[str, Any] = field(default_factory=dict)
+    """{dimension: the value its ablation measured in place of the start's}:
+    the rule's advice, for a change that brings a lint finding."""
+
     def point_of(self, role: str, start: Mapping[str, Any]) -> dict[str, Any] | None:
         """The point a role of the rounds measured: the winner, or the
-        winner with a change's members at the start's values."""
+        winner with a change's members at the start's values (or at the
+        value a rule advises, `advised`)."""
         if self.winner_point is None:
             return None
         if role == WINNER:
@@ -175,7 +198,7 @@ class Ablations:
             return None
         point = dict(self.winner_point)
         for member in members(name):
-            point[member] = start[member]
+            point[member] = self.advised.get(member, start[member])
         return point
 
     def reverted(self) -> list[ChangeEffect]:

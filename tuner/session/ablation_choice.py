@@ -6,6 +6,7 @@ group."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from advisor.tuner.search.space import Value
@@ -141,3 +142,49 @@ def single_ablation_order(context: SessionContext, winner: dict[str, Value], nam
         return FIRST_ABLATED.index(name) if name in FIRST_ABLATED else len(FIRST_ABLATED)
 
     return sorted(names, key=lambda name: (first(name), -model_strength(context, winner, name), names.index(name)))
+
+
+@dataclass(frozen=True)
+class RuleAdvice:
+    """A lint rule's own advice for a change of the winner that brings its
+    finding: the value the change's ablation compares the winner with."""
+
+    dimension: str
+    code: str
+    value: Value | None
+    """The advised value as the search holds it; None when the rule's fix is
+    not one value of the space (several lines, a value outside the range,
+    or a point lint refuses)."""
+    text: str = ""
+    """The advised value as httpd.conf writes it."""
+
+    def phrase(self) -> str:
+        return f"{self.dimension} {self.text}, which {self.code} advises"
+
+
+def rule_advice(context: SessionContext, winner: Mapping[str, Value], name: str) -> RuleAdvice | None:
+    """What the rule behind a finding the winner's `name` brings advises
+    instead (None: it brings none at the admin's --fail-on).
+
+    A measured reason to keep a change against a rule is a comparison with
+    the rule's advice: a worst-practice session (issue 56) kept
+    MaxConnectionsPerChild 3,540 with P101 silenced as "x5.99 against the
+    winner without it", where "without it" was the start's 100, not the 0
+    P101 advises. The advice is the finding's own edit of the line, read as
+    a value of the space, and counts only when the point with it lint
+    accepts and the finding is gone there."""
+    from advisor.tuner.search.space_lint import advised_value
+
+    lint, space = context.lint, context.space
+    if lint is None or space is None:
+        return None
+    found = lint.advice(winner, name)
+    for code, line in found:
+        value = advised_value(space, name, line) if line else None
+        if value is None or value == winner.get(name):
+            continue
+        advised = dict(winner, **{name: value})
+        if lint.check(advised).errors or code in {again for again, _ in lint.advice(advised, name)}:
+            continue
+        return RuleAdvice(name, code, value, space.value_text(name, value))
+    return RuleAdvice(name, found[0][0], None) if found else None

@@ -12,7 +12,8 @@ from typing import Any, Sequence
 
 from advisor.tuner.search.optimizer import TrialOutcome
 from advisor.tuner.search.space import Value
-from advisor.tuner.session.ablation_choice import revert_unless_alone, single_ablations, single_slots, split_unseen
+from advisor.tuner.session.ablation_choice import (RuleAdvice, revert_unless_alone, rule_advice, single_ablations,
+                                                   single_slots, split_unseen)
 from advisor.tuner.session.lint_gate import lint_gate
 from advisor.tuner.session.session_context import SessionContext
 from advisor.tuner.session.simplify import Simplified
@@ -75,11 +76,18 @@ def ablate(context: SessionContext, runner: TrialObjective, winner: dict[str, Va
     ablated = ablated_names(context, winner, together)
     if ablated is None:
         return None
-    points, values = ablation_points(context, winner, ablated)
+    points, values, advice = ablation_points(context, winner, ablated)
     if not values:
         return None
     outcomes, stopped = run_rounds(context, runner, journal, earlier, points, values)
     ablations = measure_effects(as_runs(outcomes), values, floor_sd=run_floor(runner, outcomes))
+    for name, advised in advice.items():
+        if advised.value is None:
+            ablations.notes.append(f"{advised.code} advises no single value of {name} the search holds: its "
+                                   "ablation sets it back to the start's value instead")
+            continue
+        ablations.advised[name] = advised.value
+        ablations.effects[name].advised_by = advised.code
     if stopped:
         ablations.notes.append(stopped)
     ablations.outcomes = outcomes
@@ -95,8 +103,12 @@ def ablated_names(context: SessionContext, winner: dict[str, Value], together: S
 
     changed, ablated, weaker = single_slots(context, winner, together)
     if len(changed) < 2:
-        # One change: the gain's replicates are its ablation.
-        return None
+        # One change: the gain's replicates are its ablation, unless a rule
+        # it trips advises a value other than the start's.
+        advice = rule_advice(context, winner, changed[0]) if changed else None
+        if advice is None or advice.value is None or advice.value == context.space.start.get(changed[0]):
+            return None
+        return list(changed)
     grouped = [name for name in changed if name in together] + weaker
     if weaker:
         measurable = len(ablated) + len(weaker)
@@ -116,28 +128,37 @@ def ablated_names(context: SessionContext, winner: dict[str, Value], together: S
 
 
 def ablation_points(context: SessionContext, winner: dict[str, Value], ablated: list[str]
-                    ) -> tuple[dict[str, dict[str, Value]], dict[str, tuple[str, str]]]:
+                    ) -> tuple[dict[str, dict[str, Value]], dict[str, tuple[str, str]], dict[str, RuleAdvice]]:
     """({role: point} of the winner and of each reversion lint allows,
-    {ablated: (the winner's values, the start's values) as written})."""
+    {ablated: (the winner's values, the values it goes back to) as written},
+    {ablated: the rule advice its finding carries}). A change measured on
+    its own that brings a lint finding goes to the rule's advised value,
+    not the start's (rule_advice)."""
     from advisor.tuner.session.ablation import WINNER, members, role_without
 
     space = context.space
     points: dict[str, dict[str, Value]] = {WINNER: dict(winner)}
     values: dict[str, tuple[str, str]] = {}
-    written = space.as_written(space.start)
+    advice: dict[str, RuleAdvice] = {}
+    written = dict(space.as_written(space.start))
     for name in ablated:
         without = dict(winner)
         for member in members(name):
             without[member] = space.start[member]
+        advised = rule_advice(context, winner, name) if len(members(name)) == 1 else None
+        if advised is not None and advised.value is not None:
+            without[name] = written[name] = advised.value
         errors = context.lint.check(without).errors if context.lint is not None else []
         if errors:
             context.events.note(f"{name} cannot be reverted alone (lint: {errors[0]}): "
                                 "its effect is not measured on its own")
             continue
         points[role_without(name)] = without
+        if advised is not None:
+            advice[name] = advised
         values[name] = (", ".join(space.value_text(m, winner[m]) for m in members(name)),
                         ", ".join(space.value_text(m, written[m]) for m in members(name)))
-    return points, values
+    return points, values, advice
 
 
 def run_rounds(context: SessionContext, runner: TrialObjective, journal, earlier: list,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from advisor.tuner.search.space import Space, Value
 from advisor.tuner.session.session_context import SessionContext, changed_names, model_strength
@@ -73,7 +73,8 @@ class LintGate:
             return "measured later"
         key = (dimension, tuple(changed))
         if key not in self.figures:
-            self.figures[key] = measured_figure(self.context, dimension, changed, self.ablations, self.replicates)
+            self.figures[key] = measured_figure(self.context, dimension, changed, self.ablations, self.replicates,
+                                                self.point)
         return self.figures[key]
 
     def blocking(self, candidate: dict[str, Value]) -> list[tuple[tuple, str | None, str | None]]:
@@ -147,7 +148,7 @@ def suppression_comments(context: SessionContext, point: dict[str, Value], ablat
     for directive in sorted(set(by_directive) | set(overridden)):
         codes = by_directive.get(directive, set())
         dimension = dimension_for(space, directive, changed)
-        figure = (measured_figure(context, dimension, changed, ablations, replicates) if codes and dimension
+        figure = (measured_figure(context, dimension, changed, ablations, replicates, point) if codes and dimension
                   else None)
         reasons = []
         if figure is not None:
@@ -163,17 +164,18 @@ def suppression_comments(context: SessionContext, point: dict[str, Value], ablat
 
 
 def measured_figure(context: SessionContext, dimension: str, changed: list[str], ablations,
-                    replicates) -> str | None:
-    """The change's own measured gain, as a phrase, when beyond noise."""
+                    replicates, point: Mapping[str, Value] | None = None) -> str | None:
+    """The change's own measured gain, as a phrase, when beyond noise
+    (`point`: the point that keeps it, for the rule's advice)."""
     from advisor.tuner.session.gain import measure_gain
 
     effect = ablations.effect_of(dimension) if ablations is not None else None
     if effect is not None:
         if not effect.beyond_noise:
             return None
-        if len(effect.members) > 1:
-            return f"{effect.sentence()} against the winner without {', '.join(effect.members)}"
-        return f"{effect.sentence()} against the winner without it"
+        # A rule's advice, when the ablation measured against it: the reason
+        # to keep a change lint warns of is its gain over what lint advises.
+        return f"{effect.sentence()} against {effect.against()}"
     if changed == [dimension] and replicates is not None and min(len(replicates.start),
                                                                  len(replicates.winner)) >= 2:
         try:
@@ -181,9 +183,24 @@ def measured_figure(context: SessionContext, dimension: str, changed: list[str],
         except ValueError:
             return None
         if gain.low is not None and gain.low > 1.0:
-            return (f"×{gain.ratio:.2f} (95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}) over the start, "
-                    "its only change")
+            return (f"×{gain.ratio:.2f} (95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}) over the start"
+                    f"{advice_beside_start(context, point, dimension)}, its only change")
     return None
+
+
+def advice_beside_start(context: SessionContext, point: Mapping[str, Value] | None, dimension: str) -> str:
+    """How the start stands to the advice of the rule the change trips:
+    the same value (the gain is the comparison with the advice), or another
+    (the gain is not; the ablation rounds, which measure against it, did
+    not run)."""
+    from advisor.tuner.session.ablation_choice import rule_advice
+
+    advice = rule_advice(context, point, dimension) if point is not None else None
+    if advice is None or advice.value is None:
+        return ""
+    if advice.value == context.space.start.get(dimension):
+        return f" ({advice.phrase()})"
+    return f", not against {advice.phrase()} (no ablation rounds ran)"
 
 
 def where_measured(rtt_ms: float | None) -> str:

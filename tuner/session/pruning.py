@@ -27,18 +27,18 @@ def drop_unearned(context: SessionContext, winner: dict[str, Value], ablations) 
     for effect in ablations.reverted():
         candidate = dict(point)
         for member in effect.members:
-            candidate[member] = space.start[member]
+            candidate[member] = ablations.advised.get(member, space.start[member])
         if context.lint is not None and context.lint.check(candidate).errors:
             continue
         point = candidate
         if len(effect.members) > 1:
-            notes.append(f"{', '.join(effect.members)} stay {effect.start_value} (the search's best point had "
+            notes.append(f"{', '.join(effect.members)} {effect.back_to()} (the search's best point had "
                          f"{effect.winner_value}): the model saw no effect of each, and their measured effect "
                          f"together is {effect.verdict()}, {effect.sentence()}")
             continue
-        notes.append(f"{effect.dimension} stays {effect.start_value} (the search's best point had "
-                     f"{effect.winner_value}): its measured effect is {effect.verdict()}, "
-                     f"{effect.sentence()}")
+        notes.append(f"{effect.dimension} {effect.back_to()} (the search's best point had "
+                     f"{effect.winner_value}): its measured effect{' against the advice' if effect.advised_by else ''}"
+                     f" is {effect.verdict()}, {effect.sentence()}")
     return point, notes
 
 
@@ -99,15 +99,17 @@ def measured_pruning(context: SessionContext, winner: dict[str, Value],
         return None
     *_, effect, kept, point, gain = max(options, key=lambda option: option[:3])
     together = len(effect.members) > 1
-    notes = [f"{', '.join(effect.members)} {'stay' if together else 'stays'} {effect.start_value} (the search's "
+    notes = [f"{', '.join(effect.members)} {effect.back_to()} (the search's "
              f"best point had {effect.winner_value}): {'their' if together else 'its'} measured effect"
-             f"{' together' if together else ''} is {effect.verdict()}, {effect.sentence()}"]
+             f"{' together' if together else ''}{' against the advice' if effect.advised_by else ''} is "
+             f"{effect.verdict()}, {effect.sentence()}"]
     for other in kept:
         notes.append(f"{', '.join(other.members)} {'keep' if len(other.members) > 1 else 'keeps'} the search's "
                      f"{other.winner_value} although {'their' if len(other.members) > 1 else 'its'} own measured "
                      f"effect is {other.verdict()}, {other.sentence()}: sending it back as well as "
                      f"{effect.dimension} would recommend a point no round ran (changes can stand in for one "
-                     f"another), and the rounds measured the winner without {effect.dimension} at "
+                     f"another), and the rounds measured the winner "
+                     f"{'with ' + effect.against() if effect.advised_by else 'without ' + effect.dimension} at "
                      f"×{gain.ratio:.2f} (95 % CI ×{gain.low:.2f} to ×{gain.high:.2f}) over the start")
     return dict(point), notes
 
