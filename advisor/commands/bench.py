@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import typer
 
+from advisor.commands.bench_compare import OneLineUsageCommand, parse_request
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
                                           SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
@@ -64,6 +65,8 @@ class BenchOptions:
     remote: RemoteOptions
     wan: WanOptions
     log: LogOptions
+    compare: Any = None
+    """The advisor.commands.bench_compare.CompareRequest of --compare/--compare-quota, or None."""
 
 
 @dataclass(frozen=True)
@@ -138,23 +141,31 @@ def bench(
     dynamic: str = typer.Option("static", "--dynamic", help=DYNAMIC_HELP),
     anonymize: bool = typer.Option(False, "--anonymize", help=ANONYMIZE_HELP),
     speedup: Optional[float] = typer.Option(None, "--speedup", help=SPEEDUP_HELP + " Sets --rate (fixed) or --start-rate (knee)."),
+    compare: Optional[tuple[str, str]] = typer.Option(None, "--compare", help="Is B faster than A? Each of A and B is a drop-in include file, directives ('KeepAlive Off; MaxRequestWorkers 150') or '-' (the config as it is); their peaks are measured in interleaved rounds of a random order (docs/bench.md)."),
+    compare_quota: Optional[tuple[float, float]] = typer.Option(None, "--compare-quota", help="Sandbox only: the two sides' CPU quotas, % of one core (with --compare or alone)."),
+    precision: float = typer.Option(0.05, "--precision", help="--compare: stop once the 95 % CI of B/A is within this (0.05 = ±5 %)."),
+    max_rounds: int = typer.Option(10, "--max-rounds", help="--compare: at most this many rounds (3 or more)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="--compare: the seed of the rounds' order (default: drawn, and printed)."),
+    fail_if_slower: bool = typer.Option(False, "--fail-if-slower", help="--compare: exit 1 when B is slower than A beyond the noise."),
 ) -> None:
     """Closed-loop httperf trials with per-second metrics and a bottleneck verdict."""
-    options = BenchOptions(
-        workload_name=workload_name, mode=mode, rate=rate, rates=rates, start_rate=start_rate, max_rate=max_rate,
-        tolerance=tolerance, max_probes=max_probes, retries=retries, duration=duration, warmup=warmup,
-        timeout=timeout, num_calls=num_calls, burst_length=burst_length, think=think, cgi_n=cgi_n,
-        sleep_ms=sleep_ms, slo_ms=slo_ms, slo_errors=slo_errors, directives=list(directives or []),
-        rtt=rtt, server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
-        plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume,
-        target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
-                             managed=managed, tls=tls),
-        remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
-        wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
-        log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
-                       speedup=speedup),
-    )
     try:
+        options = BenchOptions(
+            workload_name=workload_name, mode=mode, rate=rate, rates=rates, start_rate=start_rate, max_rate=max_rate,
+            tolerance=tolerance, max_probes=max_probes, retries=retries, duration=duration, warmup=warmup,
+            timeout=timeout, num_calls=num_calls, burst_length=burst_length, think=think, cgi_n=cgi_n,
+            sleep_ms=sleep_ms, slo_ms=slo_ms, slo_errors=slo_errors, directives=list(directives or []),
+            rtt=rtt, server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
+            plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume,
+            target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
+                                 managed=managed, tls=tls),
+            remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
+            wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
+            log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
+                           speedup=speedup),
+            compare=parse_request(compare, compare_quota, precision=precision, max_rounds=max_rounds, seed=seed,
+                                  fail_if_slower=fail_if_slower),
+        )
         _bench(options)
     except AdvisorError as error:
         fail(error)
@@ -169,7 +180,13 @@ def _bench(options: BenchOptions) -> None:
     httperf.find_httperf(options.httperf_bin)
     if options.httperf_bin:
         os.environ["PATH"] = os.path.dirname(os.path.abspath(options.httperf_bin)) + os.pathsep + os.environ.get("PATH", "")
-    _run_and_report(options, _plan(options, log, rate, start_rate))
+    plan = _plan(options, log, rate, start_rate)
+    if options.compare is None:
+        _run_and_report(options, plan, _trials)
+    else:
+        from advisor.commands.bench_compare import compare_plan, compare_trials
+
+        _run_and_report(options, compare_plan(options.compare, plan), compare_trials)
 
 
 def _check_options(options: BenchOptions) -> None:
@@ -185,6 +202,10 @@ def _check_options(options: BenchOptions) -> None:
         raise UsageError("need 1 <= --burst-length <= --num-calls")
     if options.tls_resume not in ("session", "never"):
         raise UsageError(f"unknown --tls-resume {options.tls_resume!r}", hint="choose session or never")
+    if options.compare is not None:
+        from advisor.commands.bench_compare import check_options
+
+        check_options(options.compare, options.mode, options.rates, options.plot)
 
 
 def _log_workload(options: BenchOptions) -> tuple[LogWorkload | None, float, float]:
@@ -219,10 +240,15 @@ def _plan(options: BenchOptions, log: LogWorkload | None, rate: float, start_rat
                               allow_hosts=options.allow_hosts)
     target, work_dir = resolved.target, resolved.work_dir
     actual_server, client = place_processes(target, options.server_cpus, options.client_cpus)
-    if options.directives:
-        # Before any load or change: a --set that a later line of the config
-        # overrides would be measured under the wrong name.
-        _refuse_overridden(target, options.directives)
+    lines = list(options.directives)
+    if options.compare is not None:
+        from advisor.commands.bench_compare import all_lines
+
+        lines += all_lines(options.compare)
+    if lines:
+        # Before any load or change: a --set (or a compared side's line) that
+        # a later line of the config overrides would be measured under the wrong name.
+        _refuse_overridden(target, lines)
     work, wsess = _workload(options, log, work_dir)
     base = TrialInputs(
         workload=work.name, uri=work.uri, rate=rate, duration_s=options.duration,
@@ -275,7 +301,7 @@ def _workload(options: BenchOptions, log: LogWorkload | None, work_dir) -> tuple
     return work, wsess
 
 
-def _run_and_report(options: BenchOptions, plan: BenchPlan) -> None:
+def _run_and_report(options: BenchOptions, plan: BenchPlan, run_trials) -> None:
     """The trials run on the managed config (restored whatever happens), each
     reported as it ends; then the plots."""
     from advisor.commands.targets import open_load_clients, set_link_for_run, wan_link
@@ -294,6 +320,8 @@ def _run_and_report(options: BenchOptions, plan: BenchPlan) -> None:
     trials = []
     steps = _parse_rates(options.rates) if options.mode == "ramp" else []
     peak = {"fixed": plan.rate, "ramp": max(steps, default=0.0)}.get(options.mode, options.max_rate)
+    if options.compare is not None:
+        peak = options.max_rate  # each side's knee search may climb to it
     link = wan_link(plan.wan, target)
     clients = open_load_clients(plan.load_clients, target, options.remote)
     here = plan.client_cpus if clients is None or any(c.local for c in plan.load_clients) else None
@@ -312,10 +340,8 @@ def _run_and_report(options: BenchOptions, plan: BenchPlan) -> None:
                             + ", ".join(str(p) for p in managed_config.stray_load) + ") before anything else")
             if managed_config.recovered is not None:
                 report.note(f"restored the original managed include left by an interrupted run (pid {managed_config.recovered.pid})")
-            if base.directives:
-                managed_config.apply(base.directives)
             kwargs = dict(interval=plan.interval, registry=running, on_tick=report.tick, clients=clients)
-            trials = _trials(options, plan, base, steps, report, kwargs)
+            trials = run_trials(options, plan, base, steps, report, kwargs, managed_config)
     except KeyboardInterrupt:
         for process in running:
             if process.poll() is None:
@@ -358,13 +384,15 @@ def _load_line(plan: BenchPlan, here, peak: float, clients, num_calls: int) -> s
                              generators=clients.describe() if clients else None)
 
 
-def _trials(options: BenchOptions, plan: BenchPlan, base, steps: list[float], report: _Reporter,
-            kwargs: dict) -> list:
+def _trials(options: BenchOptions, plan: BenchPlan, base, steps: list[float], report: _Reporter, kwargs: dict,
+            managed_config) -> list:
     """The trials of --mode: one at --rate, a ramp over --rates, or the knee search."""
     from advisor.tuner.trial.knee import knee_search, ramp
     from advisor.tuner.trial.result import with_rate
     from advisor.tuner.trial.runner import run_trial
 
+    if base.directives:
+        managed_config.apply(base.directives)
     if options.mode == "fixed":
         report.start(1, options.duration)
         trials = [run_trial(plan.target, with_rate(base, plan.rate), **kwargs)]
@@ -552,7 +580,7 @@ class _Reporter:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("bench")(bench)
+    app.command("bench", cls=OneLineUsageCommand)(bench)
 
 
 def main() -> None:
