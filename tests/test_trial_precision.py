@@ -127,3 +127,24 @@ def test_the_sessions_trial_line_shows_the_figure_with_its_uncertainty(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"trial 3: 557.0 ± {100 * measured['rel_sd']:.0f} % (server CPU)"), lines
     assert lines[1].startswith("trial 4: at least 1,555.0 (± 3 %) (none)"), lines
+
+
+def test_the_plan_says_what_precision_a_trial_will_have_here():
+    from types import SimpleNamespace
+
+    from advisor.tuner.session.session_plan import plan_precision
+    from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
+
+    local = plan_precision(SimpleNamespace(kind="sandbox"), ProbeSettings(tolerance=0.1), ObjectiveSpec(),
+                           SimpleNamespace(server_cpus=[0]))
+    assert local["bracket"] == pytest.approx(bracket_sd(0.1))
+    assert local["reference"] is not None and local["rel_sd"] >= local["bracket"]
+    assert local["reference_cost_ms"] < 500.0  # the plan's readings: well under half a second
+    assert "10 % bracket ± 2.8 %" in local["text"]
+    remote = plan_precision(SimpleNamespace(kind="remote"), ProbeSettings(tolerance=0.2), ObjectiveSpec(),
+                            SimpleNamespace(server_cpus=None))
+    assert remote["reference"] is None and remote["rel_sd"] == pytest.approx(bracket_sd(0.2))
+    assert "another host" in remote["text"]
+    fixed = plan_precision(SimpleNamespace(kind="remote"), ProbeSettings(), ObjectiveSpec("throughput", rate=100.0),
+                           SimpleNamespace(server_cpus=None))
+    assert fixed["bracket"] is None and fixed["rel_sd"] == 0.0 and "not known before the trials" in fixed["text"]

@@ -49,7 +49,8 @@ from advisor.tuner.session.config_in_use import read_space
 from advisor.tuner.session.estimate import Estimate
 from advisor.tuner.session.journal import JournalHeader, open_journal
 from advisor.tuner.session.session_context import SessionContext, SessionEvents, SessionSettings
-from advisor.tuner.session.session_plan import Plan, lint_gate_text, load_text, measurement_text, plan_start_text
+from advisor.tuner.session.session_plan import (Plan, lint_gate_text, load_text, measurement_text, plan_precision,
+                                              plan_start_text)
 from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
 from advisor.tuner.trial.pace import Pace
 from advisor.tuner.trial.session_workload import SessionWorkload
@@ -250,7 +251,7 @@ class TuneSession:
             estimate_extras=self.estimate_extras(),
             ablation_rounds=self.settings.ablation_rounds, lint_gate=lint_gate_text(self.lint),
             journal=str(self.journal_path), report_dir=str(self.settings.session_dir), resumed=len(self.resumed),
-            pending_restore=pending,
+            pending_restore=pending, precision=plan_precision(self.target, self.probes, self.objective, self.settings),
             load=load_text(self.target, self.probes, self.objective, self.workload, self.settings),
             round_trip=self.objective.rtt_text(), mpm_searched=space.dimension("MPM") is not None)
 

@@ -4,6 +4,7 @@ loads the server, and how the lint holds the recommendation."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -49,6 +50,8 @@ class Plan:
     """How the recommendation is held to the admin's lint (said before the first trial)."""
     estimate_extras: str = ""
     """What the estimate leaves out, and what each case would add."""
+    precision: dict[str, Any] | None = None
+    """What precision a trial's figure should have on this host (plan_precision)."""
 
     def lines(self) -> list[str]:
         out = [f"target: {self.target.get('kind')} at {self.target.get('url')}; config {self.config} ({self.mpm})",
@@ -61,6 +64,8 @@ class Plan:
         out.append(f"workload: {self.workload}")
         out.append(f"objective: {self.objective}")
         out.append(f"each trial: {self.measurement}")
+        if self.precision:
+            out.append(f"precision: {self.precision['text']}")
         if self.load:
             out.append(f"load: {self.load}")
         if self.round_trip:
@@ -116,10 +121,44 @@ def measurement_text(probes: ProbeSettings, objective: ObjectiveSpec, workload: 
         "no warm-up" if p.warmup_s == 0 else f"{p.warmup_s:g} s of warm-up")
     if objective.kind == "peak":
         return (f"a knee search for the highest rate that meets the SLO: the first from {p.start_rate:g} "
-                f"{workload.unit} (up to {p.first_max_probes} probes), each later one from the "
-                f"incumbent's peak to twice it (up to {p.max_probes} probes); each probe {p.duration_s:g} s "
-                f"of load after {warm}")
+                f"{workload.unit} (up to {p.first_max_probes} probes), each later one up from the "
+                f"incumbent's peak until a probe fails (up to {p.max_probes} probes); each probe "
+                f"{p.duration_s:g} s of load after {warm}")
     return f"one run of {p.duration_s:g} s at {objective.rate:g} {workload.unit} after {warm}"
+
+
+def plan_precision(target, probes: ProbeSettings, objective: ObjectiveSpec,
+                   settings: SessionSettings) -> dict[str, Any]:
+    """The uncertainty a trial's figure should carry here (trial/precision.py),
+    before any trial: the knee's bracket at the tolerance, and how steady
+    the CPU-speed reference reads on the server's cores over a fraction of a
+    second (five readings, 0.1 to 0.2 s). What the trials add of their own,
+    the drift while they run and capacity readings that disagree, only a
+    trial can measure: each one reports its own."""
+    from advisor.tuner.stats.ratio import bracket_sd
+
+    bracket = bracket_sd(probes.tolerance) if objective.kind == "peak" else None
+    remote = getattr(target, "kind", "") == "remote"
+    reference = cost = None
+    if not remote:
+        from advisor.tuner.measure.cpu_reference import reference_spread
+
+        reference, cost = reference_spread(settings.server_cpus)
+    rel_sd = math.sqrt((bracket or 0.0) ** 2 + (reference or 0.0) ** 2)
+    parts = []
+    if bracket is not None:
+        parts.append(f"the knee's {100 * probes.tolerance:g} % bracket ± {100 * bracket:.1f} %")
+    if reference is not None:
+        parts.append(f"the CPU-speed reference on the server's cores ± {100 * reference:.1f} % from one reading "
+                     "to the next here")
+    else:
+        parts.append("no CPU-speed reference: the server's cores are on another host")
+    best = f"about ± {100 * rel_sd:.1f} % at best" if rel_sd > 0 else "not known before the trials"
+    text = (f"each figure {best} ({'; '.join(parts)}); the speed the server's "
+            "cores drift by during a trial and capacity readings that disagree add to it, measured trial by "
+            "trial (a climb that never failed is reported as a floor)")
+    return {"rel_sd": rel_sd, "bracket": bracket, "reference": reference,
+            "reference_cost_ms": round(cost, 1) if cost is not None else None, "text": text}
 
 
 def load_text(target, probes: ProbeSettings, objective: ObjectiveSpec, workload: SessionWorkload,
