@@ -155,3 +155,27 @@ def test_a_single_change_whose_rule_advises_other_than_the_start_gets_its_round(
     assert ablations is not None
     assert {run.role for run in journal.runs} == {WINNER, role_without(MCPC), START}
     assert all(run.point[MCPC] == top for run in journal.runs if run.role == role_without(MCPC))
+
+
+@pytest.mark.parametrize("leaks", [True, False], ids=["the limit beats the advice", "the advice is as good"])
+def test_the_report_says_what_each_change_was_measured_against(worst, leaks):
+    from advisor.output.tune_files import render_include, render_markdown
+    from advisor.tuner.session.report_data import SessionFacts, build_report
+
+    context, space, lint = worst
+    winner = dict(space.start, **{MCPC: 3540}, MaxRequestWorkers=300)
+    ablations, _, advice = _session_end(context, _Host(space, leaks=leaks), winner)
+    facts = SessionFacts(workload="almeida-sessions", stop_reason="budget", produced_at="2026-12-07T05:00:00+00:00")
+    report = build_report(lint.cfg, space, [], advice.winner, facts, replicates=advice.replicates,
+                          notes=advice.notes, ablations=ablations, suppressions=advice.suppressions, lint=lint)
+    assert report.no_response is None and report.recommendation.changes
+    text, include = render_markdown(report), render_include(report)
+    row = next(line for line in text.splitlines() if line.startswith("| MaxConnectionsPerChild |") and "→" in line)
+    if leaks:
+        assert "| 100 → 3540 |" in row and "the winner against MaxConnectionsPerChild 0, which P101 advises" in row
+        assert "against MaxConnectionsPerChild 0, which P101 advises" in include
+        assert report.to_dict()["ablations"]["effects"][MCPC]["advised_by"] == "P101"
+    else:
+        assert "| 100 → 0 |" in row and "P101's advice: the search's 3540 measured against it" in row
+        assert "MaxConnectionsPerChild 0" in [line.strip() for line in include.splitlines()]
+        assert "P101" not in include

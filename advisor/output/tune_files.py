@@ -243,12 +243,21 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
         evidence = "; ".join(f"{c.reference}: {c.figure}" if c.figure else c.reference for c in cites) or "-"
         ablation = measured.get(group_of.get(change.dimension, change.dimension))
         together = [m for m in (ablation or {}).get("members", []) if m != change.dimension]
-        if ablation is not None and ablation.get("ratio") is not None:
+        advised = (ablation or {}).get("advised_by")
+        if advised and ablation.get("ratio") is not None and change.value == ablation["start_value"]:
+            # The recommendation took the rule's advice: what was measured is
+            # the search's value against it.
+            effect, band = "-", ""
+            how = (f"{advised}'s advice: the search's {ablation['winner_value']} measured against it "
+                   f"{_percent(ablation['ratio'])} ({ablation['verdict']})")
+        elif ablation is not None and ablation.get("ratio") is not None:
             effect = _percent(ablation["ratio"])
             band = (f"{_percent(ablation['low'])} to {_percent(ablation['high'])}"
                     if ablation.get("low") is not None and ablation.get("high") is not None else "no finite band")
             how = (f"measured together with {', '.join(together)}: the winner against the winner without them "
                    f"({ablation['verdict']})" if together else
+                   f"measured: the winner against {change.directive} {ablation['start_value']}, which {advised} "
+                   f"advises ({ablation['verdict']})" if advised else
                    f"measured: the winner against the winner without it ({ablation['verdict']})")
         elif ablation is not None and ablation.get("without_served_nothing"):
             effect, band, how = "decisive", "-", "measured: without it no rate met the SLO"
