@@ -135,16 +135,16 @@ def test_the_plan_says_what_precision_a_trial_will_have_here():
     from advisor.tuner.session.session_plan import plan_precision
     from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
 
-    local = plan_precision(SimpleNamespace(kind="sandbox"), ProbeSettings(tolerance=0.1), ObjectiveSpec(),
+    local = plan_precision(SimpleNamespace(on_this_machine=True), ProbeSettings(tolerance=0.1), ObjectiveSpec(),
                            SimpleNamespace(server_cpus=[0]))
     assert local["bracket"] == pytest.approx(bracket_sd(0.1))
     assert local["reference"] is not None and local["rel_sd"] >= local["bracket"]
     assert local["reference_cost_ms"] < 500.0  # the plan's readings: well under half a second
     assert "10 % bracket ± 2.8 %" in local["text"]
-    remote = plan_precision(SimpleNamespace(kind="remote"), ProbeSettings(tolerance=0.2), ObjectiveSpec(),
+    remote = plan_precision(SimpleNamespace(on_this_machine=False), ProbeSettings(tolerance=0.2), ObjectiveSpec(),
                             SimpleNamespace(server_cpus=None))
     assert remote["reference"] is None and remote["rel_sd"] == pytest.approx(bracket_sd(0.2))
     assert "another host" in remote["text"]
-    fixed = plan_precision(SimpleNamespace(kind="remote"), ProbeSettings(), ObjectiveSpec("throughput", rate=100.0),
+    fixed = plan_precision(SimpleNamespace(on_this_machine=False), ProbeSettings(), ObjectiveSpec("throughput", rate=100.0),
                            SimpleNamespace(server_cpus=None))
     assert fixed["bracket"] is None and fixed["rel_sd"] == 0.0 and "not known before the trials" in fixed["text"]

@@ -138,7 +138,7 @@ def plan_precision(target, probes: ProbeSettings, objective: ObjectiveSpec,
     from advisor.tuner.stats.ratio import bracket_sd
 
     bracket = bracket_sd(probes.tolerance) if objective.kind == "peak" else None
-    remote = getattr(target, "kind", "") == "remote"
+    remote = not getattr(target, "on_this_machine", True)
     reference = cost = None
     if not remote:
         from advisor.tuner.measure.cpu_reference import reference_spread

@@ -221,7 +221,7 @@ class TrialObjective:
         return None if before is None else ReferenceDrift(before, read_reference(self.base.server_cpus)).to_dict()
 
     def _remote(self) -> bool:
-        return getattr(self.target, "kind", "") == "remote"
+        return not getattr(self.target, "on_this_machine", True)
 
     def _peak(self, point: Mapping[str, Value], base, reference=None) -> TrialOutcome:
         from advisor.tuner.trial.knee import knee_search
