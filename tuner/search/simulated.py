@@ -61,7 +61,8 @@ Drift (off by default; `drifting_host` turns it on): this VM's speed moves
 minute to minute (`apache2 -t` on one tree took 1,091 to 1,335 ms across an
 hour, issue 56), so the server's speed can follow a multiplicative random
 walk, a few per cent a minute with occasional jumps, advanced by the
-minutes each trial takes. Trials can also differ in precision: each draws
+minutes each trial takes and drawn back towards the model's speed over
+about ten minutes (an hour's range stays near the 20 % of that tree). Trials can also differ in precision: each draws
 its own spread (some wide, as a knee bisected across a disturbance is) and
 reports it as `details["uncertainty"]["rel_sd"]`, the way a real trial
 reports what it measured of itself. The drift is not in that report: a
@@ -113,6 +114,9 @@ class SimulatedHost:
     """Share of trials a disturbance makes invalid (to exercise the retry path)."""
     drift_per_minute: float = 0.0
     """Standard deviation of the log of the server's speed after one minute of its random walk."""
+    drift_revert_minutes: float = 10.0
+    """How fast the speed returns towards the model's (an Ornstein-Uhlenbeck walk's
+    time constant): the walk's spread levels off at drift_per_minute x sqrt(this / 2)."""
     jumps_per_minute: float = 0.0
     """The rate of sudden changes of speed (a neighbour on the host starting or stopping)."""
     jump_sd: float = 0.10
@@ -346,9 +350,12 @@ class SimulatedObjective:
         return self.host.noise_cv * math.exp(float(self.rng.normal(0.0, self.host.noise_spread)))
 
     def _drift(self) -> float:
-        """The speed's log after this trial's minutes: a random walk, and a jump now and then."""
-        minutes = self.host.trial_minutes
-        self.speed_log += float(self.rng.normal(0.0, self.host.drift_per_minute * math.sqrt(minutes)))
+        """The speed's log after this trial's minutes: a random walk held near
+        the model's speed, and a jump now and then."""
+        minutes, tau = self.host.trial_minutes, self.host.drift_revert_minutes
+        kept = math.exp(-minutes / tau)
+        step = self.host.drift_per_minute * math.sqrt(tau / 2.0 * (1.0 - kept * kept))
+        self.speed_log = self.speed_log * kept + float(self.rng.normal(0.0, step))
         if float(self.rng.random()) < 1.0 - math.exp(-self.host.jumps_per_minute * minutes):
             self.speed_log += float(self.rng.normal(0.0, self.host.jump_sd))
         return self.speed_log

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from advisor.tuner.search.optimizer import LOG_FLOOR, Observation
 from advisor.tuner.search.space import Space, Value
+from advisor.tuner.search.trial_noise import RowNoise, row_variance, uncertainty_of
 
 if TYPE_CHECKING:
     from advisor.tuner.search.recommend import Recommendation
@@ -60,11 +61,15 @@ class Surrogate:
         and to `extra` (point, objective) measurements: the interleaved gain
         runs, ten measurements of two points, from which the GP learns how
         noisy a trial is instead of reading every difference as signal.
-        None with fewer than MIN_TRIALS_FOR_SURROGATE trials."""
-        told = [(o.point, float(o.objective)) for o in observations if o.valid and o.objective is not None]
+        A trial that reported its own spread is held to it, as the optimizer
+        holds it (trial_noise). None with fewer than MIN_TRIALS_FOR_SURROGATE trials."""
+        valid = [o for o in observations if o.valid and o.objective is not None]
+        told = [(o.point, float(o.objective)) for o in valid]
         if len(told) < MIN_TRIALS_FOR_SURROGATE or not space.free:
             return None
         data = told + [(point, float(value)) for point, value in extra]
+        noise = RowNoise([row_variance(uncertainty_of(o.details), float(o.objective), log_objective=log_objective)
+                          for o in valid] + [0.0] * len(extra))
         from skopt.space import Space as SkSpace
         from skopt.utils import cook_estimator, normalize_dimensions
 
@@ -72,6 +77,7 @@ class Surrogate:
         model = cook_estimator("GP", space=skspace, random_state=seed, noise="gaussian", n_restarts_optimizer=2)
         X = skspace.transform([space.to_values(point) for point, _ in data])
         y = [_to_y(value, log_objective) for _, value in data]
+        model.set_params(alpha=noise.alpha(y))
         with warnings.catch_warnings():
             # A length scale at its bound says a dimension did not matter in
             # these trials: an answer, not a fault worth a warning per dimension.
