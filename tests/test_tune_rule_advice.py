@@ -179,3 +179,25 @@ def test_the_report_says_what_each_change_was_measured_against(worst, leaks):
         assert "| 100 → 0 |" in row and "P101's advice: the search's 3540 measured against it" in row
         assert "MaxConnectionsPerChild 0" in [line.strip() for line in include.splitlines()]
         assert "P101" not in include
+
+
+def test_a_rule_whose_fix_is_no_single_value_is_measured_against_the_start_and_the_report_says_so(tmp_path):
+    """P112 (a short ListenBacklog, info) gives its fix as text only, with no
+    edit of the line: at --fail-on info its ablation keeps today's
+    comparison, with the start, and a note says that is not the rule's."""
+    from advisor.tuner.search.space_lint import LintPolicy
+
+    (tmp_path / "apache2.conf").write_text(DEBIAN_STOCK)
+    cfg = load_config(str(tmp_path / "apache2.conf"), LoadOptions(server_root=str(tmp_path)))
+    space = derive_space(cfg, HOST.ram_workers["prefork"])
+    lint = CandidateLint(cfg, space, policy=LintPolicy(fail_on="info"))
+    settings = SimpleNamespace(ablation_rounds=3, gain_replicates=3, session_dir=tmp_path / "report")
+    context = SessionContext(space, lint, settings, SessionEvents())
+    winner = dict(space.start, MaxRequestWorkers=300, ListenBacklog=100)
+    assert rule_advice(context, winner, "ListenBacklog").value is None
+    journal, notes = _Journal(), []
+    ablations = ablate(context, _Host(space, leaks=False), winner, journal, [], notes=notes)
+    without = [run for run in journal.runs if run.role == role_without("ListenBacklog")]
+    assert without and all(run.point["ListenBacklog"] == space.start["ListenBacklog"] for run in without)
+    assert ablations.effects["ListenBacklog"].advised_by == ""
+    assert any(note.startswith("P112 advises no single value of ListenBacklog") for note in notes), notes

@@ -61,16 +61,18 @@ def attribute(context: SessionContext, runner: TrialObjective, journal, earlier:
         context.events.note(f"the model of the trials sees no effect of {', '.join(first)} either, but "
                             f"{'it is' if len(first) == 1 else 'they are'} among the changes measured one "
                             "by one first (the MPM, the pool's size, what the seeds measured large)")
-    ablations = ablate(context, runner, winner, journal, earlier, together=together)
+    ablations = ablate(context, runner, winner, journal, earlier, together=together, notes=notes)
     return Attribution(winner, notes, ablations)
 
 
 def ablate(context: SessionContext, runner: TrialObjective, winner: dict[str, Value], journal, earlier: list,
-           together: Sequence[str] = ()):
+           together: Sequence[str] = (), notes: list[str] | None = None):
     """The winner and the winner less each of its changes, in interleaved
     rounds, each run journalled; runs an interrupted session journalled
     for the same points are taken from the journal. The changes in
-    `together` (the model saw no effect of each) are reverted as one."""
+    `together` (the model saw no effect of each) are reverted as one.
+    `notes`: where what the report must say of the rounds goes (a rule
+    whose advice could not be measured)."""
     from advisor.tuner.session.ablation import measure_effects
 
     ablated = ablated_names(context, winner, together)
@@ -83,8 +85,13 @@ def ablate(context: SessionContext, runner: TrialObjective, winner: dict[str, Va
     ablations = measure_effects(as_runs(outcomes), values, floor_sd=run_floor(runner, outcomes))
     for name, advised in advice.items():
         if advised.value is None:
-            ablations.notes.append(f"{advised.code} advises no single value of {name} the search holds: its "
-                                   "ablation sets it back to the start's value instead")
+            fallback = (f"{advised.code} advises no single value of {name} the search holds: its ablation "
+                        "set it back to the start's value instead, so its figure is not a comparison with "
+                        "the rule's advice")
+            ablations.notes.append(fallback)
+            context.events.note(fallback)
+            if notes is not None:
+                notes.append(fallback)
             continue
         ablations.advised[name] = advised.value
         ablations.effects[name].advised_by = advised.code
