@@ -1,0 +1,65 @@
+"""Whether a session's searched figures lie within their reported
+uncertainty of what it measured of the same points later (session/figure_check.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from advisor.tuner.search.optimizer import Observation, TrialOutcome
+from advisor.tuner.session.ablation import START, WINNER, WITHOUT, Ablations
+from advisor.tuner.session.figure_check import GAIN, REPLICATE, ROUNDS, check_figures, later_runs
+from advisor.tuner.session.gain import Replicates
+from test_tune_core import load_stock
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    return load_stock(tmp_path_factory.mktemp("stock"))[1]
+
+
+def measured(trial: int, point: dict, value: float, rel_sd: float | None, bound=None, replicate=False):
+    details = {} if rel_sd is None else {"uncertainty": {"rel_sd": rel_sd, "bound": bound}}
+    return Observation(trial, point, value, True, "server CPU", details, replicate=replicate)
+
+
+def test_each_searched_figure_is_held_to_the_later_mean(space):
+    start = dict(space.start)
+    name = space.free[0].name
+    winner = dict(start, **{name: space.free[0].high})
+    observations = [measured(1, start, 1000.0, 0.03), measured(2, winner, 1500.0, 0.03),
+                    measured(3, winner, 1480.0, 0.03, replicate=True), measured(4, start, 990.0, None)]
+    ablations = Ablations(winner_point=winner, outcomes=[
+        (WINNER, TrialOutcome(1900.0, True, "server CPU", {})), (START, TrialOutcome(1010.0, True, "none", {})),
+        (WITHOUT + name, TrialOutcome(1005.0, True, "none", {})), (WINNER, TrialOutcome(1880.0, False, "x", {}))])
+    later = later_runs(space, winner, Replicates([995.0, 1002.0], [1850.0, 1910.0]), ablations)
+    checks = check_figures(space, observations, later)
+    by_trial = {c.trial: c for c in checks.checks}
+    # The start: 1,000 ± 3 % against a later mean near 1,002 (rounds, the winner less its one change, the gain).
+    assert by_trial[1].within and by_trial[1].sources == [ROUNDS, GAIN] and by_trial[1].later_runs == 4
+    # The winner's 1,500 against 1,480, 1,900, 1,850 and 1,910: 16 % below, outside ± 6 %.
+    assert not by_trial[2].within and by_trial[2].sources == [REPLICATE, ROUNDS, GAIN]
+    assert by_trial[2].later_mean == pytest.approx((1480 + 1900 + 1850 + 1910) / 4)
+    assert 3 not in by_trial  # a replicate is a later measure, not a searched figure
+    assert checks.unchecked == 1  # trial 4 carried no uncertainty (an older journal)
+    assert checks.share == 0.5
+    assert "1 of 2 searched figures" in checks.summary() and "falls short of the 80 %" in checks.summary()
+    line = by_trial[2].line("replies/s")
+    assert line.startswith("trial 2 (") and "1,500.0 replies/s ± 3 %" in line and line.endswith("outside")
+
+
+def test_a_floor_agrees_with_a_later_mean_above_it_and_the_rounds_gain_is_not_counted_twice(space):
+    start = dict(space.start)
+    observations = [measured(1, start, 1000.0, 0.03, bound="lower")]
+    ablations = Ablations(winner_point=start, outcomes=[(START, TrialOutcome(1800.0, True, "none", {}))])
+    taken = Replicates([1800.0], [1800.0], source="the ablation rounds")
+    checks = check_figures(space, observations, later_runs(space, start, taken, ablations))
+    assert [(c.within, c.later_runs) for c in checks.checks] == [(True, 1)]
+    assert checks.to_dict()["share"] == 1.0 and checks.to_dict()["factor"] == 2.0
+
+
+def test_nothing_measured_again_is_said_so(space):
+    checks = check_figures(space, [measured(1, dict(space.start), 1000.0, 0.03)], [])
+    assert checks.checks == [] and checks.share is None
+    assert checks.summary() == "no point the search measured was measured again later"
