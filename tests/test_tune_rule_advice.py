@@ -121,7 +121,7 @@ def test_a_change_that_trips_p101_is_ablated_against_0_and_its_reason_quotes_tha
     assert advice.winner[MCPC] == 3540
     reason = advice.suppressions[MCPC]
     assert reason.startswith("# apache-advisor: disable=") and "P101" in reason.split("--")[0]
-    assert "against MaxConnectionsPerChild 0, which P101 advises" in reason
+    assert "against MaxConnectionsPerChild 0, which P101 advises, on almeida-sessions" in reason
     assert "without it" not in reason
 
 

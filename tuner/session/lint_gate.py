@@ -175,7 +175,8 @@ def measured_figure(context: SessionContext, dimension: str, changed: list[str],
             return None
         # A rule's advice, when the ablation measured against it: the reason
         # to keep a change lint warns of is its gain over what lint advises.
-        return f"{effect.sentence()} against {effect.against()}"
+        # The comma closes the clause before the workload the suppression names next.
+        return f"{effect.sentence()} against {effect.against()}{',' if effect.advised_by else ''}"
     if changed == [dimension] and replicates is not None and min(len(replicates.start),
                                                                  len(replicates.winner)) >= 2:
         try:
