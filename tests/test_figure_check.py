@@ -63,3 +63,21 @@ def test_nothing_measured_again_is_said_so(space):
     checks = check_figures(space, [measured(1, dict(space.start), 1000.0, 0.03)], [])
     assert checks.checks == [] and checks.share is None
     assert checks.summary() == "no point the search measured was measured again later"
+
+
+def test_the_report_lists_the_checks_and_each_trials_spread(tmp_path):
+    from advisor.output.tune_files import render_json, render_markdown
+    from advisor.tuner.session.report_data import SessionFacts, build_report
+
+    cfg, space = load_stock(tmp_path)
+    start = dict(space.start)
+    observations = [measured(1, start, 1000.0, 0.04), measured(2, start, 900.0, 0.03, bound="lower")]
+    replicates = Replicates([1020.0, 980.0], [1010.0, 1030.0])
+    report = build_report(cfg, space, observations, start, SessionFacts(), replicates=replicates)
+    assert report.figure_checks["share"] == 1.0 and len(report.figure_checks["checks"]) == 2
+    text = render_markdown(report)
+    assert "### Searched figures, measured again" in text
+    assert "2 of 2 searched figures lie within 2 x their reported uncertainty" in text
+    assert "± 4 % |" in text and "± 3 %, at least |" in text  # the trials table
+    assert "trial 2 (the starting config): at least 900.0 replies/s (± 3 %)" in text
+    assert '"figure_checks"' in render_json(report)

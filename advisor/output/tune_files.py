@@ -123,6 +123,25 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out
 
 
+def _spread(uncertainty: Mapping | None) -> str:
+    """" ± 4 %" after a trial's figure (" ± 4 %, at least" for a floor); "" without a measured one."""
+    if not isinstance(uncertainty, Mapping) or uncertainty.get("rel_sd") is None:
+        return ""
+    floor = ", at least" if uncertainty.get("bound") == "lower" else ""
+    return f" ± {100 * float(uncertainty['rel_sd']):.0f} %{floor}"
+
+
+def _figure_checks(checks: Mapping | None, unit: str) -> list[str]:
+    """The searched figures against their points' later runs (session/figure_check.py)."""
+    if not checks or not checks.get("checks"):
+        return []
+    from advisor.tuner.session.figure_check import FigureCheck
+
+    out = ["### Searched figures, measured again", "", f"{checks['summary']}:", ""]
+    out += [f"- {FigureCheck(**c).line(unit)}" for c in checks["checks"]]
+    return out + [""]
+
+
 def _percent(ratio: float | None) -> str:
     return "-" if ratio is None else f"{(ratio - 1.0) * 100:+.1f} %"
 
@@ -164,7 +183,7 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
                                  ("invalid", not row.valid),
                                  ("stopped early below the incumbent", row.upper_bound)) if on]
         changed = ", ".join(f"{k} {v}" for k, v in row.changed.items()) or "(the starting point)"
-        figure = ("≤ " if row.upper_bound else "") + _number(row.objective)
+        figure = ("≤ " if row.upper_bound else "") + _number(row.objective) + _spread(row.uncertainty)
         rows.append([row.trial, figure, _number(row.best_so_far), row.verdict,
                      ", ".join(marks), changed])
     header = ["trial", f"objective ({unit})", f"best mean so far ({unit})", "bottleneck", "", "changed from start"]
@@ -172,6 +191,7 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     if "convergence" in plots:
         out += ["", f"![objective per trial, best so far and the start level]({plots['convergence']})"]
     out.append("")
+    out += _figure_checks(report.figure_checks, unit)
 
     out += ["## Recommendation", ""]
     if report.no_response is not None:

@@ -19,6 +19,7 @@ from advisor.tuner.search.recommend import FOLLOWS, FileDiff, Recommendation, di
 from advisor.tuner.search.space import Space, Value
 from advisor.tuner.search.surrogate import (MIN_TRIALS_FOR_SURROGATE, Curve, Sensitivity, Surrogate, curves,
                                             sensitivities)
+from advisor.tuner.session.figure_check import check_figures, later_runs
 from advisor.tuner.session.gain import Gain, Replicates, measure_gain
 
 if TYPE_CHECKING:
@@ -419,6 +420,8 @@ class TrialRow:
     elapsed_s: float
     upper_bound: bool = False
     """The knee search stopped early, below the incumbent: the figure is what it served while failing."""
+    uncertainty: dict[str, Any] | None = None
+    """The trial's measured uncertainty (trial/precision.py: rel_sd, bound, components)."""
 
 
 def trial_rows(space: Space, observations: Sequence[Observation], winner: Mapping[str, Value]) -> list[TrialRow]:
@@ -436,7 +439,8 @@ def trial_rows(space: Space, observations: Sequence[Observation], winner: Mappin
                    if o.point.get(d.name) != space.start.get(d.name) and mpm in d.mpms}
         rows.append(TrialRow(o.trial, o.objective, best, o.verdict, o.replicate, o.valid, key == start_key,
                              key == winner_key, changed, o.elapsed_s,
-                             upper_bound=isinstance(o.details, Mapping) and o.details.get("bound") == "upper"))
+                             upper_bound=isinstance(o.details, Mapping) and o.details.get("bound") == "upper",
+                             uncertainty=o.details.get("uncertainty") if isinstance(o.details, Mapping) else None))
     return rows
 
 
@@ -469,6 +473,8 @@ class TuneReport:
     """`lint` of the start's tree and of the tuned tree, at the admin's --fail-on."""
     no_response: NoResponse | None = None
     """Set when the session could not tell its points apart: it then recommends nothing."""
+    figure_checks: dict[str, Any] | None = None
+    """session/figure_check.py FigureChecks.to_dict(): the searched figures against their points' later runs."""
 
     @property
     def verdict_line(self) -> str:
@@ -560,6 +566,7 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
         suppressions=dict(suppressions or {}),
         lint_comparison=lint_comparison(lint, winner, suppressions or {}) if lint is not None else None,
         no_response=unresponsive,
+        figure_checks=check_figures(space, observations, later_runs(space, winner, replicates, ablations)).to_dict(),
     )
 
 
