@@ -62,6 +62,8 @@ def test_knee_mode_ramp_mode_and_plots(tmp_path):
     assert [t["inputs"]["rate"] for t in trials] == [100, 200, 400], [
         (t["inputs"]["rate"], t["slo_failures"], t["errors"], t["interference"]) for t in trials]
     assert knee["peak_rate"] == 400 and knee["stop_reason"] == "max rate reached without failing"
+    # No probe failed: the figure is a floor, with the CPU-speed reference read on the server's core.
+    assert knee["uncertainty"]["bound"] == "lower" and knee["uncertainty"]["reference"]["cpus"] == [0]
     for trial in trials:
         assert {"reply_rate", "request_rate", "connection_rate", "errors", "reply_time_ms", "metrics", "verdict",
                 "interference", "quiet_wait_s"} <= set(trial)

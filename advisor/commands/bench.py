@@ -402,11 +402,13 @@ def _trials(options: BenchOptions, plan: BenchPlan, base, steps: list[float], re
         trials = ramp(plan.target, base, steps, on_trial=report.trial, **kwargs)
     else:
         report.start(options.max_probes, options.duration)
-        knee = knee_search(plan.target, base, start_rate=plan.start_rate, max_rate=options.max_rate,
-                           tolerance=options.tolerance, max_probes=options.max_probes,
-                           retries=options.retries, on_trial=report.trial, **kwargs)
+        from advisor.tuner.trial.objective import measured_knee
+
+        knee, uncertainty = measured_knee(plan.target, base.server_cpus, options.tolerance, lambda: knee_search(
+            plan.target, base, start_rate=plan.start_rate, max_rate=options.max_rate, tolerance=options.tolerance,
+            max_probes=options.max_probes, retries=options.retries, on_trial=report.trial, **kwargs))
         trials = knee.probes
-        report.knee(knee)
+        report.knee(knee, uncertainty)
         log = plan.log
         if log is not None and knee.peak_rate is not None and log.session_rate > 0:
             report.info(f"peak {knee.peak_rate:g} sessions/s: {knee.peak_rate / log.session_rate:.3g} x "
@@ -546,18 +548,21 @@ class _Reporter:
         if not result.quiet:
             self.console.print(f"  [yellow]the server was still busy with earlier work after {result.quiet_wait_s:.0f} s[/yellow]")
 
-    def knee(self, knee) -> None:
+    def knee(self, knee, uncertainty: dict | None = None) -> None:
         if self.json:
             document = {"kind": "knee"}
-            document.update(knee.to_dict())
+            document.update(knee.to_dict(), uncertainty=uncertainty)
             print(json.dumps(document), flush=True)
             return
         if knee.peak_rate is None:
             self.console.print(f"[red]no probe met the SLO[/red] ({knee.stop_reason})")
         else:
+            from advisor.tuner.trial.precision import figure_text
+
             bound = "at least " if knee.lower_bound_only else ""
+            served = figure_text(knee.peak_reply_rate, "replies/s", uncertainty)  # ± its measured uncertainty
             self.console.print(f"[bold]peak sustainable rate: {bound}{knee.peak_rate:g}/s[/bold] "
-                               f"({knee.peak_reply_rate:.0f} replies/s; {knee.stop_reason})")
+                               f"({served}; {knee.stop_reason})")
         if knee.limiting is not None:
             self.console.print(f"limited by [bold]{knee.limiting.label}[/bold]")
 

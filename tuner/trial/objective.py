@@ -375,6 +375,21 @@ def knee_trial_uncertainty(knee, tolerance: float, bound: str | None, reference:
                             notes=remote_notes(remote))
 
 
+def measured_knee(target, server_cpus: list[int] | None, tolerance: float, search: Callable[[], Any]
+                  ) -> tuple[Any, dict[str, Any]]:
+    """`search()` (a knee search) between two readings of the CPU-speed
+    reference on the server's cores, and its figure's uncertainty, as a
+    session's trial journals it: bench --mode knee reports the same."""
+    from advisor.tuner.measure.cpu_reference import ReferenceDrift, read_reference
+
+    here = getattr(target, "on_this_machine", True)
+    before = read_reference(server_cpus) if here else None
+    knee = search()
+    drift = ReferenceDrift(before, read_reference(server_cpus)).to_dict() if before is not None else None
+    bound = "upper" if knee.stopped_early else None
+    return knee, knee_trial_uncertainty(knee, tolerance, bound, drift, remote=not here).to_dict()
+
+
 def reads_server_speed(result) -> bool:
     """A failed probe whose served rate is what the server could serve then
     (see knee_trial_uncertainty)."""
