@@ -155,9 +155,15 @@ def test_a_small_session_end_to_end_produces_a_report_whose_include_passes_apach
     first = journal[0]["details"]
     assert first["knee"]["probes"] and first["httperf"]["replies"] > 0 and first["metrics"]["samples"] > 0
     assert first["verdict"]["label"] and first["directives"][0].startswith("ServerLimit")
+    # Each trial's figure with its measured uncertainty: in the journal, on its line, and the plan's precision.
+    assert first["uncertainty"]["rel_sd"] > 0 and first["uncertainty"]["reference"]["cpus"] == [0]
+    assert "precision: each figure about ± " in out
+    trial_line = next(line for line in out.splitlines() if line.startswith("trial 1:"))
+    assert "± " in trial_line and " %" in trial_line, trial_line
     data = json.loads((report / "report.json").read_text())
     assert len(data["trials"]) == len(journal)
     assert data["facts"]["workload"] == "1k" and data["facts"]["unit"] == "replies/s"
+    assert data["figure_checks"]["factor"] == 2.0 and "summary" in data["figure_checks"]
     if result.returncode == 0 and data["recommendation"]["changes"]:
         assert data["gain"] is not None and len(data["gain"]["start"]) == 2
         from_rounds = any("ablation rounds" in note or "interleaved rounds" in note for note in data["notes"])
