@@ -63,6 +63,9 @@ def test_tune_runs_end_to_end_against_the_remote_server(netns_topology, tmp_path
     assert trials and trials[0]["origin"] == "start" and trials[0]["valid"], trials[:1]
     first = trials[0]["details"]
     assert first["httperf"]["replies"] > 0 and first["metrics"]["samples"] > 0
+    # No CPU-speed reference for a server on another host: left out, and said so.
+    assert first["uncertainty"]["reference"] is None and "remote server" in first["uncertainty"]["notes"][0]
+    assert "no CPU-speed reference" in out
     data = json.loads((report / "report.json").read_text())
     assert len(data["trials"]) == len(trials) and (report / "report.md").exists()
 
