@@ -170,11 +170,12 @@ def knee_uncertainty(readings: Sequence[ProbeReading], peak_rate: float | None, 
     bracket = bracket_component(readings, peak_rate)
     if bracket is None and bound != UPPER and peak_rate is not None:
         bound = LOWER
-        # The climb's own step stands for the bracket: the search ended
-        # no finer than its tolerance, and the floor's distance to the
-        # peak is not known at all.
-        bracket = bracket_sd(tolerance)
         notes.append("no probe failed above the peak: the figure is a lower bound")
+    if bracket is None and bound in (LOWER, UPPER):
+        # The tolerance's bracket stands for the open one: the search ended
+        # no finer than that, and how far the bound lies from the peak is
+        # not known at all (a ceiling's one reading is no finer either).
+        bracket = bracket_sd(tolerance)
     components: dict[str, float | None] = {
         "bracket": bracket, "capacity": capacity_component(readings),
         "reference": reference_component(*(_reference_ms(reference))),
