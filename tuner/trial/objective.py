@@ -77,7 +77,7 @@ class TrialObjective:
         """The highest peak an uncapped run (the rounds, the gain) measured this session."""
         self.uncapped_peaks: dict[tuple, list[float]] = {}
         """Each point's peaks from uncapped runs only: a search trial's peak
-        may be capped at twice the incumbent's or measured on a cold pool
+        may be a floor (its four probes spent climbing) or measured on a cold pool
         (the README session's start: 160 sessions/s in the search, 243-259
         in the rounds), so a mean that keeps it starts every later run low."""
         self.last_elapsed = 0.0
