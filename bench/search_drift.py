@@ -16,7 +16,7 @@ trial draws its own spread, one in ten is wide, and each reports its spread)
 with the same seed. A search's choice is judged by the noise-free,
 drift-free peak of the point it chose, as a share of the best of a grid over
 the space (the same grid for every search); each row prints it, and the
-summary gives the mean and median share, the seeds in which the choice
+summary gives the mean, median and worst share, the seeds in which the choice
 reached 95 % of the grid's best, and how often each search is at least as
 good as random search and as today's search (within 1 %).
 
@@ -113,7 +113,7 @@ def run_start(name: str, args, work: Path) -> dict[str, list[float]]:
 
 
 def summary(name: str, shares: dict[str, list[float]]) -> None:
-    print(f"\n{name}: {'search':>7} {'mean':>7} {'median':>7} {'>=95%':>6} {'>=random':>9} {'>=today':>8}")
+    print(f"\n{name}: {'search':>7} {'mean':>7} {'median':>7} {'worst':>7} {'>=95%':>6} {'>=random':>9} {'>=today':>8}")
     for kind, values in shares.items():
         count = len(values)
         reached = sum(v >= 0.95 for v in values)
@@ -121,6 +121,7 @@ def summary(name: str, shares: dict[str, list[float]]) -> None:
                   for other in ("random", "today")}
         cells = [f"{versus[o]}/{count}" if versus[o] is not None else "-" for o in ("random", "today")]
         print(f"{'':>{len(name) + 1}} {kind:>7} {statistics.mean(values):>7.1%} {statistics.median(values):>7.1%} "
+              f"{min(values):>7.1%} "
               f"{reached:>3}/{count:<2} {cells[0]:>9} {cells[1]:>8}")
 
 

@@ -249,3 +249,18 @@ def test_the_what_if_model_holds_each_trial_to_its_spread(space):
     ys = [-math.log(o.objective) for o in observations] + [-math.log(900.0)]
     spreads = [o.details["uncertainty"]["rel_sd"] ** 2 for o in observations] + [0.0]
     assert list(surrogate.model.alpha) == pytest.approx(list(RowNoise(spreads).alpha(ys)))
+
+
+def test_a_few_drifting_trials_are_off_by_more_than_they_report(space):
+    """The hidden error: what a trial's own report cannot show, the early re-measure is for."""
+    def beyond(host) -> int:
+        sim = SimulatedObjective(space, host, seed=8)
+        count = 0
+        for _ in range(200):
+            o = sim(space.start)
+            error = math.log(o.objective / (o.details["true_peak_rps"] * o.details["speed"]))
+            count += abs(error) > 5.0 * o.details["uncertainty"]["rel_sd"]
+        return count
+
+    assert beyond(drifting_host(hidden_share=0.0)) == 0
+    assert beyond(drifting_host(hidden_share=0.5)) >= 10

@@ -66,7 +66,9 @@ about ten minutes (an hour's range stays near the 20 % of that tree). Trials can
 its own spread (some wide, as a knee bisected across a disturbance is) and
 reports it as `details["uncertainty"]["rel_sd"]`, the way a real trial
 reports what it measured of itself. The drift is not in that report: a
-trial cannot see a speed that holds still for its minute.
+trial cannot see a speed that holds still for its minute. Nor is a hidden
+error, which a few trials carry (a disturbance between the probes that
+bracket the knee moves the figure and leaves the bracket as tight).
 """
 
 from __future__ import annotations
@@ -128,6 +130,9 @@ class SimulatedHost:
     wide_share: float = 0.0
     """Share of trials whose figure is far less precise than the rest (spread `wide_cv`)."""
     wide_cv: float = 0.30
+    hidden_share: float = 0.0
+    """Share of trials with an error beyond the spread they report (spread `hidden_cv`)."""
+    hidden_cv: float = 0.30
     report_uncertainty: bool = False
     """Each outcome reports its own spread in details["uncertainty"]."""
 
@@ -137,15 +142,17 @@ class SimulatedHost:
 
     @property
     def varied(self) -> bool:
-        return self.noise_spread > 0.0 or self.wide_share > 0.0
+        return self.noise_spread > 0.0 or self.wide_share > 0.0 or self.hidden_share > 0.0
 
 
 def drifting_host(**changes: Any) -> SimulatedHost:
     """What this VM does to a trial, as far as the issue-56 figures tell: the
     same point read 35 % apart within an hour, so a few per cent of drift a
     minute with a jump of about 10 % every twenty minutes, trials usually
-    precise to 6 % and one in ten to 30 %, each reporting its own spread."""
+    precise to 6 % and one in ten to 30 %, each reporting its own spread,
+    and one in twenty off by 30 % more than it reports."""
     settings: dict[str, Any] = {"noise_cv": 0.06, "noise_spread": 0.5, "wide_share": 0.10, "wide_cv": 0.30,
+                                "hidden_share": 0.05, "hidden_cv": 0.30,
                                 "drift_per_minute": 0.03, "jumps_per_minute": 0.05, "jump_sd": 0.10,
                                 "trial_minutes": 1.5, "report_uncertainty": True}
     settings.update(changes)
@@ -327,6 +334,8 @@ class SimulatedObjective:
         disturbed = float(self.rng.random()) < self.host.disturbed_share
         if self.host.drifts:
             noisy *= math.exp(self._drift())
+        if self.host.hidden_share > 0.0 and float(self.rng.random()) < self.host.hidden_share:
+            noisy *= math.exp(float(self.rng.normal(0.0, self.host.hidden_cv)))
         label = "client-bound" if disturbed else self._verdict(peak, c, m)
         parts = {name: round(float(v[0]) * 1e6, 2) for name, v in m.parts.items()}
         details = {
