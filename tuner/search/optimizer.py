@@ -378,15 +378,16 @@ class BayesianSearch:
         Spent at the end rather than as soon as a point looks good: early on
         one measurement per point teaches the GP more (its noise term already
         discounts single values), while the choice of what to recommend is
-        where a lucky measurement does harm.
+        where a lucky measurement does harm. The exception, a first reading
+        that would lead against the model's expectation, is measured again
+        at once (tell) and takes one of these replicates.
         """
         s = self.settings
         history = self.history
         reserve = int(s.replicate_share * s.budget)
         done = sum(len(v) for v in history.values.values())
-        # The early second looks at surprises are not this reserve's.
-        late = history.origins[max(0, s.budget - reserve):].count("replicate")
-        if reserve <= 0 or done < s.budget - reserve or late >= reserve:
+        # An early second look at a surprise is one of this reserve's replicates.
+        if reserve <= 0 or done < s.budget - reserve or history.replicates >= reserve:
             return None
         best = self.incumbent()
         if best is None:
