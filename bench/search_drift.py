@@ -20,7 +20,8 @@ summary gives the mean, median and worst share, the seeds in which the choice
 reached 95 % of the grid's best, and how often each search is at least as
 good as random search and as today's search (within 1 %).
 
-    .venv/bin/python bench/search_drift.py --seeds 10 --budget 15 [--starts stock,worst] [--allow-mpm-switch]
+    .venv/bin/python bench/search_drift.py --seeds 20 --budget 15 [--starts stock,worst]
+    .venv/bin/python bench/search_drift.py --seeds 10 --allow-mpm-switch --grid-levels 2
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ def make_space(name: str, work: Path, host, allow_mpm_switch: bool):
     return derive_space(cfg, ram, allow_mpm_switch=allow_mpm_switch)
 
 
-def grid_best(space, host) -> float:
+def grid_best(space, host, per_range: int) -> float:
     from advisor.tuner.search.simulated import SimulatedObjective, best_of_grid, default_levels, grid
 
-    levels = default_levels(space, per_range=3)
+    levels = default_levels(space, per_range=per_range)
     levels.pop("StartServers", None)  # it shapes only the first seconds after a start
     return best_of_grid(SimulatedObjective(space, host), grid(space, levels))[1]
 
@@ -94,7 +95,7 @@ def run_start(name: str, args, work: Path) -> dict[str, list[float]]:
 
     host = drifting_host()
     space = make_space(name, work, host, args.allow_mpm_switch)
-    best = grid_best(space, host)
+    best = grid_best(space, host, args.grid_levels)
     shares: dict[str, list[float]] = {kind: [] for kind in args.searches}
     print(f"\n{name} start: best of grid {best:,.0f}/s; per seed, the chosen point's true peak as a share of it")
     print("seed  " + "  ".join(f"{kind:>14}" for kind in args.searches) + "   early re-measures (new)")
@@ -133,6 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--starts", default="stock,worst")
     parser.add_argument("--searches", default=",".join(SEARCHES))
     parser.add_argument("--allow-mpm-switch", action="store_true")
+    parser.add_argument("--grid-levels", type=int, default=3,
+                        help="levels per numeric dimension of the reference grid (2 with the MPM switch: "
+                             "3 makes 17 million points)")
     args = parser.parse_args(argv)
     args.searches = [s for s in args.searches.split(",") if s]
     starts = [s for s in args.starts.split(",") if s]
