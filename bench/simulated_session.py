@@ -15,11 +15,14 @@ default) and answers the few questions the plan asks of a server's host.
 
     python bench/simulated_session.py [--seed 3] [--budget 12] [--config corpus/samples/debian/apache2.conf]
                                       [--allow-mpm-switch] [--work DIR] [--journal-out FILE]
-                                      [--interrupt-after N] [--resume] [--unnamed-misses]
+                                      [--interrupt-after N] [--resume] [--unnamed-misses] [--drift]
 
 --unnamed-misses journals every run as a sandbox on a CPU quota often does:
 its peak set by a probe that missed the SLO on reply time while no resource
 read as saturated (the limiting verdict "none"); the peaks are the host's own.
+
+--drift puts the session on a host whose speed drifts as this VM's does and
+whose trials report their own spread (simulated.py's `drifting_host`).
 """
 
 from __future__ import annotations
@@ -78,10 +81,16 @@ class SimulatedTarget:
 class SimulatedTrials:
     """What the session asks of its trial objective, answered by the simulated host."""
 
-    def __init__(self, space, seed: int, interrupt_after: int | None = None, unnamed_misses: bool = False) -> None:
+    def __init__(self, space, seed: int, interrupt_after: int | None = None, unnamed_misses: bool = False,
+                 drift: bool = False) -> None:
         from advisor.tuner.search.simulated import SimulatedHost, SimulatedObjective
 
-        self.simulated = SimulatedObjective(space, SimulatedHost(), seed=seed)
+        host = SimulatedHost()
+        if drift:
+            from advisor.tuner.search.simulated import drifting_host
+
+            host = drifting_host()
+        self.simulated = SimulatedObjective(space, host, seed=seed)
         try:  # the rounds' intervals are floored by the knee bracket the runs are measured to (issue 56)
             from advisor.tuner.trial.objective_spec import ProbeSettings
 
@@ -136,13 +145,13 @@ def _plain(value: Any, work: str) -> Any:
 
 
 def _install_trials(session, seed: int, made: list[SimulatedTrials], interrupt_after: int | None,
-                    unnamed_misses: bool = False) -> None:
+                    unnamed_misses: bool = False, drift: bool = False) -> None:
     """Hand the session's trials to the simulated host: the session builds its
     one trial objective in `make_objective` (before issue 55 split the session
     into its phases, loop.py built a `TrialObjective` in `run`)."""
 
     def simulated(*args, **kwargs) -> SimulatedTrials:
-        trials = SimulatedTrials(session.space, seed, interrupt_after, unnamed_misses)
+        trials = SimulatedTrials(session.space, seed, interrupt_after, unnamed_misses, drift)
         made.append(trials)
         return trials
 
@@ -190,7 +199,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = SessionSettings(work / "report", budget=args.budget, seed=args.seed,
                                allow_mpm_switch=args.allow_mpm_switch, resume=args.resume)
     session = TuneSession(target, work, workload, ObjectiveSpec(), ProbeSettings(), settings)
-    _install_trials(session, args.seed, made, args.interrupt_after, args.unnamed_misses)
+    _install_trials(session, args.seed, made, args.interrupt_after, args.unnamed_misses, args.drift)
     plan = session.prepare()
     session.managed = object()  # the simulated server needs no include held safe
     try:
@@ -220,6 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resume", action="store_true", help="go on with the journal in --work")
     parser.add_argument("--unnamed-misses", action="store_true",
                         help="every run's peak set by a probe that missed the SLO with nothing saturated")
+    parser.add_argument("--drift", action="store_true",
+                        help="a host whose speed drifts and whose trials report their own spread")
     args = parser.parse_args(argv)
     record = run(args)
     text = json.dumps(record, indent=1, sort_keys=True, default=str)
