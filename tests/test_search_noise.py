@@ -264,3 +264,16 @@ def test_a_few_drifting_trials_are_off_by_more_than_they_report(space):
 
     assert beyond(drifting_host(hidden_share=0.0)) == 0
     assert beyond(drifting_host(hidden_share=0.5)) >= 10
+
+
+def test_a_ceiling_is_held_loosely_and_a_floor_as_read(space):
+    searcher = make_searcher("bayesian", space, settings(initial_points=3))
+    points = space.random_points(4, seed=2)
+    searcher.tell(points[0], 1000.0, rel_sd=0.05)
+    searcher.tell(points[1], 800.0, rel_sd=0.05, bound="upper")
+    searcher.tell(points[2], 1200.0, rel_sd=0.05, bound="lower")
+    assert searcher.noise.variances == pytest.approx([0.0025, 0.0025 + UPPER_BOUND_SD ** 2, 0.0025])
+    # The floor leads: it is measured again before anything else.
+    assert searcher.ask() == (points[2], "replicate")
+    searcher.tell(points[2], 1500.0, rel_sd=0.05, bound="lower", origin="replicate")
+    assert searcher.ask()[0] != points[2]
