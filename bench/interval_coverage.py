@@ -16,11 +16,9 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from advisor.tuner.stats.coverage import (NOISES, RATIOS, RUNS, binomial_margin, markdown_table,  # noqa: E402
+from advisor.tuner.stats.coverage import (NOISES, RATIOS, RUNS, binomial_margin, markdown_table,
                                           runs_needed, simulate)
 
 VARIANT_RATIOS = (1.0, 1.5)

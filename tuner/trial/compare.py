@@ -94,7 +94,8 @@ class SideRun:
     first_step: float
     peak_rate: float | None
     figure: float | None
-    """Replies per second served at the peak: the side's figure."""
+    """Replies per second at the peak, read inside the search's bracket
+    (advisor.tuner.trial.knee_figure): the side's figure."""
     probes: int
     stop_reason: str
     lower_bound: bool
@@ -102,10 +103,17 @@ class SideRun:
     seconds: float
     """The search's wall time, its side's reload included: what a round costs."""
     probe_rates: tuple[float, ...] = ()
+    passing_figure: float | None = None
+    """The passing probe's served rate: the bracket's lower end, the figure before issue 56."""
+    figure_how: str = ""
+    probe_served: tuple[float, ...] = ()
+    probe_met: tuple[bool, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"side": self.side, "start_rate": self.start_rate, "first_step": round(self.first_step, 4),
-                "peak_rate": self.peak_rate, "figure": self.figure, "probes": self.probes,
+                "peak_rate": self.peak_rate, "figure": self.figure, "passing_figure": self.passing_figure,
+                "figure_how": self.figure_how, "probes": self.probes,
+                "probe_served": [round(v, 2) for v in self.probe_served], "probe_met": list(self.probe_met),
                 "probe_rates": list(self.probe_rates), "stop_reason": self.stop_reason,
                 "lower_bound": self.lower_bound, "seconds": round(self.seconds, 2)}
 
@@ -227,12 +235,20 @@ def _start(name: str, last_peak: dict[str, float], settings: CompareSettings) ->
 
 def _side_run(name: str, start: float, step: float, knee: KneeResult, settings: CompareSettings,
               seconds: float) -> SideRun:
+    from advisor.tuner.trial.knee_figure import knee_figure
+    from advisor.tuner.trial.objective import measured_something_else, reads_server_speed
+    from advisor.tuner.trial.precision import readings_from_probes
+
     never_failed = knee.lower_bound_only or (knee.peak_rate is not None and knee.limiting is None
                                              and knee.peak_rate >= settings.max_rate)
-    return SideRun(name, start, step, knee.peak_rate,
-                   float(knee.peak_reply_rate) if knee.peak_reply_rate else None,
+    readings = readings_from_probes(knee.probes, counts=lambda r: not measured_something_else(r),
+                                    reads_speed=reads_server_speed)
+    figure = knee_figure(readings, knee.peak_rate, knee.peak_reply_rate)
+    return SideRun(name, start, step, knee.peak_rate, figure.value if figure else None,
                    len(knee.probes), knee.stop_reason, never_failed, seconds,
-                   tuple(p.inputs.rate for p in knee.probes))
+                   tuple(p.inputs.rate for p in knee.probes), figure.passing if figure else None,
+                   figure.how if figure else "", tuple(float(p.served_rate) for p in knee.probes),
+                   tuple(bool(p.meets_slo) for p in knee.probes))
 
 
 def _unusable(run: SideRun, settings: CompareSettings) -> str | None:

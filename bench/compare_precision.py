@@ -1,0 +1,165 @@
+"""How precise `bench --compare` is on this host: A/A and A/B comparisons (issue 56).
+
+Runs, on a sandbox (prefork, held to --quota % of a core, HTTPS), the
+tuner's default objective (the peak rate of 5-request sessions over
+Almeida's file set with 0.2 s think time, mean reply time under 100 ms
+with visitors --rtt ms away):
+- A/A: the config against itself; a comparison that reports a difference
+  at 95 % is a false one;
+- A/B: the same config with the quota at --quota against --quota-b (a
+  predicted ratio of quota-b / quota when the server's CPU is the limit);
+interleaved (A/A, A/B, A/A, ...) so that both see the same hours of the
+host.
+Each comparison is `apache-advisor bench --compare ... --format json`; its
+document is appended to --out as one JSON line. The summary sets beside
+the comparisons' own result (figures read inside the knee's bracket,
+paired rounds) the same rounds with each search's passing probe as its
+figure, and today's single trial a side (the first round's two figures).
+`--from FILE` summarises a file of earlier comparisons without measuring.
+
+    python bench/compare_precision.py --comparisons 20 --out /tmp/compare.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+from advisor.tuner.stats.ratio import bracket_sd, paired_interval
+
+LOAD = ["--tls", "--workload", "almeida", "--num-calls", "5", "--think", "0.2", "--slo-ms", "100"]
+TODAY_TOLERANCE = 0.1
+"""Today's search calls two single figures different when they are more than a knee bracket apart."""
+
+
+def advisor_command() -> list[str]:
+    here = Path(sys.executable).parent / "apache-advisor"
+    found = str(here) if here.exists() else shutil.which("apache-advisor")
+    if not found:
+        raise SystemExit("compare_precision: apache-advisor is not installed beside this Python")
+    return [found]
+
+
+def run_comparison(kind: str, args: argparse.Namespace, seed: int) -> dict:
+    command = advisor_command() + ["bench", "--workdir", args.workdir, "--rtt", str(args.rtt), *LOAD,
+                                   "--format", "json", "--seed", str(seed), "--precision", str(args.precision),
+                                   "--max-rounds", str(args.max_rounds), "--tolerance", str(args.tolerance)]
+    if kind == "aa":
+        command += ["--compare", "-", "-"]
+    else:
+        command += ["--compare-quota", str(args.quota), str(args.quota_b)]
+    started = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=args.max_rounds * 300)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"compare_precision: bench --compare failed ({done.returncode}): "
+                         f"{done.stderr.strip().splitlines()[-1:]}")
+    document = json.loads(done.stdout)
+    document["bench_kind"] = kind
+    document["wall_s"] = round(time.monotonic() - started, 1)
+    return document
+
+
+def _pairs(document: dict, key: str) -> list[tuple[float, float]]:
+    pairs = []
+    for one in document["rounds"]:
+        a, b = one["runs"].get("A", {}).get(key), one["runs"].get("B", {}).get(key)
+        if a and b:
+            pairs.append((float(a), float(b)))
+    return pairs
+
+
+def _summary(documents: list[dict], kind: str, tolerance: float, predicted: float | None) -> list[str]:
+    chosen = [d for d in documents if d.get("bench_kind") == kind]
+    if not chosen:
+        return []
+    lines = [f"### {'A/A (the config against itself)' if kind == 'aa' else 'A/B (quota)'}: "
+             f"{len(chosen)} comparisons", "",
+             "| method | differences reported | median half-width | median rounds | holds the prediction |",
+             "| --- | --- | --- | --- | --- |"]
+    for label, key in (("paired rounds, figure inside the bracket (bench --compare)", "figure"),
+                       ("paired rounds, passing probe's figure", "passing_figure")):
+        intervals = []
+        for document in chosen:
+            pairs = _pairs(document, key)
+            if len(pairs) >= 2:
+                intervals.append(paired_interval(pairs, floor_sd=bracket_sd(tolerance)))
+        if not intervals:
+            continue
+        reported = sum(1 for i in intervals if i.excludes_one)
+        holds = (f"{sum(1 for i in intervals if i.low <= predicted <= i.high)} of {len(intervals)}"
+                 if predicted else "")
+        lines.append(f"| {label} | {reported} of {len(intervals)} | "
+                     f"±{100 * statistics.median(i.half_width for i in intervals):.1f} % | "
+                     f"{statistics.median(len(d['rounds']) for d in chosen):g} | {holds} |")
+    singles = [math.log(p[0][1] / p[0][0]) for p in (_pairs(d, "passing_figure") for d in chosen) if p]
+    if len(singles) >= 2:
+        spread = 1.96 * statistics.stdev(singles)
+        apart = sum(1 for s in singles if abs(s) > math.log1p(TODAY_TOLERANCE))
+        lines.append(f"| today: one knee search a side (the first round) | {apart} of {len(singles)} "
+                     f"beyond ±{TODAY_TOLERANCE:.0%} | ±{100 * math.expm1(spread):.1f} % (1.96 sd of the single "
+                     f"ratios) | 1 | |")
+    minutes = statistics.median(d.get("wall_s", 0) for d in chosen) / 60
+    lines += ["", f"Median wall time of a comparison: {minutes:.1f} minutes."]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--comparisons", type=int, default=20, help="A/A comparisons, and as many A/B")
+    parser.add_argument("--workdir", default="/tmp/compare-precision", help="the sandbox's work directory")
+    parser.add_argument("--quota", type=float, default=50.0)
+    parser.add_argument("--quota-b", type=float, default=45.0)
+    parser.add_argument("--rtt", type=float, default=50.0)
+    parser.add_argument("--precision", type=float, default=0.05)
+    parser.add_argument("--max-rounds", type=int, default=10)
+    parser.add_argument("--tolerance", type=float, default=0.1)
+    parser.add_argument("--kinds", default="aa,ab", help="aa, ab or both (aa,ab)")
+    parser.add_argument("--out", default="compare-precision.jsonl")
+    parser.add_argument("--from", dest="from_file", help="summarise this JSON-lines file; measure nothing")
+    args = parser.parse_args(argv)
+    predicted = args.quota_b / args.quota
+    if args.from_file:
+        documents = [json.loads(line) for line in Path(args.from_file).read_text().splitlines() if line.strip()]
+    else:
+        documents = _measure(args)
+    for kind in ("aa", "ab"):
+        for line in _summary(documents, kind, args.tolerance, predicted if kind == "ab" else None):
+            print(line)
+        print()
+    return 0
+
+
+def _measure(args: argparse.Namespace) -> list[dict]:
+    command = advisor_command()
+    up = subprocess.run(command + ["staging", "up", "--mpm", "prefork", "--cpu-quota", str(args.quota), "--tls",
+                                   "--workdir", args.workdir], capture_output=True, text=True, timeout=120)
+    if up.returncode != 0:
+        raise SystemExit(f"compare_precision: staging up failed: {up.stderr.strip()}")
+    documents: list[dict] = []
+    kinds = [k for k in args.kinds.split(",") if k in ("aa", "ab")]
+    try:
+        with open(args.out, "a") as out:
+            for index in range(args.comparisons):
+                for kind in kinds:
+                    document = run_comparison(kind, args, seed=index)
+                    documents.append(document)
+                    out.write(json.dumps(document) + "\n")
+                    out.flush()
+                    print(f"{kind} {index + 1}: {document['verdict']} x{document.get('ratio') or 0:.3f} "
+                          f"(±{100 * (document.get('half_width') or 0):.1f} %, {len(document['rounds'])} rounds, "
+                          f"{document['wall_s'] / 60:.1f} min)", file=sys.stderr)
+    finally:
+        subprocess.run(command + ["staging", "down", "--workdir", args.workdir], capture_output=True, timeout=120)
+    return documents
+
+
+if __name__ == "__main__":
+    sys.exit(main())
