@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quota-b", type=float, default=45.0)
     parser.add_argument("--rtt", type=float, default=50.0)
     parser.add_argument("--precision", type=float, default=0.05)
-    parser.add_argument("--max-rounds", type=int, default=10)
+    parser.add_argument("--max-rounds", type=int, default=15)
     parser.add_argument("--tolerance", type=float, default=0.1)
     parser.add_argument("--kinds", default="aa,ab", help="aa, ab or both (aa,ab)")
     parser.add_argument("--out", default="compare-precision.jsonl")

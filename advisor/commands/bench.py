@@ -144,7 +144,7 @@ def bench(
     compare: Optional[tuple[str, str]] = typer.Option(None, "--compare", help="Is B faster than A? Each of A and B is a drop-in include file, directives ('KeepAlive Off; MaxRequestWorkers 150') or '-' (the config as it is); their peaks are measured in interleaved rounds of a random order (docs/bench.md)."),
     compare_quota: Optional[tuple[float, float]] = typer.Option(None, "--compare-quota", help="Sandbox only: the two sides' CPU quotas, % of one core (with --compare or alone)."),
     precision: float = typer.Option(0.05, "--precision", help="--compare: stop once the 95 % CI of B/A is within this (0.05 = ±5 %)."),
-    max_rounds: int = typer.Option(10, "--max-rounds", help="--compare: at most this many rounds (3 or more)."),
+    max_rounds: int = typer.Option(15, "--max-rounds", help="--compare: at most this many rounds (3 or more)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="--compare: the seed of the rounds' order (default: drawn, and printed)."),
     fail_if_slower: bool = typer.Option(False, "--fail-if-slower", help="--compare: exit 1 when B is slower than A beyond the noise."),
 ) -> None:

@@ -71,7 +71,7 @@ class CompareSettings:
     retries: int = 1
     precision: float = 0.05
     """The interval's half-width (relative) that ends the rounds."""
-    max_rounds: int = 10
+    max_rounds: int = 15
     seed: int = 0
 
     def check(self) -> None:
