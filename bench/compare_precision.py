@@ -122,6 +122,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-rounds", type=int, default=15)
     parser.add_argument("--tolerance", type=float, default=0.1)
     parser.add_argument("--kinds", default="aa,ab", help="aa, ab or both (aa,ab)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seed of the first comparison (to add to a file of earlier ones without repeating a seed)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="start no comparison after this many minutes (a session's share of a long measurement)")
     parser.add_argument("--out", default="compare-precision.jsonl")
     parser.add_argument("--from", dest="from_file", help="summarise this JSON-lines file; measure nothing")
     args = parser.parse_args(argv)
@@ -129,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_file:
         documents = [json.loads(line) for line in Path(args.from_file).read_text().splitlines() if line.strip()]
     else:
-        documents = _measure(args)
+        _measure(args)
+        # The summary covers the whole file: comparisons add up across sessions.
+        documents = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line.strip()]
     for kind in ("aa", "ab"):
         for line in _summary(documents, kind, args.tolerance, predicted if kind == "ab" else None):
             print(line)
@@ -145,15 +151,20 @@ def _measure(args: argparse.Namespace) -> list[dict]:
         raise SystemExit(f"compare_precision: staging up failed: {up.stderr.strip()}")
     documents: list[dict] = []
     kinds = [k for k in args.kinds.split(",") if k in ("aa", "ab")]
+    deadline = time.monotonic() + 60 * args.minutes if args.minutes else math.inf
     try:
         with open(args.out, "a") as out:
-            for index in range(args.comparisons):
+            for index in range(args.first_seed, args.first_seed + args.comparisons):
                 for kind in kinds:
+                    if time.monotonic() >= deadline:
+                        print(f"compare_precision: {args.minutes:g} minutes spent; stopped before {kind} "
+                              f"seed {index}", file=sys.stderr)
+                        return documents
                     document = run_comparison(kind, args, seed=index)
                     documents.append(document)
                     out.write(json.dumps(document) + "\n")
                     out.flush()
-                    print(f"{kind} {index + 1}: {document['verdict']} x{document.get('ratio') or 0:.3f} "
+                    print(f"{kind} seed {index}: {document['verdict']} x{document.get('ratio') or 0:.3f} "
                           f"(±{100 * (document.get('half_width') or 0):.1f} %, {len(document['rounds'])} rounds, "
                           f"{document['wall_s'] / 60:.1f} min)", file=sys.stderr)
     finally:

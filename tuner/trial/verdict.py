@@ -47,9 +47,11 @@ CHURN_EXITS_PER_S = 5.0
 CHURN_MIN_EXITS = 10
 # A resource is a candidate only if it was saturated in this share of samples.
 MIN_SATURATED_SHARE = 0.3
-# A probe that missed its SLO with nothing saturated: children retired at
-# this rate or more (one fork, and with prefork one worker short until the
-# parent's next once-a-second check, each) are named as what held it back.
+# A probe that missed its SLO with nothing saturated: children retired faster
+# than this (one fork, and with prefork one worker short until the parent's
+# next once-a-second check, each) are named as what held it back. One a
+# second is what trimming to MaxSpareServers alone can retire, so it does not
+# count (a CI run named churn at exactly 1.0/s).
 CHURN_CAUSE_PER_S = 1.0
 # A full pool whose httpd used less than this share of its CPU limit was
 # waiting, not working: its workers were held by something per connection.
@@ -628,7 +630,7 @@ def _config_causes(facts: ConfigFacts | None, connections_per_s: float, churn: d
         count, where = facts.max_connections_per_child
         expected = connections_per_s / count
         retired = float(churn["retired_per_s"]) if churn else None  # type: ignore[arg-type]
-        if always_churn or (retired if retired is not None else expected) >= CHURN_CAUSE_PER_S:
+        if always_churn or (retired if retired is not None else expected) > CHURN_CAUSE_PER_S:
             seen = f"children retired at {retired:g}/s" if retired is not None else \
                 f"children retire at about {expected:.1f}/s (not watched)"
             causes.append(("process churn",
