@@ -1,0 +1,122 @@
+"""A browser-like workload: visitors who load pages and each page's assets.
+
+A page is one HTML file of the sandbox's Almeida file set and the assets a
+browser fetches once the HTML has arrived. Almeida et al. (1996, Table 1,
+workload A) give the classes' access probabilities: HTML 0.192, images 0.754,
+sound 0.05, video 0.004, so a page brings on average 0.754 / 0.192 = 3.9
+images, 0.26 sounds and 0.02 videos. A visit is a few pages with think time
+between them.
+
+The same visits are written for both load generators:
+- httperf (HTTP/1.1): a --wsesslog file in which a page's assets are a burst
+  (indented lines) that httperf spreads over up to six connections of the
+  session (--max-connections=6 --max-piped-calls=1), as HTTP/1.1 browsers do;
+- h2load (HTTP/2): a --timing-script-file, every request at its offset on the
+  visitor's one connection, the assets as concurrent streams. A timing script
+  cannot wait for the page's reply, so the assets are sent one page time
+  later (two round trips and the page's service, `asset_delay_ms`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+from advisor.tuner.load.workload import ALMEIDA_WORKLOAD_A
+
+BROWSER_H1_CONNECTIONS = 6
+"""The connections an HTTP/1.1 browser opens to one host (RFC 7230 lifted
+RFC 2616's two; browsers settled on six)."""
+BROWSER_SEED = 2717
+
+
+@dataclass(frozen=True)
+class Page:
+    html: str
+    assets: tuple[str, ...]
+
+    @property
+    def requests(self) -> int:
+        return 1 + len(self.assets)
+
+
+@dataclass(frozen=True)
+class Visit:
+    pages: tuple[Page, ...]
+
+    @property
+    def requests(self) -> int:
+        return sum(page.requests for page in self.pages)
+
+
+def _class_uris() -> dict[str, list[str]]:
+    """The sandbox's file names per class (workload.write_docroot names them so)."""
+    return {klass: [f"/almeida/{klass}/{klass}{index:02d}.{ext}" for index in range(files)]
+            for klass, ext, files, _kb, _p in ALMEIDA_WORKLOAD_A}
+
+
+def _poisson(rng: random.Random, mean: float) -> int:
+    """Knuth's method: small means only (a page's assets)."""
+    limit, count, product = math.exp(-mean), 0, rng.random()
+    while product > limit:
+        count += 1
+        product *= rng.random()
+    return count
+
+
+def make_visits(count: int, pages_per_visit: int, seed: int = BROWSER_SEED) -> list[Visit]:
+    """`count` visits of `pages_per_visit` pages, drawn with Almeida's proportions."""
+    if count < 1 or pages_per_visit < 1:
+        raise ValueError("a workload needs at least one visit of one page")
+    rng = random.Random(seed)
+    uris = _class_uris()
+    per_page = {klass: probability / ALMEIDA_WORKLOAD_A[0][4]
+                for klass, _ext, _files, _kb, probability in ALMEIDA_WORKLOAD_A[1:]}
+    visits = []
+    for _ in range(count):
+        pages = []
+        for _ in range(pages_per_visit):
+            assets = [rng.choice(uris[klass]) for klass, mean in per_page.items()
+                      for _ in range(_poisson(rng, mean))]
+            pages.append(Page(rng.choice(uris["html"]), tuple(assets)))
+        visits.append(Visit(tuple(pages)))
+    return visits
+
+
+def httperf_session_log(visits: list[Visit]) -> str:
+    """The --wsesslog text: a page line, its assets indented (one burst), a blank line between visits."""
+    lines: list[str] = []
+    for visit in visits:
+        for page in visit.pages:
+            lines.append(page.html)
+            lines.extend(f"  {asset}" for asset in page.assets)
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def httperf_browser_args() -> list[str]:
+    """What makes httperf's sessions open connections as an HTTP/1.1 browser does."""
+    return [f"--max-connections={BROWSER_H1_CONNECTIONS}", "--max-piped-calls=1"]
+
+
+def asset_delay_ms(rtt_ms: float, page_service_ms: float = 5.0) -> float:
+    """When a browser asks for a page's assets: after the page's reply (request
+    and reply each cross the link once) and its service time."""
+    return rtt_ms + page_service_ms
+
+
+def h2load_timing_script(visit: Visit, base_uri: str, think_s: float, rtt_ms: float) -> str:
+    """One visitor's --timing-script-file: every request at its offset in ms.
+
+    h2load takes the scheme, host and port from the first line's URI only.
+    """
+    lines: list[str] = []
+    offset = 0.0
+    delay = asset_delay_ms(rtt_ms)
+    for page in visit.pages:
+        first = not lines
+        lines.append(f"{offset:.3f}\t{base_uri.rstrip('/') + page.html if first else page.html}")
+        lines.extend(f"{offset + delay:.3f}\t{asset}" for asset in page.assets)
+        offset += delay + rtt_ms + 1000.0 * think_s
+    return "\n".join(lines) + "\n"
