@@ -92,3 +92,16 @@ def test_the_timing_script_sends_assets_after_the_page_and_thinks_between_pages(
     assert rows[0] == ["0.000", "https://127.0.0.1:8443/a.html"]
     assert rows[1] == ["55.000", "/x.gif"]  # one round trip and the page's service
     assert float(rows[2][0]) == pytest.approx(55 + 50 + 1000) and rows[2][1] == "/b.html"
+
+
+def test_a_report_reads_as_httperf_would_for_the_trial(tmp_path):
+    log = tmp_path / "requests.tsv"
+    log.write_text("1796638157611216\t200\t2000\n1796638157611217\t200\t4000\n1796638157611218\t-1\t9000\n")
+    spec = h2load.H2loadSpec(script="/s.tsv", visitors=3, rate=3, binary="/usr/bin/h2load")
+    report = h2load.parse(REPORT.replace("0 errored", "2 errored"))
+    result = h2load.as_httperf(report, spec, h2load.RequestLog.read(log))
+    assert result.reply_time_ms == pytest.approx(3.0)  # the failed stream (-1) is not a reply
+    assert result.replies == 12 and result.reply_rate == pytest.approx(12 / 0.22404)
+    assert result.error_total == 2 and result.bad_status == 0
+    # Each failure spoils at most one visit: at least one of the three completed.
+    assert result.session["completed"] == 1.0 and result.session["connections_per_session"] == 1.0

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.errors import AdvisorError
+from advisor.tuner.load import httperf
 
 H2LOAD_NOT_FOUND_HINT = "install h2load (apt-get install nghttp2-client) or pass --h2load PATH"
 _UNITS_S = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
@@ -164,6 +165,66 @@ class RequestLog:
     def mean_ms(self) -> float | None:
         done = [d for d, s in zip(self.durations_us, self.statuses) if s > 0]
         return statistics.fmean(done) / 1000 if done else None
+
+
+def start(spec: H2loadSpec, record: Path | None = None) -> subprocess.Popen:
+    """Start h2load as httperf is started: it dies with this process, in a process group of its own
+    that `record` notes, so that a later run ends it if this one was killed."""
+    argv, preexec = httperf.with_death_signal(spec.argv())
+    try:
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   start_new_session=True, preexec_fn=preexec, stdin=subprocess.DEVNULL)
+    except FileNotFoundError as exc:
+        raise AdvisorError(f"cannot run h2load: {exc.filename}", hint=H2LOAD_NOT_FOUND_HINT) from None
+    if record is not None:
+        httperf.record_load(record, process.pid)
+    return process
+
+
+def finish(process: subprocess.Popen, timeout: float) -> H2loadReport:
+    try:
+        out, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise AdvisorError(f"h2load did not finish within {timeout:.0f} s",
+                           hint="lower the rate or the number of visitors") from None
+    report = parse(out)
+    if not report.requests:
+        last = out.strip().splitlines()[-1:] or ["no output"]
+        raise AdvisorError(f"h2load failed: {last[0]}", hint="check the target's URL, port and TLS")
+    return report
+
+
+def as_httperf(report: H2loadReport, spec: H2loadSpec, log: RequestLog | None) -> httperf.HttperfResult:
+    """The report in httperf's terms, so that a trial reads both load generators alike.
+
+    A visitor is a session of one connection. h2load does not say which
+    visitor a failed request belonged to, so `completed` counts every failure
+    against a visit of its own: a lower bound of the visits that completed.
+    The reply time is the mean over the request log (request sent to reply
+    read), else h2load's mean time for a request.
+    """
+    failures = report.requests.get("errored", 0) + report.requests.get("timeout", 0)
+    answered = sum(report.status.values())
+    mean_ms = log.mean_ms() if log is not None else None
+    if mean_ms is None:
+        mean_ms = report.times_ms.get("request", {}).get("mean", 0.0)
+    duration = report.finished_s
+    result = httperf.HttperfResult(
+        command=" ".join(spec.argv()), connections=spec.visitors, requests=report.requests.get("started", 0),
+        replies=answered, test_duration_s=duration,
+        connection_rate=spec.visitors / duration if duration > 0 else 0.0,
+        request_rate=report.request_rate, reply_response_ms=mean_ms, reply_transfer_ms=0.0,
+        status={key: int(value) for key, value in report.status.items()},
+        errors={"total": failures, "client-timo": report.requests.get("timeout", 0),
+                "other": report.requests.get("errored", 0)},
+        session={"total": float(spec.visitors), "completed": float(max(0, spec.visitors - failures)),
+                 "connections_per_session": 1.0},
+        unparsed=list(report.unparsed))
+    if report.times_ms.get("connect"):
+        result.connect_time_ms = report.times_ms["connect"].get("mean")
+    return result
 
 
 def run(spec: H2loadSpec, timeout: float) -> H2loadReport:

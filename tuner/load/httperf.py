@@ -275,8 +275,8 @@ def _death_signal_setter():
     return set_death_signal
 
 
-def _with_death_signal(argv: list[str]) -> tuple[list[str], Callable[[], None] | None]:
-    """The command line and preexec_fn that give httperf its parent-death signal.
+def with_death_signal(argv: list[str]) -> tuple[list[str], Callable[[], None] | None]:
+    """The command line and preexec_fn that give a load generator (httperf, h2load) its parent-death signal.
 
     util-linux's setpriv sets it in the child, which keeps it across the exec
     into httperf. A preexec_fn is the fallback where setpriv is missing: with
@@ -302,7 +302,7 @@ def start(spec: HttperfSpec, record: Path | None = None) -> subprocess.Popen:
     before it touches the server, so no trial is measured under a dead
     run's load.
     """
-    argv, preexec = _with_death_signal(spec.argv())
+    argv, preexec = with_death_signal(spec.argv())
     try:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    start_new_session=True, preexec_fn=preexec)
