@@ -182,13 +182,7 @@ def start(spec: H2loadSpec, record: Path | None = None) -> subprocess.Popen:
 
 
 def finish(process: subprocess.Popen, timeout: float) -> H2loadReport:
-    try:
-        out, _ = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise AdvisorError(f"h2load did not finish within {timeout:.0f} s",
-                           hint="lower the rate or the number of visitors") from None
+    out = httperf.output_within(process, timeout, "h2load", "lower the rate or the number of visitors")
     report = parse(out)
     if not report.requests:
         last = out.strip().splitlines()[-1:] or ["no output"]

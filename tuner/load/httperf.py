@@ -403,14 +403,19 @@ class HttperfDied(AdvisorError):
 _TLS_ABORT = re.compile(r"failed to connect to SSL server \(err=-?\d+, reason=\d+\)")
 
 
-def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
+def output_within(process: subprocess.Popen, timeout: float, tool: str, hint: str) -> str:
+    """A load generator's whole output, waiting at most `timeout` seconds; killed past it."""
     try:
         out, _ = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
-        raise AdvisorError(f"httperf did not finish within {timeout:.0f} s",
-                           hint="lower the rate or --duration, or raise --timeout") from None
+        raise AdvisorError(f"{tool} did not finish within {timeout:.0f} s", hint=hint) from None
+    return out
+
+
+def finish(process: subprocess.Popen, timeout: float) -> HttperfResult:
+    out = output_within(process, timeout, "httperf", "lower the rate or --duration, or raise --timeout")
     result = parse(out)
     if not ran(result):
         code = process.returncode
