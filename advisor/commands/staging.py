@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Optional
 
 import typer
@@ -35,6 +36,7 @@ def staging_up(
     isolated: bool = typer.Option(False, "--isolated", help="Run httpd in a network namespace the tool makes, reached over one veth pair (root): bench and tune may then put WAN conditions on that link (--wan-delay, --wan-rate...)."),
     tls: bool = typer.Option(False, "--tls", help="Serve HTTPS with mod_ssl as Debian's ssl.conf sets it up: a key and self-signed certificate made now, the shmcb session cache, TLS 1.2 and 1.3."),
     tls_key: Optional[str] = typer.Option(None, "--tls-key", help="The key type with --tls: ecdsa-p256 (default) or rsa2048."),
+    h2: bool = typer.Option(False, "--h2", help="With --tls: load mod_http2 and offer `Protocols h2 http/1.1`, as Debian's http2.conf does (without h2c). Under prefork httpd starts but negotiates HTTP/1.1 only (AH10034), and says so."),
     cpu_quota: Optional[float] = typer.Option(None, "--cpu-quota", help="Let httpd use at most this % of one core (a cgroup; needs root), so that it saturates before httperf does."),
     php_fpm: bool = typer.Option(False, "--php-fpm", help="Run a php-fpm pool beside httpd (Debian's php-fpm package) and hand *.php to it through mod_proxy_fcgi; the workload script is /work.php."),
     fpm_children: Optional[int] = typer.Option(None, "--fpm-children", help="pm.max_children of the --php-fpm pool (pm = static; default 5, Debian's)."),
@@ -58,19 +60,29 @@ def staging_up(
         state = Sandbox(workdir, binary=httpd_bin).up(
             source_config=config, mpm=mpm, port=port, host=listen_host, server_cpus=cpus, netns=netns,
             status_allow=allow, extended_status=extended_status, cpu_quota_pct=cpu_quota, isolated=isolated,
-            tls=tls, tls_key=tls_key,
+            tls=tls, tls_key=tls_key, h2=h2,
             php_fpm_children=(fpm_children if fpm_children is not None else 5) if php_fpm else None)
     except AdvisorError as error:
         fail(error)
         return
+    _print_up(state, output_format)
+
+
+def _print_up(state, output_format: str) -> None:
+    """What `staging up` started; on stderr, the one line that says h2 is offered but will not be negotiated."""
+    if state.h2_inactive_reason:
+        sys.stderr.write(f"apache-advisor: warning: --h2: HTTP/2 will not be negotiated: {state.h2_inactive_reason}\n")
     if output_format == "json":
         print(json.dumps({"url": state.base_url, "pid": state.pid, "mpm": state.mpm, "work_dir": state.work_dir,
                           "server_cpus": state.server_cpus, "cpu_quota_pct": state.cpu_quota_pct,
                           "managed": state.managed, "isolated": state.isolated, "tls_key": state.tls_key,
-                          "php_fpm": state.php_fpm}))
+                          "php_fpm": state.php_fpm, "protocols": state.protocols,
+                          "h2_inactive_reason": state.h2_inactive_reason}))
     else:
         quota = f", at most {state.cpu_quota_pct:g} % of a core" if state.cpu_quota_pct else ""
         tls_text = f", TLS 1.2/1.3 with a self-signed {state.tls_key} certificate" if state.tls else ""
+        if state.h2_offered:
+            tls_text += ", offering " + " ".join(state.protocols)
         print(f"staging httpd ({state.mpm}) up at {state.base_url}, pid {state.pid}, cores {state.server_cpus or 'all'}"
               f"{quota}{tls_text}")
         print(f"work dir {state.work_dir}; managed include {state.managed}")
@@ -149,10 +161,22 @@ def staging_status(
     tls_text = f", HTTPS (TLS 1.2/1.3, {info['tls_key']} key)" if info.get("tls_key") else ""
     print(f"staging httpd ({info.get('mpm')}) running at {info.get('url')}, pid {info['pid']}, "
           f"cores {info.get('server_cpus') or 'all'}{tls_text}")
+    print(_protocols_text(info))
     if "busy_workers" in info:
         print(f"workers busy {info['busy_workers']} idle {info['idle_workers']}, config generation {info['generation']}")
     if info["journal_pending"]:
         print("a journal from an interrupted bench is pending: the next bench restores the original first")
+
+
+def _protocols_text(info: dict) -> str:
+    """status's line on the protocols offered and whether HTTP/2 is what a browser gets."""
+    offered = " ".join(info.get("protocols") or ["http/1.1"])
+    h2 = info.get("h2") or {}
+    if not h2.get("offered"):
+        return f"protocols offered: {offered}"
+    if h2.get("active"):
+        return f"protocols offered: {offered}; HTTP/2 active (a client offering h2 gets h2)"
+    return f"protocols offered: {offered}; HTTP/2 inactive: {h2.get('inactive_reason')}"
 
 
 def register(app: typer.Typer) -> None:

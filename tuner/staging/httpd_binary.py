@@ -28,6 +28,15 @@ def find_httpd(explicit: str | None = None) -> str:
 
 
 def find_modules_dir(binary: str) -> str:
+    """The directory the sandbox loads httpd's modules from: $APACHE_ADVISOR_MODULES_DIR
+    when set (a build of one's own, or a copy with a module left out), else the
+    distribution's, else the binary's compiled-in root's."""
+    override = os.environ.get("APACHE_ADVISOR_MODULES_DIR")
+    if override:
+        if os.path.isfile(os.path.join(override, "mod_status.so")):
+            return override
+        raise AdvisorError(f"APACHE_ADVISOR_MODULES_DIR={override} holds no mod_status.so",
+                           hint="name the directory that holds httpd's modules, or unset it")
     for candidate in ("/usr/lib/apache2/modules", "/usr/lib64/httpd/modules", "/usr/lib/httpd/modules"):
         if os.path.isfile(os.path.join(candidate, "mod_status.so")):
             return candidate

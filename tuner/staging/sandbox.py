@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING
 from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.load import workload
 from advisor.tuner.measure.status import fetch_status, wait_healthy
+from advisor.tuner.staging.http2_setup import h2_status
 from advisor.tuner.staging.httpd_binary import config_test_error, find_httpd, find_modules_dir
 from advisor.tuner.staging.sandbox_config import (
     MPM_LINE,
     MPMS,
+    http2_config_lines,
     site_tuning,
     tls_config_lines,
     user_group_lines,
@@ -113,6 +115,7 @@ class Sandbox(SandboxLayout):
         isolated: bool = False,
         tls: bool = False,
         tls_key: str | None = None,
+        h2: bool = False,
         php_fpm_children: int | None = None,
         timeout: float = 15.0,
         _link=None,
@@ -122,13 +125,15 @@ class Sandbox(SandboxLayout):
                 f"a sandbox is already running in {self.work_dir}",
                 hint="run `apache-advisor staging down` first, or pass another --workdir",
             )
+        binary = find_httpd(self._binary)
+        modules_dir = find_modules_dir(binary)
+        # --h2 refused (without TLS, without mod_http2) before anything is made.
+        protocols, http2_text = http2_config_lines(h2, tls or tls_key is not None, modules_dir)
         if isolated:
             return self._up_isolated(source_config=source_config, mpm=mpm, port=port, server_cpus=server_cpus,
                                      netns=netns, status_allow=status_allow, extended_status=extended_status,
-                                     cpu_quota_pct=cpu_quota_pct, tls=tls, tls_key=tls_key,
+                                     cpu_quota_pct=cpu_quota_pct, tls=tls, tls_key=tls_key, h2=h2,
                                      php_fpm_children=php_fpm_children, timeout=timeout)
-        binary = find_httpd(self._binary)
-        modules_dir = find_modules_dir(binary)
         mpm, site = site_tuning(source_config, mpm)
         if not port:
             port = free_port(host) if netns is None else 8080
@@ -136,7 +141,7 @@ class Sandbox(SandboxLayout):
         user_group, fpm, fpm_text = self._make_work_dir(modules_dir, php_fpm_children)
         write_httpd_conf(self, host=host, port=port, mpm=mpm, modules_dir=modules_dir, user_group=user_group,
                          extended_status=extended_status, status_allow=status_allow, tls_text=tls_text,
-                         fpm_text=fpm_text, site=site, source_config=source_config)
+                         http2_text=http2_text, fpm_text=fpm_text, site=site, source_config=source_config)
         self.managed_path.write_text(STOCK_MANAGED)
         self.write_instrument(mpm)
         self.validate()
@@ -149,7 +154,7 @@ class Sandbox(SandboxLayout):
             cpu_quota_pct=cpu_quota_pct, cgroup=quota.path if quota else None,
             cgroup_version=quota.version if quota else None,
             isolated=_link.to_dict() if _link is not None else None,
-            tls_key=tls_key,
+            tls_key=tls_key, protocols=protocols,
             php_fpm=fpm.to_dict() if fpm is not None else None,
         )
         self.save_state(state)
@@ -159,7 +164,7 @@ class Sandbox(SandboxLayout):
     def _up_isolated(self, *, source_config: str | None, mpm: str | None, port: int,
                      server_cpus: list[int] | None, netns: str | None, status_allow: list[str] | None,
                      extended_status: bool, cpu_quota_pct: float | None, tls: bool, tls_key: str | None,
-                     php_fpm_children: int | None, timeout: float) -> SandboxState:
+                     h2: bool, php_fpm_children: int | None, timeout: float) -> SandboxState:
         """`up --isolated`: the server in a namespace of its own behind a link made for it."""
         from advisor.tuner.staging import isolated as isolation
 
@@ -171,7 +176,7 @@ class Sandbox(SandboxLayout):
                            server_cpus=server_cpus, netns=link.netns,
                            status_allow=list(status_allow or ["127.0.0.1", "::1"]) + [link.client_addr],
                            extended_status=extended_status, cpu_quota_pct=cpu_quota_pct, tls=tls,
-                           tls_key=tls_key, php_fpm_children=php_fpm_children, timeout=timeout,
+                           tls_key=tls_key, h2=h2, php_fpm_children=php_fpm_children, timeout=timeout,
                            _link=link)
         except BaseException:
             isolation.destroy(link)
@@ -367,7 +372,8 @@ class Sandbox(SandboxLayout):
             return info
         info.update(url=state.base_url, tls_key=state.tls_key, mpm=state.mpm, server_cpus=state.server_cpus, cpu_quota_pct=state.cpu_quota_pct,
                     config=state.config, managed=state.managed, netns=state.netns,
-                    source_config=state.source_config)
+                    source_config=state.source_config, protocols=state.protocols,
+                    h2=h2_status(state.h2_offered, state.mpm, state.host, state.port, running=pid is not None))
         if pid is not None:
             status = fetch_status(state.status_url, timeout=2.0)
             if status is not None:

@@ -69,9 +69,24 @@ def tls_config_lines(layout: SandboxLayout, tls: bool, tls_key: str | None, modu
     return tls_key, tls_text
 
 
+def http2_config_lines(h2: bool, tls: bool, modules_dir: str) -> tuple[list[str], str]:
+    """`up --h2`: the protocols offered and httpd.conf's mod_http2 lines (a
+    comment without --h2). Refused before anything is written: --h2 without
+    --tls, and a modules directory without mod_http2."""
+    from advisor.tuner.staging import http2_setup
+
+    if not h2:
+        return list(http2_setup.HTTP1_ONLY), "# HTTP/1.1 only (staging up --tls --h2 offers HTTP/2)"
+    if not tls:
+        raise UsageError("--h2 without --tls: browsers speak HTTP/2 only over TLS",
+                         hint="add --tls (the sandbox does not offer h2c, HTTP/2 over plain TCP)")
+    http2_setup.check_module(modules_dir)
+    return list(http2_setup.OFFERED), http2_setup.config_lines(modules_dir)
+
+
 def write_httpd_conf(layout: SandboxLayout, *, host: str, port: int, mpm: str, modules_dir: str,
                      user_group: str, extended_status: bool, status_allow: list[str] | None, tls_text: str,
-                     fpm_text: str, site: list[str], source_config: str | None) -> None:
+                     http2_text: str, fpm_text: str, site: list[str], source_config: str | None) -> None:
     """site.conf, then httpd.conf from the template, which includes site.conf,
     the managed include and the instrument include in that order."""
     allow = " ".join(status_allow or ["127.0.0.1", "::1"])
@@ -99,6 +114,7 @@ def write_httpd_conf(layout: SandboxLayout, *, host: str, port: int, mpm: str, m
         extended_status="On" if extended_status else "Off",
         status_allow=allow,
         tls=tls_text,
+        http2=http2_text,
         php_fpm=fpm_text,
         managed=layout.managed_path,
     )

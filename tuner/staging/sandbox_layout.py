@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from advisor.errors import AdvisorError
+from advisor.tuner.staging.http2_setup import inactive_reason
 
 STATE_FILE = "staging.json"
 
@@ -62,6 +63,19 @@ class SandboxState:
     """`staging up --tls`: the key type (advisor.tuner.staging.tls_setup.KEY_TYPES); None serves plain HTTP."""
     php_fpm: dict | None = None
     """`staging up --php-fpm`: the pool beside httpd (advisor.tuner.staging.phpfpm.FpmState)."""
+    protocols: list[str] = field(default_factory=lambda: ["http/1.1"])
+    """The protocols httpd.conf's `Protocols` offers: ["h2", "http/1.1"] after `staging up --tls --h2`."""
+
+    @property
+    def h2_offered(self) -> bool:
+        return "h2" in self.protocols
+
+    @property
+    def h2_inactive_reason(self) -> str | None:
+        """Why h2, though offered, is not negotiated under the MPM the sandbox
+        runs now (None where it is, or where it is not offered): what bench
+        and tune check before they call a trial an HTTP/2 one."""
+        return inactive_reason(self.mpm) if self.h2_offered else None
 
     @property
     def tls(self) -> bool:
