@@ -261,6 +261,7 @@ def lint_config(
         run(rule)
     for need, codes in skipped.items():
         notes.append(f"{', '.join(codes)} skipped: {_HINTS.get(need, need)}")
+    notes.extend(dict.fromkeys(ctx.notes))
 
     state = collect_suppressions(config, ctx, known_codes)
     state.enabled_codes = {rule.code for rule in enabled}
