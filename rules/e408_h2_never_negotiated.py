@@ -27,7 +27,8 @@ DOC = Doc(
         "the line that loads the MPM. `h2c` alone is left alone: under prefork mod_http2 "
         "still answers a client that starts with the HTTP/2 preface (prior knowledge), it "
         "only stops offering h2c in an Upgrade. A config linted without its LoadModule "
-        "lines (a lone site file) is judged only when --mpm prefork is given."
+        "lines (a lone site file) is judged only when --mpm prefork is given, and a tree "
+        "without LoadModule lines is never told that mod_http2 is missing."
     ),
     why=(
         "mod_http2 looks at the MPM when httpd starts. With prefork it logs AH10034 (the "
@@ -129,8 +130,11 @@ def check(ctx: LintContext, report: Report) -> None:
         return
     prefork = _prefork(ctx)
     loaded = http2_loaded(ctx)
+    # Only a whole config says what is not loaded: a site file linted with
+    # --mpm alone counts as "modules known" and loads nothing.
+    missing = not loaded and ctx.modules_known and bool(ctx.raw_directives("LoadModule"))
     if not prefork:
-        if loaded or not ctx.modules_known:
+        if not missing:
             return
         for line, offers in lines:
             report(line, f"Protocols offers h2 to {_servers(offers)}, but mod_http2 is not "
@@ -143,7 +147,7 @@ def check(ctx: LintContext, report: Report) -> None:
     advice = _prefork_advice(ctx)
     for line, offers in lines:
         place = _place(mpm, line)
-        if loaded or not ctx.modules_known:
+        if not missing:
             reason = (f"the MPM is prefork ({place}), under which mod_http2 stays inactive "
                       "(AH10034 at start-up) and ALPN never selects h2")
         else:
