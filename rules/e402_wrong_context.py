@@ -23,22 +23,38 @@ _SERVER_OVERRIDES = {"FileInfo", "Options", "Indexes", "All"}
 # Directives whose handlers reject anything but a real <Directory>.
 _DIRECTORY_ONLY = {"allowoverride", "allowoverridelist"}
 _PER_DIR_ONLY = {"rewritebase"}
+# Where httpd 2.4.71's command tables disagree with the manual's Context line
+# (each checked with `apache2 -t` on Debian's build): the contexts httpd takes.
+_CONTEXTS_TAKEN = {
+    "h2streamtimeout": ("server config", "virtual host"),  # manual: directory too
+    "h2proxyrequests": ("server config", "virtual host", "directory"),  # manual: no directory
+}
+# Documented for the server config only, taken in a <VirtualHost> (RSRC_CONF)
+# and never read there: mod_http2 sizes each child's worker pool from the
+# main server's values (a host's H2MaxWorkers 64 left the pool at 25-37).
+_IGNORED_IN_VHOST = {"h2minworkers", "h2maxworkers", "h2maxworkeridleseconds"}
 
 DOC = Doc(
-    summary="Directive in a context where httpd rejects it",
+    summary="Directive in a context where httpd rejects it (or, for mod_http2's worker pool, ignores it)",
     what=(
         "Flags active directives and sections placed where httpd refuses them: a "
         "server-config-only directive (MaxRequestWorkers, Listen, ServerTokens...) in a "
         "<VirtualHost>, a server or vhost directive inside <Directory>/<Location>/<Files>, "
         "a per-directory-only directive (Require, Order, AllowOverride) at server scope, "
-        "AllowOverride outside a plain <Directory>, and nested sections httpd forbids."
+        "AllowOverride outside a plain <Directory>, and nested sections httpd forbids. "
+        "mod_http2's worker settings (H2MinWorkers, H2MaxWorkers, H2MaxWorkerIdleSeconds) "
+        "in a <VirtualHost> are a warning: httpd takes them there and ignores them."
     ),
     why=(
         "httpd checks contexts while reading and stops with 'X cannot occur within "
         "<VirtualHost> section' or 'X not allowed here'; the server does not start. The "
         "contexts come from httpd's manual for the target version; for directives only "
         "documented for directories, httpd still accepts those of the Options, FileInfo and "
-        "Indexes override classes at server scope, and so does this rule."
+        "Indexes override classes at server scope, and so does this rule. Where httpd's "
+        "command table disagrees with the manual, the rule follows httpd (2.4.71: "
+        "H2StreamTimeout is refused in <Directory> and <Location>, H2ProxyRequests taken "
+        "there). mod_http2 starts its worker pool per child from the main server's "
+        "settings, so a host's own H2MaxWorkers changes nothing."
     ),
     evidence=(
         "httpd refuses to start on a directive outside its allowed context (AH00526 "
@@ -86,9 +102,14 @@ _KINDS = ("server config", "virtual host", "proxy", "directory", "directory-like
 _EVERYWHERE = {"server config", "virtual host", "directory"}
 
 
+def _contexts(lname: str, info) -> tuple[str, ...]:
+    """The contexts httpd takes the directive in: the manual's, or httpd's own where they differ."""
+    return _CONTEXTS_TAKEN.get(lname, info.contexts)
+
+
 def _allowed(kind: str, lname: str, info) -> bool:
     """Whether httpd accepts the directive in a context of this kind."""
-    contexts = info.contexts
+    contexts = _contexts(lname, info)
     override_ok = info.override in _SERVER_OVERRIDES and not info.block and lname not in _PER_DIR_ONLY
     if kind == "server config":
         return "server config" in contexts or override_ok
@@ -131,7 +152,7 @@ def check(ctx: LintContext, report: Report) -> None:
         info = table.get(lname)
         if info is None:
             continue
-        if _EVERYWHERE <= set(info.contexts) and lname not in _DIRECTORY_ONLY:
+        if _EVERYWHERE <= set(_contexts(lname, info)) and lname not in _DIRECTORY_ONLY:
             continue  # allowed in every context this rule models
         refused = {kind for kind in _KINDS if not _allowed(kind, lname, info)}
         if not refused:
@@ -139,8 +160,14 @@ def check(ctx: LintContext, report: Report) -> None:
         # The per-node work in C (a name may occur once per virtual host):
         # each node's parent, its kind, and whether that kind is refused.
         for node in compress(group, map(refused.__contains__, map(kind_of, map(_PARENT, group)))):
-            if node.active:
-                _report(node, info, report)
+            if not node.active:
+                continue
+            if lname in _IGNORED_IN_VHOST and kind_of(node.parent) == "virtual host":
+                report(node, f"{info.name} inside <VirtualHost> is taken and ignored: mod_http2 "
+                             "sizes each child's worker pool from the main server's value. Move "
+                             "it to server scope.", severity="warning")
+                continue
+            _report(node, info, report)
 
 
 _PARENT = attrgetter("parent")
@@ -149,7 +176,7 @@ _PARENT = attrgetter("parent")
 def _report(node: Node, info, report: Report) -> None:
     parent = node.raw_parent or node.parent
     where = _kind(parent)
-    contexts = info.contexts
+    contexts = _contexts(node.name.lower(), info)
     label = f"<{info.name}>" if info.block else info.name
     if where == "server config":
         place = "at server scope (outside any <Directory>, <Location> or <VirtualHost>)"
