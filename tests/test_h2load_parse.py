@@ -64,7 +64,15 @@ def test_the_spec_asks_for_one_connection_a_visitor_and_streams_or_none():
                              client_cpus=[1])
     argv = spec.argv()
     assert argv[:3] == ["taskset", "-c", "1"]
-    assert "--clients=30" in argv and "--rate=10" in argv and "--max-concurrent-streams=100" in argv
+    assert "--clients=30" in argv and "--max-concurrent-streams=100" in argv
+    assert "--rate=1" in argv and "--rate-period=100ms" in argv  # ten a second, evenly spaced
+
+
+@pytest.mark.parametrize("rate", [0.5, 3, 7, 10, 251.9, 300, 333.3, 1234.5, 20000])
+def test_a_rate_becomes_whole_connections_per_whole_milliseconds_within_one_percent(rate):
+    count, period = h2load.rate_arguments(rate)
+    made = int(count.split("=")[1]) * 1000 / int(period.split("=")[1].removesuffix("ms"))
+    assert made == pytest.approx(rate, rel=0.01)
     h1 = h2load.H2loadSpec(script="/s.tsv", visitors=30, rate=10, http1=True, binary="/usr/bin/h2load").argv()
     assert "--h1" in h1 and "--max-concurrent-streams=1" in h1
 
@@ -80,8 +88,8 @@ def test_pages_bring_almeidas_images_per_html_file():
 def test_the_session_log_puts_a_pages_assets_in_one_burst():
     visit = browser_pages.Visit((browser_pages.Page("/a.html", ("/x.gif", "/y.gif")),
                                  browser_pages.Page("/b.html", ())))
-    text = browser_pages.httperf_session_log([visit, visit])
-    assert text.split("\n")[:5] == ["/a.html", "  /x.gif", "  /y.gif", "/b.html", ""]
+    text = browser_pages.httperf_session_log([visit, visit], think_s=1.5)
+    assert text.split("\n")[:5] == ["/a.html think=1.5", "  /x.gif", "  /y.gif", "/b.html", ""]
     assert "--max-connections=6" in browser_pages.httperf_browser_args()
 
 

@@ -84,12 +84,16 @@ def make_visits(count: int, pages_per_visit: int, seed: int = BROWSER_SEED) -> l
     return visits
 
 
-def httperf_session_log(visits: list[Visit]) -> str:
-    """The --wsesslog text: a page line, its assets indented (one burst), a blank line between visits."""
+def httperf_session_log(visits: list[Visit], think_s: float) -> str:
+    """The --wsesslog text: a page line, its assets indented (the burst httperf
+    sends once the page's reply is in), a blank line between visits. Each page
+    but a visit's last carries its think time (`think=`, the pause after its
+    burst), so that the file alone gives a visit's length."""
     lines: list[str] = []
     for visit in visits:
-        for page in visit.pages:
-            lines.append(page.html)
+        for index, page in enumerate(visit.pages):
+            last = index == len(visit.pages) - 1
+            lines.append(page.html if last else f"{page.html} think={think_s:g}")
             lines.extend(f"  {asset}" for asset in page.assets)
         lines.append("")
     return "\n".join(lines) + "\n"

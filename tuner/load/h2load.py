@@ -113,7 +113,7 @@ class H2loadSpec:
 
     script: str  # --timing-script-file: one visit, offsets in ms
     visitors: int
-    rate: int
+    rate: float  # visitors (connections) started a second
     streams: int = 100  # concurrent streams a connection may carry (a browser's limit is the server's)
     http1: bool = False  # --h1: the same visits over HTTP/1.1, one connection, no pipelining
     log_file: str | None = None  # per-request start, status and duration
@@ -124,7 +124,7 @@ class H2loadSpec:
     def argv(self) -> list[str]:
         binary = self.binary or find_h2load()
         args = [binary, f"--timing-script-file={self.script}", f"--clients={self.visitors}",
-                f"--rate={self.rate}", "--rate-period=1s", "--threads=1",
+                *rate_arguments(self.rate), "--threads=1",
                 f"--max-concurrent-streams={1 if self.http1 else self.streams}",
                 f"--connection-inactivity-timeout={self.inactivity_timeout_s:g}s"]
         if self.http1:
@@ -134,6 +134,28 @@ class H2loadSpec:
         if self.client_cpus:
             args = ["taskset", "-c", ",".join(map(str, self.client_cpus))] + args
         return args
+
+
+def rate_arguments(rate: float) -> list[str]:
+    """h2load starts a whole number of connections every period of whole
+    milliseconds: the shortest period (at most 100 ms, so that arrivals stay
+    spread) whose count comes within 1 % of the rate, else the closest; one
+    connection a period below ten a second."""
+    if not rate > 0:
+        raise ValueError(f"h2load needs a positive rate, not {rate!r}")
+    if rate < 10:
+        return ["--rate=1", f"--rate-period={round(1000 / rate)}ms"]
+    best: tuple[float, int, int] | None = None
+    for period_ms in range(1, 101):
+        count = max(1, round(rate * period_ms / 1000))
+        error = abs(count * 1000 / period_ms - rate) / rate
+        if best is None or error < best[0] - 1e-12:
+            best = (error, count, period_ms)
+        if error <= 0.01:
+            break
+    assert best is not None
+    _error, count, period_ms = best
+    return [f"--rate={count}", f"--rate-period={period_ms}ms"]
 
 
 def find_h2load(explicit: str | None = None) -> str:
