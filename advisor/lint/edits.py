@@ -177,6 +177,20 @@ def rename(ctx: LintContext, node: Node, new_name: str) -> Edit | None:
     return Edit(node.file, node.line, start, end, new_name, line, f"{node.name} -> {new_name}")
 
 
+def remove_directive(ctx: LintContext, node: Node) -> Edit | None:
+    """Blank the line of `node`: httpd no longer reads the directive, and
+    the line ending stays, so no other line moves (a finding's fix `""`,
+    shown as "delete this line")."""
+    if not ctx.wants_edits:
+        return None
+    summary = f"drop {node.name} {node.raw_args}"
+    found = _locate(ctx, node)
+    if isinstance(found, str):
+        return Edit(node.file, node.line, 0, 0, "", "", summary, found)
+    line, content, _, _ = found
+    return Edit(node.file, node.line, 0, len(content), "", line, summary)
+
+
 def add_directive(ctx: LintContext, directive: str, after: Node | None = None) -> Edit | None:
     """A new line `directive`: after `after` (same context, same indentation),
     or at the end of the main file (server scope) when `after` is None."""
