@@ -1,7 +1,11 @@
 """Decide httpd's read-time conditional sections.
 
 Each takes the section's argument text up to its last `>`, as httpd's own
-handlers do (so `<IfModule "mod_x.c">`, quotes and all, names no module).
+handlers do, reads a leading `!` as negation, and then reads the rest as one
+configuration word: quotes are removed and trailing blanks dropped. So on
+httpd 2.4.71 `<IfModule "mod_ssl.c">` and `<IfModule !'ssl_module'>` name
+mod_ssl, while in `<IfModule "!mod_ssl.c">` the `!` is part of the quoted
+name, which no module has (checked with `apache2 -t -D DUMP_RUN_CFG`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ def evaluate_condition(kind: str, inner: str, node: Section, state: ReadState) -
         return _if_version(inner, node, state)
     negate = inner.startswith("!")
     subject = inner[1:] if negate else inner
+    if subject.strip():
+        subject = split_words(subject)[0]
     if not subject:
         raise ConfigError(f"<{node.name}> directive requires additional arguments",
                           node.file, node.end_line)
@@ -45,8 +51,7 @@ def evaluate_condition(kind: str, inner: str, node: Section, state: ReadState) -
     elif kind == "ifdefine":
         result = subject in state.defines
     elif kind == "iffile":
-        word = split_words(subject)[0] if subject.strip() else subject
-        path = word if os.path.isabs(word) else os.path.join(state.server_root, word)
+        path = subject if os.path.isabs(subject) else os.path.join(state.server_root, subject)
         if state.options.recorder is not None:
             state.options.recorder.looked_at(path)
         result = os.path.exists(state.options.root + path if state.options.root else path)
