@@ -33,6 +33,20 @@ DOC = Doc(
 )
 
 
+# Names a removed httpd directive shares with a module outside httpd that
+# still defines it: mpm-itk's AssignUserID was also the 2.0 perchild MPM's.
+KEPT_BY_MODULE: dict[str, frozenset[str]] = {
+    "mpm_itk_module": frozenset({"assignuserid", "maxclientsvhost", "nicevalue", "limituidrange",
+                                 "limitgidrange", "enablecapabilities", "assignuseridexpr",
+                                 "assigngroupidexpr"}),
+}
+
+
+def _kept(ctx: LintContext) -> frozenset[str]:
+    """The removed names a loaded module defines again."""
+    return frozenset().union(*(names for module, names in KEPT_BY_MODULE.items() if ctx.has_module(module)))
+
+
 def check(ctx: LintContext, report: Report) -> None:
     written = ctx.raw.directives
     # A removed directive is one the target catalog lacks; when every name
@@ -40,7 +54,7 @@ def check(ctx: LintContext, report: Report) -> None:
     if all(lname in ctx.catalog for lname in written):
         return
     removed = removed_directives(ctx.facts.version_key)
-    for lname in sorted(removed.keys() & written.keys()):
+    for lname in sorted(removed.keys() & written.keys() - _kept(ctx)):
         release, hint = removed[lname]
         for node in written[lname]:
             if not node.active:
