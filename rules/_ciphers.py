@@ -12,6 +12,9 @@ DEFAULT), the library every supported httpd 2.4 links against.
 Each word is `[!|-|+]ALIAS[+ALIAS...]`: no prefix adds the matching ciphers
 (at the end, unless already listed), `-` removes them, `!` removes them for
 good, `+` only moves them to the end. `A+B` matches what both match.
+`@STRENGTH` sorts what is listed so far by key length. The universe keeps
+OpenSSL's order, so the list's order is OpenSSL's too as far as the rules
+need it (S511 reads what is admitted, E409 also which suite comes first).
 """
 
 from __future__ import annotations
@@ -50,6 +53,37 @@ class Cipher:
         if self.enc in ("3DES", "RC4", "SEED", "IDEA"):
             return "MEDIUM"
         return "HIGH"
+
+    @property
+    def bits(self) -> int:
+        """Symmetric strength in bits, as `@STRENGTH` sorts by it."""
+        if self.enc == "NULL":
+            return 0
+        if self.export:
+            return 40
+        if self.enc == "DES":
+            return 56
+        if self.enc == "3DES":
+            return 112
+        if self.enc == "CHACHA20" or re.search(r"(AES|CAMELLIA|ARIA)-?256", self.name):
+            return 256
+        return 128
+
+    @property
+    def http2_prohibited(self) -> str | None:
+        """Why RFC 7540's Appendix A (kept by RFC 9113) lists this TLS 1.2
+        suite, or None when HTTP/2 may use it. The appendix names every suite
+        without an ephemeral (EC)DHE key exchange and every suite whose cipher
+        is not an AEAD one, anonymous DH among them; (EC)DHE with GCM, CCM or
+        ChaCha20-Poly1305 is what remains (PSK ones with (EC)DHE too)."""
+        if self.auth == "NULL":
+            return "anonymous, no server authentication"
+        if self.kx not in ("DHE", "ECDHE"):
+            return f"{self.kx} key exchange, no forward secrecy"
+        if self.mac != "AEAD":
+            return "stream cipher" if self.enc == "RC4" else (
+                "no encryption" if self.enc == "NULL" else "CBC, not an AEAD cipher")
+        return None
 
 
 _OTHER_CIPHERS = ("CHACHA20", "CAMELLIA", "SEED", "IDEA", "ARIA")
@@ -90,26 +124,31 @@ def describe(name: str) -> Cipher:
         enc = "AESGCM" if "GCM" in upper else "AES"
     else:
         enc = next((family for family in _OTHER_CIPHERS if family in upper), "AES")
+    # GCM, CCM and ChaCha20-Poly1305 authenticate with the cipher itself:
+    # OpenSSL lists ECDHE-RSA-AES128-GCM-SHA256 as Mac=AEAD (the SHA256 is
+    # its handshake hash), so its SHA256 alias does not match it.
     if parts and parts[-1] == "MD5":
         mac = "MD5"
+    elif "GCM" in upper or "CCM" in upper or enc == "CHACHA20":
+        mac = "AEAD"
     elif parts and parts[-1] == "SHA384":
         mac = "SHA384"
     elif parts and parts[-1] == "SHA256":
         mac = "SHA256"
-    elif enc in ("AESGCM", "CHACHA20") or "CCM" in upper:
-        mac = "AEAD"
     else:
         mac = "SHA1"
     return Cipher(upper, kx, auth, enc, mac, export)
 
 
 # One of each family the rule cares about, and the strong suites every
-# modern list is made of.
+# modern list is made of, in OpenSSL's order (ephemeral AEAD suites first),
+# with CBC suites for both certificate kinds (E409 reads the order).
 _UNIVERSE = tuple(describe(name) for name in (
     "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384",
     "ECDHE-RSA-CHACHA20-POLY1305", "DHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-SHA256",
-    "ECDHE-RSA-AES128-SHA", "DHE-RSA-AES256-SHA", "AES128-GCM-SHA256", "AES256-SHA",
-    "CAMELLIA128-SHA", "PSK-AES128-CBC-SHA", "SEED-SHA",
+    "ECDHE-RSA-AES128-SHA", "ECDHE-ECDSA-AES128-SHA", "DHE-RSA-AES256-SHA", "AES128-GCM-SHA256",
+    "AES256-SHA", "CAMELLIA128-SHA", "ECDHE-ECDSA-CAMELLIA128-SHA256", "PSK-AES128-CBC-SHA",
+    "SEED-SHA",
     "DES-CBC3-SHA", "ECDHE-RSA-DES-CBC3-SHA", "EDH-RSA-DES-CBC3-SHA",
     "RC4-SHA", "RC4-MD5", "ECDHE-RSA-RC4-SHA", "DES-CBC-SHA", "EDH-RSA-DES-CBC-SHA",
     "EXP-RC4-MD5", "EXP-DES-CBC-SHA", "EXP-EDH-RSA-DES-CBC-SHA",
@@ -181,7 +220,11 @@ def admitted(spec: str) -> list[Cipher]:
     killed: set[str] = set()
     for word in words:
         if word.startswith("@"):
-            continue  # @STRENGTH, @SECLEVEL=n: order and library policy, not membership
+            # @STRENGTH re-sorts what is listed so far, strongest first (a
+            # stable sort); @SECLEVEL=n is library policy, not membership.
+            if word.upper() == "@STRENGTH":
+                chosen.sort(key=lambda c: -c.bits)
+            continue
         op = word[0] if word[0] in "!-+" else ""
         body = word[1:] if op else word
         tests = []
