@@ -16,6 +16,7 @@ from typing import Any, Optional
 import typer
 
 from advisor.commands.bench_compare import OneLineUsageCommand, parse_request
+from advisor.commands.bench_protocol import PROTOCOL_HELP, check_protocol, check_target_speaks_h2
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
                                           SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
@@ -67,6 +68,8 @@ class BenchOptions:
     log: LogOptions
     compare: Any = None
     """The advisor.commands.bench_compare.CompareRequest of --compare/--compare-quota, or None."""
+    protocol: str = "h1"
+    """h1 (httperf) or h2 (h2load): advisor.commands.bench_protocol."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ class BenchPlan:
 
 
 def bench(
-    workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, cgi, slow, mixed (computes --cgi-n, then sleeps --sleep-ms, in the worker under mod_lua), mixed-cgi (the same as a CGI), php (the same in php-fpm: staging up --php-fpm), url (the path of --url) or log:PATH (sessions replayed from an access log; PATH may be a glob of rotated logs)."),
+    workload_name: str = typer.Option("1k", "--workload", "-w", help="1k, 1m, almeida, browser (visits: --num-calls pages and their assets, --think seconds between pages; --protocol h1 or h2), cgi, slow, mixed (computes --cgi-n, then sleeps --sleep-ms, in the worker under mod_lua), mixed-cgi (the same as a CGI), php (the same in php-fpm: staging up --php-fpm), url (the path of --url) or log:PATH (sessions replayed from an access log; PATH may be a glob of rotated logs)."),
     mode: str = typer.Option("fixed", "--mode", help="fixed (one rate), ramp (stepped rates) or knee (peak under the SLO)."),
     rate: float = typer.Option(100.0, "--rate", help="Fixed mode: connections (or sessions) per second."),
     rates: Optional[str] = typer.Option(None, "--rates", help="Ramp mode: comma-separated rates, e.g. 500,1000,1500."),
@@ -135,6 +138,7 @@ def bench(
     rtt: RttOption = None,
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     tls: bool = typer.Option(False, "--tls", help="Load over HTTPS (httperf --ssl): the sandbox must be up with --tls; an existing server's URL becomes https. An https --url does the same."),
+    protocol: str = typer.Option("h1", "--protocol", help=PROTOCOL_HELP),
     tls_resume: str = typer.Option("session", "--tls-resume", help="HTTPS: session (a visitor's first connection makes a full handshake, its later ones resume, as a browser; httperf resumes within its sessions) or never (every connection a full handshake: the worst case)."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -156,7 +160,7 @@ def bench(
             timeout=timeout, num_calls=num_calls, burst_length=burst_length, think=think, cgi_n=cgi_n,
             sleep_ms=sleep_ms, slo_ms=slo_ms, slo_errors=slo_errors, directives=list(directives or []),
             rtt=rtt, server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
-            plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume,
+            plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume, protocol=protocol,
             target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
                                  managed=managed, tls=tls),
             remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
@@ -176,6 +180,7 @@ def _bench(options: BenchOptions) -> None:
     from advisor.tuner.load import httperf
 
     _check_options(options)
+    check_protocol(options.protocol, options.workload_name)
     log, rate, start_rate = _log_workload(options)
     httperf.find_httperf(options.httperf_bin)
     if options.httperf_bin:
@@ -249,6 +254,7 @@ def _plan(options: BenchOptions, log: LogWorkload | None, rate: float, start_rat
         # Before any load or change: a --set (or a compared side's line) that
         # a later line of the config overrides would be measured under the wrong name.
         _refuse_overridden(target, lines)
+    check_target_speaks_h2(target.base_url, options.protocol)
     work, wsess = _workload(options, log, work_dir)
     base = TrialInputs(
         workload=work.name, uri=work.uri, rate=rate, duration_s=options.duration,
@@ -256,7 +262,7 @@ def _plan(options: BenchOptions, log: LogWorkload | None, rate: float, start_rat
         uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
         directives=list(options.directives), slo_errors_pct=options.slo_errors, slo_reply_ms=options.slo_ms,
         warmup_s=options.warmup, session_log=log.replay.session_log if log is not None else None,
-        tls_resume=options.tls_resume)
+        tls_resume=options.tls_resume, protocol=options.protocol)
     interval = options.interval or (1.0 if options.duration >= 10 else max(0.25, options.duration / 6))
     return BenchPlan(target, load_clients, wan, rtt_ms, client, work, base, interval, log, rate, start_rate)
 
@@ -298,6 +304,10 @@ def _workload(options: BenchOptions, log: LogWorkload | None, work_dir) -> tuple
                                       sleep_ms=options.sleep_ms, uri=path)
     if options.think is not None:
         wsess = (1, options.num_calls, options.think)
+    elif work.name == "browser":
+        from advisor.tuner.load.browser_pages import DEFAULT_THINK_S
+
+        wsess = (1, options.num_calls, DEFAULT_THINK_S)
     return work, wsess
 
 
@@ -533,6 +543,11 @@ class _Reporter:
             self.console.print(f"  {result.verdict.note}")
         if result.tls is not None:
             self.console.print("  " + tls_line(result.tls), markup=False, highlight=False)
+        if result.inputs.workload == "browser":
+            served = result.protocol_summary()
+            self.console.print(f"  protocol {served['served']}: {served['connections']} connections, "
+                               f"{served['requests_per_connection']} requests a connection", markup=False,
+                               highlight=False)
         for failure in result.slo_failures():
             self.console.print(f"  SLO: {failure}")
         for reason in result.invalid_reasons:

@@ -9,8 +9,10 @@ between them.
 
 The same visits are written for both load generators:
 - httperf (HTTP/1.1): a --wsesslog file in which a page's assets are a burst
-  (indented lines) that httperf spreads over up to six connections of the
-  session (--max-connections=6 --max-piped-calls=1), as HTTP/1.1 browsers do;
+  (indented lines) that httperf spreads over several connections of the
+  session without pipelining, as HTTP/1.1 browsers do. Browsers open up to
+  six; httperf 0.9.0 refuses more than four a session ("--max-conns must be
+  <= 4", its compiled limit), so a visitor here opens four;
 - h2load (HTTP/2): a --timing-script-file, every request at its offset on the
   visitor's one connection, the assets as concurrent streams. A timing script
   cannot wait for the page's reply, so the assets are sent one page time
@@ -28,7 +30,15 @@ from advisor.tuner.load.workload import ALMEIDA_WORKLOAD_A
 BROWSER_H1_CONNECTIONS = 6
 """The connections an HTTP/1.1 browser opens to one host (RFC 7230 lifted
 RFC 2616's two; browsers settled on six)."""
+HTTPERF_SESSION_CONNECTIONS = 4
+"""The most httperf 0.9.0 opens for one session (session.c's MAX_CONN)."""
 BROWSER_SEED = 2717
+DEFAULT_THINK_S = 1.0
+"""Seconds between a visit's pages when --think is not given."""
+
+
+ASSETS_PER_PAGE = sum(p for _c, _e, _f, _kb, p in ALMEIDA_WORKLOAD_A[1:]) / ALMEIDA_WORKLOAD_A[0][4]
+"""The mean assets a page brings (images, sounds and videos over HTML: 4.2)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +111,7 @@ def httperf_session_log(visits: list[Visit], think_s: float) -> str:
 
 def httperf_browser_args() -> list[str]:
     """What makes httperf's sessions open connections as an HTTP/1.1 browser does."""
-    return [f"--max-connections={BROWSER_H1_CONNECTIONS}", "--max-piped-calls=1"]
+    return [f"--max-connections={min(BROWSER_H1_CONNECTIONS, HTTPERF_SESSION_CONNECTIONS)}", "--max-piped-calls=1"]
 
 
 def asset_delay_ms(rtt_ms: float, page_service_ms: float = 5.0) -> float:

@@ -126,7 +126,7 @@ class H2loadSpec:
         args = [binary, f"--timing-script-file={self.script}", f"--clients={self.visitors}",
                 *rate_arguments(self.rate), "--threads=1",
                 f"--max-concurrent-streams={1 if self.http1 else self.streams}",
-                f"--connection-inactivity-timeout={self.inactivity_timeout_s:g}s"]
+                f"--connection-inactivity-timeout={max(1, round(1000 * self.inactivity_timeout_s))}ms"]
         if self.http1:
             args.append("--h1")
         if self.log_file:
@@ -237,7 +237,7 @@ def as_httperf(report: H2loadReport, spec: H2loadSpec, log: RequestLog | None) -
                 "other": report.requests.get("errored", 0)},
         session={"total": float(spec.visitors), "completed": float(max(0, spec.visitors - failures)),
                  "connections_per_session": 1.0},
-        unparsed=list(report.unparsed))
+        unparsed=list(report.unparsed), protocol=report.application_protocol or "none")
     if report.times_ms.get("connect"):
         result.connect_time_ms = report.times_ms["connect"].get("mean")
     return result

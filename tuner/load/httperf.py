@@ -59,6 +59,7 @@ class HttperfResult:
     session: dict[str, float | str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
+    protocol: str = "http/1.1"  # what the replies came over (h2load's report says "h2")
 
     @property
     def reply_rate(self) -> float:
@@ -197,6 +198,10 @@ class HttperfSpec:
     # connection of a session a full handshake too (measured, docs/bench.md).
     ssl: bool = False
     ssl_no_reuse: bool = False
+    # Sessions only: how many connections a session may open, and how many
+    # calls each may pipeline (the browser workload: six, and one).
+    max_connections: int | None = None
+    max_piped_calls: int | None = None
 
     def argv(self) -> list[str]:
         binary = self.binary or find_httperf()
@@ -216,6 +221,10 @@ class HttperfSpec:
             args.append("--ssl")
             if self.ssl_no_reuse:
                 args.append("--ssl-no-reuse")
+        if self.wsess and self.max_connections:
+            args.append(f"--max-connections={self.max_connections}")
+        if self.wsess and self.max_piped_calls:
+            args.append(f"--max-piped-calls={self.max_piped_calls}")
         if self.wsess and self.session_log:
             sessions, _calls, think = self.wsess
             # man httperf: no --burst-length, --wsess or --wlog beside --wsesslog.

@@ -34,7 +34,7 @@ ALMEIDA_WORKLOAD_A: tuple[tuple[str, str, int, int, float], ...] = (
 ALMEIDA_SEED = 1996
 ALMEIDA_URI_COUNT = 4000
 
-WORKLOAD_NAMES = ("1k", "1m", "almeida", "cgi", "slow", "mixed", "mixed-cgi", "php", "url")
+WORKLOAD_NAMES = ("1k", "1m", "almeida", "browser", "cgi", "slow", "mixed", "mixed-cgi", "php", "url")
 # `staging up --php-fpm`'s script (advisor.tuner.staging.phpfpm): the mixed
 # shape in a php-fpm child, behind mod_proxy_fcgi.
 PHP_SCRIPT = "work.php"
@@ -149,12 +149,16 @@ def make_workload(
         return Workload("php", f"/{PHP_SCRIPT}?n={cgi_n}&wait_ms={sleep_ms}",
                         description=f"PHP in php-fpm (staging up --php-fpm) summing {cgi_n} square roots, "
                                     f"then sleeping {sleep_ms} ms")
-    if name == "almeida":
+    if name in ("almeida", "browser"):
         if work_dir is None:
-            raise UsageError("the almeida workload needs a sandbox or a work directory")
+            raise UsageError(f"the {name} workload needs a sandbox or a work directory")
         wlog = work_dir / "almeida.wlog"
         if not wlog.exists():
             write_docroot(work_dir / "docroot", work_dir / "cgi-bin")
+        if name == "browser":
+            return Workload("browser", "/", uri_list=str(wlog),
+                            description="visits of pages and their assets over Almeida's workload A file set, "
+                                        "fetched as a browser does (advisor.tuner.load.browser_pages)")
         return Workload("almeida", "/", uri_list=str(wlog), description="heavy-tailed file set, Almeida workload A proportions")
     if name == "url":
         return Workload("url", uri or "/", description="the path of --url")

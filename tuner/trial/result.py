@@ -72,6 +72,9 @@ class TrialInputs:
     # its sessions (one full handshake per visitor, as a browser); "never",
     # every connection a full handshake (--ssl-no-reuse, the worst case).
     tls_resume: str = "session"
+    # "h1": httperf, HTTP/1.1; "h2": h2load, HTTP/2 over TLS (the browser
+    # workload only: advisor.tuner.trial.browser_load).
+    protocol: str = "h1"
 
     def replayed(self):
         """The prepared session file's shape, or None."""
@@ -91,6 +94,10 @@ class TrialInputs:
         if shape is not None:
             return self.rate * shape.requests_for(self.wsess[0]) / max(1, self.wsess[0])
         calls = self.wsess[1] if self.wsess else self.num_calls
+        if self.workload == "browser":
+            from advisor.tuner.load.browser_pages import ASSETS_PER_PAGE
+
+            return self.rate * calls * (1 + ASSETS_PER_PAGE)
         return self.rate * calls
 
 
@@ -357,6 +364,13 @@ class TrialResult:
     def meets_slo(self) -> bool:
         return not self.measurement_reasons() and not self.slo_failures()
 
+    def protocol_summary(self) -> dict[str, object]:
+        """What the replies came over: the protocol asked and served, the
+        connections, and the requests each carried (streams, under HTTP/2)."""
+        h = self.httperf
+        return {"asked": self.inputs.protocol, "served": h.protocol, "connections": h.connections,
+                "requests_per_connection": round(h.replies / h.connections, 2) if h.connections else None}
+
     def to_dict(self) -> dict[str, object]:
         h = self.httperf
         return {
@@ -368,6 +382,7 @@ class TrialResult:
             "reply_rate": round(h.reply_rate, 1),
             "served_rate": round(self.served_rate, 1),
             "session_connections": self.session_connections,
+            "protocol": self.protocol_summary(),
             "metrics_lost": self.metrics_lost,
             "client_failed": self.client_failed,
             "request_rate": h.request_rate,

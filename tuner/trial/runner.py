@@ -19,7 +19,7 @@ from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.tls_probe import TlsTrial, cache_counters, calibrate, count_handshakes, probe
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.connection_facts import config_facts, connection_cap, session_connections, tls_causes
-from advisor.tuner.trial.load_process import load_result, start_load
+from advisor.tuner.trial.load_process import LoadSpec, load_result, start_load
 from advisor.tuner.trial.poolcheck import POOL_LABELS, PoolCheck, check_pool
 from advisor.tuner.trial.quiet_wait import remember_pool, wait_quiet
 from advisor.tuner.trial.result import TrialInputs, TrialResult, quota_headroom_pct
@@ -183,14 +183,26 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     return trial
 
 
-def _load_spec(target: StagingTarget, inputs: TrialInputs, parts) -> tuple[httperf.HttperfSpec, str]:
-    """The measured window's httperf run, and how a session workload's calls
-    take their connections ("" without sessions: see session_connections)."""
+def _load_spec(target: StagingTarget, inputs: TrialInputs, parts):
+    """The measured window's httperf run (h2load's for an HTTP/2 trial), and
+    how a session workload's calls take their connections ("" without
+    sessions: see session_connections)."""
+    if inputs.protocol == "h2":
+        from advisor.tuner.trial.browser_load import h2_spec
+
+        return h2_spec(inputs, target.base_url), "one connection a visitor, a page's requests as streams"
     spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=url_port(parts), uri=inputs.uri,
                                rate=inputs.rate, num_conns=inputs.num_conns, num_calls=inputs.num_calls,
                                burst_length=inputs.burst_length, timeout_s=inputs.timeout_s,
                                uri_list=inputs.uri_list, wsess=inputs.wsess, client_cpus=inputs.client_cpus)
     connections = ""
+    if inputs.wsess and inputs.workload == "browser":
+        from advisor.tuner.load.browser_pages import HTTPERF_SESSION_CONNECTIONS
+        from advisor.tuner.trial.browser_load import browser_session_log
+
+        spec.session_log = inputs.session_log or browser_session_log(inputs)
+        spec.max_connections, spec.max_piped_calls = HTTPERF_SESSION_CONNECTIONS, 1
+        return spec, f"up to {HTTPERF_SESSION_CONNECTIONS} connections a visitor, a page's assets as a burst"
     if inputs.wsess:
         if inputs.session_log:
             spec.session_log = inputs.session_log
@@ -204,19 +216,21 @@ def _load_spec(target: StagingTarget, inputs: TrialInputs, parts) -> tuple[httpe
     return spec, connections
 
 
-def _tls_before_warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, parts,
+def _tls_before_warm_up(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec, parts,
                         collector: MetricsCollector):
     """HTTPS targets: `spec` set to speak TLS, and (the TLS the server
     negotiates, the measured cost of its handshakes on this machine);
     (None, None) over plain HTTP."""
     tls_info = tls_cost = None
     if parts.scheme == "https":
-        spec.ssl = True
-        spec.ssl_no_reuse = inputs.tls_resume == "never"
-        tls_info = probe(spec.host, spec.port, target.base_url)
+        if isinstance(spec, httperf.HttperfSpec):
+            spec.ssl = True
+            spec.ssl_no_reuse = inputs.tls_resume == "never"
+        host, port = parts.hostname or "127.0.0.1", url_port(parts)
+        tls_info = probe(host, port, target.base_url)
         if target.on_this_machine:
             # Before the warm-up, which drains whatever the calibration left.
-            tls_cost = calibrate(spec.host, spec.port, collector.httpd_cpu_seconds)
+            tls_cost = calibrate(host, port, collector.httpd_cpu_seconds)
     return tls_info, tls_cost
 
 
@@ -235,7 +249,7 @@ class MeasuredRun:
     own_after: int | None  # the collector's own status connections (HTTPS only)
 
 
-def _measured_run(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
+def _measured_run(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec, pid: int | None,
                   collector: MetricsCollector, interval: float, on_tick: Callable[[float, float], None] | None,
                   registry: list | None, clients, t0: float, tls_info) -> MeasuredRun:
     """Run the measured window's load with the collector (and php-fpm's

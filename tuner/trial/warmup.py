@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 import signal
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from advisor.tuner.load import httperf
 from advisor.tuner.load.remote_clients import GroupRun
 from advisor.tuner.measure.metrics import MetricsCollector
 from advisor.tuner.staging.target import StagingTarget
-from advisor.tuner.trial.load_process import start_load
+from advisor.tuner.trial.load_process import LoadSpec, start_load
 from advisor.tuner.trial.quiet_wait import POOL_STEADY_S, busy_workers
 from advisor.tuner.trial.result import TrialInputs, WarmUp
 
@@ -49,7 +49,7 @@ WARMUP_CHURN_S = 11.0
 WARMUP_CPU_SHARE = 0.85
 
 
-def warm_up(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec, pid: int | None,
+def warm_up(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec, pid: int | None,
             collector: MetricsCollector, registry: list | None = None,
             server_cpus: list[int] | None = None, port: int | None = None, clients=None) -> WarmUp | None:
     """Load the server at the trial's rate, unmeasured, until its pool is what the load makes it.
@@ -101,13 +101,13 @@ class WarmUpPlan:
     fixed: float | None  # a fixed length (`warmup_s`), or None: until the pool is what the load makes it
     bound: float  # seconds at most
     least: float  # seconds at least before the pool can count as steady
-    spec: httperf.HttperfSpec  # the trial's load, sized to last the bound
+    spec: LoadSpec  # the trial's load, sized to last the bound
     limit: int | None  # the pool's configured limit, in children
     min_spare: int | None  # MinSpareServers (MinSpareThreads)
     cpu_full: float  # httpd's CPU use (% of one core) that counts as its whole CPU
 
 
-def _plan(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec,
+def _plan(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec,
           server_cpus: list[int] | None) -> WarmUpPlan:
     """The warm-up's bounds, its load sized to them, and the pool's limit and spares, read before it starts."""
     fixed = inputs.warmup_s
@@ -117,8 +117,11 @@ def _plan(target: StagingTarget, inputs: TrialInputs, spec: httperf.HttperfSpec,
         session_s = inputs.replayed().mean_s
     least = max(WARMUP_MIN_S, session_s + 1.0)
     count = max(1, int(math.ceil(inputs.rate * (bound + 1.0))))
-    sized = httperf.HttperfSpec(**{**asdict(spec), "num_conns": count,
-                                   "wsess": (count, spec.wsess[1], spec.wsess[2]) if spec.wsess else None})
+    if isinstance(spec, httperf.HttperfSpec):
+        sized = httperf.HttperfSpec(**{**asdict(spec), "num_conns": count,
+                                       "wsess": (count, spec.wsess[1], spec.wsess[2]) if spec.wsess else None})
+    else:  # h2load: as many visitors
+        sized = replace(spec, visitors=count)
     pool = target.pool_config(claimed=False)
     limit = None
     min_spare = pool.min_spare if pool is not None else None
