@@ -17,7 +17,8 @@ DOC = Doc(
         "way OpenSSL 1.1 and later expand it, and flags the line when RC4, single DES, 3DES, "
         "EXPORT, NULL-encryption, anonymous (aNULL) or MD5 suites remain. A warning with "
         "SSLHonorCipherOrder off (the default: the client's preference wins), information "
-        "with it on. A list of strong suites only is fine whatever SSLHonorCipherOrder says."
+        "with it on. A list of strong suites only is fine whatever SSLHonorCipherOrder says. "
+        "Under `--tls-profile old` 3DES is accepted, as Mozilla's old profile lists it."
     ),
     why=(
         "RC4 is broken by keystream biases (RFC 7465 forbids it in TLS), 3DES's 64-bit "
@@ -105,10 +106,12 @@ def check(ctx: LintContext, report: Report) -> None:
               own_suite or server_suite,
               own_honor[-1] if own_honor else server_honor)
     cache: dict[str, list[str]] = {}
+    # Mozilla's old profile keeps one 3DES suite for IE 8 on Windows XP.
+    accepted = ("3DES",) if ctx.tls_profile.triple_des else ()
     for node, spec, honored, hosts in uses.values():
         weak = cache.get(spec)
         if weak is None:
-            weak = cache[spec] = weak_families(spec)
+            weak = cache[spec] = [family for family in weak_families(spec) if family not in accepted]
         if not weak:
             continue
         who = hosts[0] if len(hosts) == 1 else f"{hosts[0]} and {len(hosts) - 1} more"
@@ -124,4 +127,10 @@ def check(ctx: LintContext, report: Report) -> None:
 
 RULE = Rule(code="S511", slug="weak-ciphers", severity="warning", category="security",
             directives=("SSLCipherSuite", "SSLHonorCipherOrder", "SSLEngine"), doc=DOC, check=check,
-            baseline=("apache-13",))
+            baseline=("apache-13",),
+            tls_profiles=(
+                ("modern", "no weak family at all (TLS 1.3 suites are all strong)."),
+                ("intermediate", "no weak family at all."),
+                ("old", "3DES is accepted (Mozilla's old profile keeps DES-CBC3-SHA for IE 8 on "
+                        "Windows XP); the other weak families are still flagged."),
+            ))

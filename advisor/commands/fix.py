@@ -117,6 +117,7 @@ def register(app: typer.Typer) -> None:
         select: Optional[List[str]] = typer.Option(None, "--select", help="Only these rules' fixes: codes, prefixes, categories or slugs."),
         ignore: Optional[List[str]] = typer.Option(None, "--ignore", help="Leave these rules' findings alone (same forms as --select)."),
         mpm: Optional[str] = typer.Option(None, "--mpm", help="The MPM in use when the config does not load one."),
+        tls_profile: Optional[str] = typer.Option(None, "--tls-profile", help="The TLS clients to expect (modern, intermediate or old, Mozilla's profiles), as for lint: S505 writes that profile's SSLProtocol."),
         apache_version: ApacheVersionOption = None,
         define: DefineOption = None,
         module: ModuleOption = None,
@@ -134,7 +135,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"--backup-suffix must be a plain suffix such as .orig, got {backup_suffix!r}")
         options = LintOptions(
             paths=[path], format="json", select=split_tokens(select) or None,
-            ignore=split_tokens(ignore), fail_on="never", mpm=mpm,
+            ignore=split_tokens(ignore), tls_profile=tls_profile, fail_on="never", mpm=mpm,
             apache_version=apache_version, defines=list(define or []), modules=list(module or []),
             modules_from=modules_from, server_root=server_root,
             allow_missing_includes=allow_missing_includes, config=config, isolated=isolated,

@@ -191,6 +191,7 @@ def _lint_group(group: HostGroup, options, setup, facts_of) -> None:
         host_facts, _ = facts_of(config, replace(options, live=False), setup.file_settings.host,
                                setup.enabled_codes, notes)
         host_facts.live = facts.get("live")
+        setup.apply_to(host_facts)
         if host_facts.mpm is None and facts.get("mpm"):
             host_facts.mpm = facts["mpm"]
         if options.ram is None and "ram" not in setup.file_settings.host:

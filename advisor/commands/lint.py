@@ -17,7 +17,8 @@ from advisor.commands.lint_options import (CacheDirOption, CacheOption, Evidence
                                            JobsOption, LimitOption, LintOptions, LiveFactsOption, LiveOption,
                                            LogFormatOption, LogOption, MpmOption, OutputOption, PathsArgument,
                                            ProfileOption, RamOption, SelectOption, SettingsFileOption,
-                                           SshOptionOption, StatisticsOption, WorkerMemoryOption)
+                                           SshOptionOption, StatisticsOption, TlsProfileOption,
+                                           WorkerMemoryOption)
 from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionOption, DefineOption,
                                  ModuleOption, ModulesFromOption, ServerRootOption)
 
@@ -138,15 +139,23 @@ class LintSetup:
     enabled_codes: set[str]
     known_codes: set[str]
     fail_on: str
+    tls_profile: tuple[str, str]
+    """The TLS profile the rules expect, and where it was chosen."""
+
+    def apply_to(self, facts) -> None:
+        """Hand the run's expectations (not the host's) to the rules' facts."""
+        facts.tls_profile, facts.tls_profile_source = self.tls_profile
 
 
 def lint_setup(options: LintOptions, config_path: str | None) -> LintSetup:
     from advisor import rules as registry
+    from advisor.commands.lint_facts import tls_profile_choice
     from advisor.lint.rule import PROFILES
     from advisor.lint.settings import FAIL_ON, FileSettings, check_choice, load_file_settings, select_rules
 
     file_settings = load_file_settings(config_path) if config_path else FileSettings()
     profile = check_choice(options.profile or file_settings.profile or "all", PROFILES, "--profile")
+    tls_profile = tls_profile_choice(options, file_settings)
     fail_on = check_choice(options.fail_on or file_settings.fail_on or "warning", FAIL_ON, "--fail-on")
     all_rules = registry.all_rules()
     select = options.select if options.select else file_settings.select
@@ -157,7 +166,7 @@ def lint_setup(options: LintOptions, config_path: str | None) -> LintSetup:
     for code in file_settings.severity:
         if code not in known_codes:
             raise UsageError(f"[severity] names unknown rule {code}", file_settings.path)
-    return LintSetup(file_settings, enabled, enabled_codes, known_codes, fail_on)
+    return LintSetup(file_settings, enabled, enabled_codes, known_codes, fail_on, tls_profile)
 
 
 def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
@@ -225,6 +234,7 @@ def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recor
     for path in options.paths:
         config = load_config(path, load)
         facts, probed = host_facts(config, options, host, enabled_codes, notes, recorder)
+        setup.apply_to(facts)
         probed_host = probed_host or probed
         result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings,
                              edits=wants_edits)
@@ -350,6 +360,7 @@ def lint(
     select: SelectOption = None,
     ignore: IgnoreOption = None,
     profile: ProfileOption = None,
+    tls_profile: TlsProfileOption = None,
     fail_on: FailOnOption = None,
     ram: RamOption = None,
     worker_memory: WorkerMemoryOption = None,
@@ -389,7 +400,7 @@ def lint(
     options = LintOptions(
         paths=list(paths or []), format=format.lower(), output=output,
         select=split_tokens(select) or None, ignore=split_tokens(ignore), profile=profile,
-        fail_on=fail_on, ram=ram, worker_memory=worker_memory,
+        tls_profile=tls_profile, fail_on=fail_on, ram=ram, worker_memory=worker_memory,
         expected_clients=expected_clients, mpm=mpm, apache_version=apache_version,
         defines=list(define or []), modules=list(module or []), modules_from=modules_from,
         server_root=server_root, allow_missing_includes=allow_missing_includes,
@@ -518,15 +529,26 @@ def rules_command(
         sys.stdout.write(text)
 
 
-def explain(code: str = typer.Argument(..., help="A rule code (P101) or slug.")) -> None:
-    """Print one rule's documentation: what, why with the evidence, examples, fix."""
+def explain(code: str = typer.Argument(..., help="A rule code (P101) or slug."),
+            tls_profile: TlsProfileOption = None, config: SettingsFileOption = None,
+            isolated: IsolatedOption = False) -> None:
+    """Print one rule's documentation: what, why with the evidence, examples, fix; for a TLS
+    rule, the TLS profile lint applies here (the settings file's, or --tls-profile) and what
+    each profile expects."""
     from advisor import rules as registry
+    from advisor.commands.lint_facts import tls_profile_choice
     from advisor.lint.docs import rule_text
+    from advisor.lint.settings import FileSettings, find_config_file, load_file_settings
 
     rule = registry.find_rule(code)
     if rule is None:
         raise UsageError(f"no rule {code!r}", hint="`apache-advisor rules` lists the codes")
-    sys.stdout.write(rule_text(rule))
+    if config and not os.path.isfile(config):
+        raise UsageError(f"config file {config} does not exist")
+    settings_path = None if isolated else config or find_config_file()
+    file_settings = load_file_settings(settings_path) if settings_path else FileSettings()
+    chosen = tls_profile_choice(LintOptions(paths=[], tls_profile=tls_profile), file_settings)
+    sys.stdout.write(rule_text(rule, chosen))
 
 
 def register(app: typer.Typer) -> None:
@@ -555,4 +577,5 @@ def rule_metadata(rule) -> dict:
         "references": list(doc.references),
         "baseline": list(rule.baseline),
         "trade_off": rule.trade_off,
+        "tls_profiles": dict(rule.tls_profiles),
     }

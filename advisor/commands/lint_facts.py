@@ -31,6 +31,19 @@ def mpm_option(options: LintOptions, host: dict[str, Any]) -> str | None:
     return str(mpm).lower() if mpm else None
 
 
+def tls_profile_choice(options: LintOptions, file_settings) -> tuple[str, str]:
+    """The TLS profile the run expects and where it was chosen: --tls-profile,
+    else the settings file's `tls-profile`, else Mozilla's intermediate."""
+    from advisor.lint.settings import check_choice
+    from advisor.lint.tls_profile import DEFAULT_TLS_PROFILE, TLS_PROFILE_NAMES
+
+    if options.tls_profile is not None:
+        return check_choice(options.tls_profile, TLS_PROFILE_NAMES, "--tls-profile"), "--tls-profile"
+    if file_settings.tls_profile is not None:
+        return file_settings.tls_profile, f"tls-profile in {file_settings.path}"
+    return DEFAULT_TLS_PROFILE, "the default"
+
+
 def host_facts(config, options: LintOptions, host: dict[str, Any], enabled_codes: set[str],
            notes: list[str], recorder=None):
     """The host facts for the rules, and whether this host was probed for

@@ -25,6 +25,8 @@ class LintOptions:
     select: list[str] | None = None
     ignore: list[str] = field(default_factory=list)
     profile: str | None = None
+    tls_profile: str | None = None
+    """--tls-profile: Mozilla's modern, intermediate or old (None: the settings file's, else intermediate)."""
     fail_on: str | None = None
     ram: str | None = None
     worker_memory: str | None = None
@@ -67,6 +69,7 @@ OutputOption = Annotated[Optional[str], typer.Option("--output", "-o", help="Wri
 SelectOption = Annotated[Optional[List[str]], typer.Option("--select", help="Only these rules: codes, prefixes, categories or slugs (comma-separated or repeated).")]
 IgnoreOption = Annotated[Optional[List[str]], typer.Option("--ignore", help="Skip these rules (same forms as --select).")]
 ProfileOption = Annotated[Optional[str], typer.Option("--profile", help="performance, security or all (default all).")]
+TlsProfileOption = Annotated[Optional[str], typer.Option("--tls-profile", help="The TLS clients to expect, as Mozilla's Server Side TLS profiles name them: modern, intermediate (default) or old; the TLS rules judge protocols, ciphers and HSTS by it.")]
 FailOnOption = Annotated[Optional[str], typer.Option("--fail-on", help="Exit 1 when a finding is at least this severe: error, warning (default), info or never.")]
 RamOption = Annotated[Optional[str], typer.Option("--ram", help="RAM of the server that runs this config, e.g. 4G.")]
 WorkerMemoryOption = Annotated[Optional[str], typer.Option("--worker-memory", help="Private memory of one httpd child process, e.g. 48M.")]

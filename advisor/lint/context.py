@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 from advisor.config import catalog
 from advisor.config.model import Config, Directive, Include, Node, Section
 from advisor.config.modules import DEBIAN_BUILTINS
+from advisor.lint.tls_profile import DEFAULT_TLS_PROFILE, TlsProfile, profile
 
 
 @dataclass
@@ -44,6 +45,10 @@ class HostFacts:
     its httpd processes, modes of the files read and written, the server
     account. None unless the host was read live (`--host`, `--live`,
     `--live-facts`): the live-host rules (S513-S518) say nothing then."""
+    tls_profile: str = DEFAULT_TLS_PROFILE
+    """The Mozilla TLS profile the TLS rules hold the config to
+    (advisor.lint.tls_profile): `--tls-profile` or the settings file."""
+    tls_profile_source: str = "the default"
 
     @property
     def version_key(self) -> str:
@@ -257,6 +262,11 @@ class LintContext:
 
     def at_least(self, major: int, minor: int, patch: int = 0) -> bool:
         return self.facts.apache_version >= (major, minor, patch)
+
+    @property
+    def tls_profile(self) -> TlsProfile:
+        """The TLS expectations of this run (Mozilla's profile by name)."""
+        return profile(self.facts.tls_profile)
 
     def has_module(self, *names: str) -> bool:
         """True when any of the names (identifier or source name) is loaded."""

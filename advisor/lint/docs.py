@@ -6,6 +6,7 @@ import textwrap
 from typing import Iterable
 
 from advisor.lint.rule import CATEGORIES, PROFILES, Rule
+from advisor.lint.tls_profile import DEFAULT_TLS_PROFILE
 
 GENERATED_NOTE = (
     "<!-- Generated from the rule metadata in rules/*.py by "
@@ -29,6 +30,9 @@ def rule_markdown(rule: Rule, heading_level: int = 3) -> str:
     if rule.needs:
         parts.append(f"- Needs: {', '.join(n.replace('_', '-') for n in rule.needs)}")
     parts.append("- Fix: " + ("automatic (`apache-advisor fix`)" if rule.fixable else "by hand"))
+    if rule.tls_profiles:
+        parts.append("- TLS profiles (`--tls-profile`): "
+                     + "; ".join(f"{name}: {expectation}" for name, expectation in rule.tls_profiles))
     parts += [
         "",
         f"{sub} What it flags",
@@ -68,7 +72,9 @@ def _wrap(text: str, indent: str = "  ") -> str:
     return textwrap.fill(text, width=88, initial_indent=indent, subsequent_indent=indent)
 
 
-def rule_text(rule: Rule) -> str:
+def rule_text(rule: Rule, tls_profile: tuple[str, str] | None = None) -> str:
+    """`explain`'s page. `tls_profile` (name, where it was chosen) is the TLS
+    profile a lint run here would apply: a rule that reads it says so."""
     doc = rule.doc
     lines = [
         f"{rule.code} {rule.slug} ({rule.severity}, {rule.category})",
@@ -98,7 +104,21 @@ def rule_text(rule: Rule) -> str:
         "References:",
     ]
     lines += [f"  - {reference}" for reference in doc.references]
+    if rule.tls_profiles:
+        lines += ["", *_profile_lines(rule, tls_profile)]
     return "\n".join(lines) + "\n"
+
+
+def _profile_lines(rule: Rule, tls_profile: tuple[str, str] | None) -> list[str]:
+    """What the rule expects under each TLS profile, the one in effect marked."""
+    name, source = tls_profile or (DEFAULT_TLS_PROFILE, "the default")
+    lines = [textwrap.fill(f"TLS profile: {name} ({source}; `lint --tls-profile` or `tls-profile` in "
+                           "the settings file chooses another). This rule's findings follow it:", width=88)]
+    for profile, expectation in rule.tls_profiles:
+        mark = "*" if profile == name else "-"
+        lines.append(textwrap.fill(f"{mark} {profile}: {expectation}", width=88, initial_indent="  ",
+                                   subsequent_indent="    "))
+    return lines
 
 
 def rules_document(rules: Iterable[Rule]) -> str:
@@ -139,9 +159,13 @@ def rules_document(rules: Iterable[Rule]) -> str:
         "- Host facts: `--ram`, `--worker-memory`, `--expected-clients`, `--mpm`, `--apache-version`,",
         "  or the `[host]` table of the settings file; RAM and worker memory are measured on the host",
         "  when the config linted is the host's own (under /etc) or with `--live`.",
+        "- TLS expectations: `--tls-profile modern|intermediate|old` (default intermediate), or",
+        "  `tls-profile` in the settings file: Mozilla's Server Side TLS profiles. S505 (protocols),",
+        "  S511 (ciphers), S522 (HSTS max-age) and S523 judge by it and name it in their findings;",
+        "  `explain CODE` shows the profile in effect and what each profile expects.",
         "- Settings: `.apache-advisor.toml` or `[tool.apache-advisor]` in `pyproject.toml` (nearest",
-        "  to the working directory): `select`, `ignore`, `profile`, `fail-on`, `[severity]`,",
-        "  `[per-path-ignores]`, `[host]`.",
+        "  to the working directory): `select`, `ignore`, `profile`, `tls-profile`, `fail-on`,",
+        "  `[severity]`, `[per-path-ignores]`, `[host]`.",
         "- pre-commit: `.pre-commit-hooks.yaml` ships the hooks `apache-advisor-lint` (give the main",
         "  config in `args`) and `apache-advisor-lint-files` (each staged file linted on its own).",
         "- GitHub Actions: `action.yml` (a composite action) installs the package, lints `path`, writes",

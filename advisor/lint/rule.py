@@ -102,6 +102,10 @@ class Rule:
     """The rule that gives the opposite advice for the other goal (security
     against speed); each names the other in its docs and findings, and the
     profiles decide which one speaks."""
+    tls_profiles: tuple[tuple[str, str], ...] = ()
+    """What the rule expects under each of Mozilla's TLS profiles (name,
+    expectation), for a rule that reads `--tls-profile`; `explain` shows them
+    beside the profile a run applies."""
 
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:

@@ -7,6 +7,7 @@ parent that has one. Keys (kebab-case; snake_case accepted too):
     select = ["P", "C201", "security"]      # codes, prefixes, categories, slugs
     ignore = ["P112"]
     profile = "all"                          # performance | security | all
+    tls-profile = "intermediate"             # Mozilla's modern | intermediate | old
     fail-on = "warning"                      # error | warning | info | never
     [severity]                               # per-rule severity overrides
     P106 = "warning"
@@ -35,10 +36,12 @@ from typing import Any, Iterable
 
 from advisor.errors import UsageError
 from advisor.lint.rule import CATEGORIES, PROFILES, SEVERITIES, Rule
+from advisor.lint.tls_profile import TLS_PROFILE_NAMES
 
 CONFIG_NAMES = (".apache-advisor.toml", "pyproject.toml")
 FAIL_ON = ("error", "warning", "info", "never")
-_TOP_KEYS = {"select", "ignore", "profile", "fail-on", "severity", "per-path-ignores", "host"}
+_TOP_KEYS = {"select", "ignore", "profile", "tls-profile", "fail-on", "severity", "per-path-ignores",
+             "host"}
 HOST_KEYS = {"ram", "worker-memory", "expected-clients", "mpm", "apache-version",
              "os-reserve", "per-connection", "document-set"}
 
@@ -51,6 +54,8 @@ class FileSettings:
     select: list[str] | None = None
     ignore: list[str] = field(default_factory=list)
     profile: str | None = None
+    tls_profile: str | None = None
+    """The Mozilla TLS profile the TLS rules expect (advisor.lint.tls_profile)."""
     fail_on: str | None = None
     severity: dict[str, str] = field(default_factory=dict)
     per_path_ignores: list[tuple[str, list[str]]] = field(default_factory=list)
@@ -129,6 +134,8 @@ def load_file_settings(path: str) -> FileSettings:
         settings.ignore = _string_list(table["ignore"], "ignore", path)
     if "profile" in table:
         settings.profile = check_choice(table["profile"], PROFILES, "profile", path)
+    if "tls-profile" in table:
+        settings.tls_profile = check_choice(table["tls-profile"], TLS_PROFILE_NAMES, "tls-profile", path)
     if "fail-on" in table:
         settings.fail_on = check_choice(table["fail-on"], FAIL_ON, "fail-on", path)
     severity = table.get("severity", {})
