@@ -16,6 +16,7 @@ from pathlib import Path
 
 from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.load import browser_pages, h2load
+from advisor.tuner.load.roundtrips import RTT_ON_LINK
 from advisor.tuner.trial.result import TrialInputs
 
 PROTOCOLS = ("h1", "h2")
@@ -65,12 +66,16 @@ def h2_spec(inputs: TrialInputs, base_url: str, visitors: int | None = None) -> 
     if not base_url.startswith("https://"):
         raise UsageError("HTTP/2 trials need TLS: browsers speak HTTP/2 only over TLS (h2)",
                          hint="start the sandbox with --tls --h2, or give an https:// --url")
-    pages, think = visit_shape(inputs)
+    pages, think_s = visit_shape(inputs)
     visit = browser_pages.make_visits(1, pages)[0]
-    think_s = think + inputs.think_added_s
+    # Where the round trip is added (no delaying link), the think time already
+    # carries it (with_rtt), as httperf's sessions do, and the assets follow
+    # the page's reply at once, as httperf's bursts do; on a delaying link the
+    # script waits the round trip the page's reply takes.
+    link_rtt_ms = inputs.rtt_ms if inputs.rtt_how == RTT_ON_LINK else 0.0
     directory = _work_dir(inputs)
-    script = directory / f"browser-{pages}p-{think_s:g}s-{inputs.rtt_ms:g}ms.h2script"
-    _write_once(script, browser_pages.h2load_timing_script(visit, base_url, think_s, inputs.rtt_ms))
+    script = directory / f"browser-{pages}p-{think_s:g}s-{link_rtt_ms:g}ms.h2script"
+    _write_once(script, browser_pages.h2load_timing_script(visit, base_url, think_s, link_rtt_ms))
     # A visitor's connection stays open through its think times; h2load must
     # not call it dead before the visit ends.
     visit_s = (pages - 1) * think_s + pages * (2 * inputs.rtt_ms / 1000.0)
