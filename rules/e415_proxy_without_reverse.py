@@ -222,7 +222,7 @@ def normal_origin(url: str) -> str:
 
 def by_owner(ctx: LintContext, *names: str) -> dict[Section, list[Directive]]:
     """Directives with these names grouped by their server (made once per run per name set)."""
-    key = "proxy_by_owner:" + ",".join(sorted(name.lower() for name in names))
+    key = "proxy_by_owner:" + ",".join(names)  # callers spell each name one way
     cached = ctx.shared.get(key)
     if cached is not None:
         return cached

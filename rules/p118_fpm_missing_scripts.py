@@ -138,7 +138,10 @@ def _unchecked(ctx: LintContext, owner: Section) -> tuple[int, int]:
     if owner is root:
         served = all_sites[1:] or all_sites[:1]
     else:
-        served = [site for site in all_sites[1:] if site.section is owner]
+        by_section = ctx.shared.get("p118_sites")
+        if by_section is None:
+            by_section = ctx.shared["p118_sites"] = {site.section: site for site in all_sites[1:]}
+        served = [by_section[owner]] if owner in by_section else []
     cache = ctx.shared.setdefault("p118_unchecked", {})
     bad = 0
     for site in served:
