@@ -15,15 +15,16 @@ DOC = Doc(
         "fine. A warning for X-XSS-Protection, information for the other three."
     ),
     why=(
-        "X-XSS-Protection switched on the XSS filter of old Internet Explorer, Chrome and "
-        "Safari builds. Current browsers removed the filter, and where it still runs an "
-        "attacker can make it blank out chosen scripts of a safe page or learn what a page "
-        "contains (the filter's own XS-Leak); OWASP's Secure Headers Project therefore says "
+        "X-XSS-Protection switched on the XSS filter of Internet Explorer, Chrome, Edge and "
+        "Safari. Chrome (version 78) and Edge removed theirs and Firefox never had one; "
+        "where a filter still runs, an attacker can make it blank out chosen scripts of a "
+        "safe page or learn what a page contains (the filter's own XS-Leak), so OWASP's "
+        "Secure Headers Project says "
         "to send 0 or nothing, with a Content-Security-Policy doing the real work. "
         "Public-Key-Pins (HPKP, RFC 7469) was dropped by Chrome 72 and Firefox 72 after "
         "sites pinned keys they then lost and locked their own visitors out; Expect-CT "
         "(RFC 9163) lost its purpose once browsers required Certificate Transparency for "
-        "every certificate, and Chrome removed it in version 107. They cost bytes on every "
+        "every certificate, and Chrome removed it in version 107. Those two cost bytes on every "
         "response and suggest a protection nobody applies."
     ),
     evidence=(
@@ -52,9 +53,9 @@ _SETTING = frozenset(("set", "add", "append", "merge", "setifempty"))
 
 # What each dropped header does today.
 _DEAD = {
-    "x-xss-protection": ("warning", "turns on an XSS filter that current browsers removed and that, "
-                                    "in the old ones still running it, an attacker can use to blank "
-                                    "out scripts of a safe page; send 0 or nothing"),
+    "x-xss-protection": ("warning", "turns on an XSS filter that Chrome and Edge removed and Firefox "
+                                    "never had; where one still runs, an attacker can use it to blank "
+                                    "out scripts of a safe page. Send 0 or nothing"),
     "expect-ct": ("info", "is ignored by browsers since Certificate Transparency became mandatory "
                           "(Chrome removed it in version 107)"),
     "public-key-pins": ("info", "(HPKP) is ignored by every current browser; where it was honoured, "
