@@ -7,7 +7,8 @@ from advisor.lint.context import LintContext
 from advisor.lint.edits import add_directive
 from advisor.lint.rule import Doc, Report, Rule
 
-from .e415_proxy_without_reverse import ProxyRoute, balancer_members, by_owner, normal_origin, proxy_routes, server_label
+from .e415_proxy_without_reverse import (ProxyRoute, balancer_members, by_owner, normal_origin, proxy_routes,
+                                         server_label)
 
 DOC = Doc(
     summary="TLS virtual host proxies to plain HTTP and sends no X-Forwarded-Proto (or Forwarded)",
