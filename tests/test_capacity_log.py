@@ -345,3 +345,85 @@ def test_lines_logged_out_of_order_count_the_same():
     d, series = long.finish(["x"], 2, 0, [], hold_source="%D", keepalive_how="")
     assert list(series.busy) == pytest.approx([0.5, 1, 1, 1, 1, 0.5, 0.5])
     assert d.peak_busy == 1 and series.first == 10 and d.seconds == 7
+
+
+# ---- the protocol mix from the log (issue 57) ---------------------------------------------
+
+H2_FORMAT = '%h %l %u %t "%r" %>s %b %D %k %X %H %{H2_STREAM_ID}e'
+
+
+def protocol_log(path: Path, seconds: int = 120, *, protocol_field: bool = True) -> None:
+    """Each second one HTTP/1.1 connection of 4 requests (%k 0-3, %X +) and one
+    HTTP/2 connection of 6 streams (as mod_http2 logs them: %k from 1, %X -,
+    stream ids 1, 3, ... 11), 10 ms each."""
+    with open(path, "w") as handle:
+        for s in range(seconds):
+            stamp = loggen._clf(loggen.START + s)
+            for k in range(4):
+                tail = f" {k} + HTTP/1.1 -" if protocol_field else ""
+                handle.write(f'10.0.0.1 - - {stamp} "GET /a{k} HTTP/1.1" 200 100 10000{tail}\n')
+            for n in range(6):
+                tail = f" {n + 1} - HTTP/2.0 {2 * n + 1}" if protocol_field else ""
+                handle.write(f'10.0.0.2 - - {stamp} "GET /b{n} HTTP/2.0" 200 100 10000{tail}\n')
+
+
+@pytest.mark.parametrize("mpm, idle", [("worker", 6.0), ("event", 0.0)])
+def test_protocols_and_http2_connections_from_the_log(tmp_path, mpm, idle):
+    log = tmp_path / "h2.log"
+    protocol_log(log)
+    config = tmp_path / "httpd.conf"
+    config.write_text(f"LoadModule mpm_{mpm}_module m.so\nServerName x\nKeepAliveTimeout 3\n")
+    whole = run_json([str(config), "--log", str(log), "--log-format", H2_FORMAT, *FIXED])
+    d = whole["log"]["demand"]
+    assert d["protocols"] == {"source": "%H", "requests": 1200, "h2_requests": 720, "h2_share": 0.6,
+                              "h1_connections": 120, "h2_connections": 120}
+    keep = d["keepalive"]
+    # worker: each second one HTTP/1.1 and one HTTP/2 connection each idle 3 s: 6 threads held.
+    assert keep["h2_connections"] == (120 if mpm == "worker" else 0)
+    assert d["peak_busy"] == pytest.approx(idle + 0.1, rel=0.05)
+    assert d["peak_busy_requests"] == pytest.approx(0.1, rel=0.05)
+    mix = whole["protocol_mix"]
+    assert mix["share"] == pytest.approx(0.6) and mix["source"].startswith("the log's %H, 720 of 1,200")
+    # Without --service-time the mix takes the log's hold time and busiest minute.
+    assert mix["at_rates"][0]["rate"] == pytest.approx(10.0)
+    assert mix["at_rates"][0]["h2_workers"] == pytest.approx(0.6 * 10 * 0.01)
+    text = run([str(config), "--log", str(log), "--log-format", H2_FORMAT, *FIXED]).stdout
+    assert "protocols (%H): 60.0 % of 1,200 requests over HTTP/2" in " ".join(text.split())
+
+
+def test_protocol_from_the_request_line_and_the_flag_wins(tmp_path):
+    log = tmp_path / "combined.log"
+    protocol_log(log, protocol_field=False)
+    config = tmp_path / "httpd.conf"
+    config.write_text("LoadModule mpm_event_module m.so\nServerName x\n")
+    fmt = '%h %l %u %t "%r" %>s %b %D'
+    whole = run_json([str(config), "--log", str(log), "--log-format", fmt, *FIXED])
+    counted = whole["log"]["demand"]["protocols"]
+    assert counted["source"].startswith("%r") and counted["h2_share"] == pytest.approx(0.6)
+    assert counted["h1_connections"] is None and counted["h2_connections"] is None  # no %k, no stream id
+    flagged = run_json([str(config), "--log", str(log), "--log-format", fmt, "--h2-share", "0.2", *FIXED])
+    assert flagged["protocol_mix"]["share"] == 0.2
+    assert any("replaces the log's 60.0 %" in note for note in flagged["notes"])
+
+
+def test_log_without_the_protocol_assumes_http1(tmp_path):
+    log = tmp_path / "bare.log"
+    with open(log, "w") as handle:
+        for s in range(60):
+            handle.write(f"10.0.0.1 {loggen._clf(loggen.START + s)} 10000\n")
+    config = tmp_path / "httpd.conf"
+    config.write_text("LoadModule mpm_event_module m.so\nServerName x\n")
+    whole = run_json([str(config), "--log", str(log), "--log-format", "%h %t %D", *FIXED])
+    assert whole["log"]["demand"]["protocols"] is None
+    assert whole["protocol_mix"]["share"] == 0.0
+    unknown = [note for note in whole["notes"] if "protocol mix is unknown" in note]
+    assert len(unknown) == 1 and "HTTP/1.1" in unknown[0]
+
+
+def test_protocol_and_stream_fields_read():
+    from advisor.tuner.load.accesslog import first_h2_stream, protocol_is_h2
+
+    assert [protocol_is_h2(t) for t in ("HTTP/2.0", "GET /x HTTP/2.0", "GET /x HTTP/1.1", "HTTP/1.0", "-", "")] == \
+        [True, True, False, False, False, False]
+    assert [first_h2_stream(t) for t in ("1", "3", "143-1", "143-11", "-", None)] == \
+        [True, False, True, False, None, None]

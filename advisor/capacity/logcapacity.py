@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from advisor.capacity.logdemand import FULL_SHARE, LogDemand, SecondSeries, full_seconds
 from advisor.capacity.loggrowth import Headroom, growth_factor
+from advisor.capacity.protocol_mix import holder
 from advisor.capacity.queueing_model import Arrivals
 from advisor.capacity.sizing import MpmSettings, Recommendation
 from advisor.capacity.workerpool_model import ServerModel
@@ -67,8 +68,12 @@ def hold_model(demand: LogDemand, listen_queue: int, fixed_hold: float | None = 
     as each request's wait; idle keep-alive holds (when counted) keep the
     worker after the reply."""
     idle_per_request = 0.0
-    if demand.keepalive.counted and demand.requests:
-        idle_per_request = demand.keepalive.connections * demand.keepalive.timeout / demand.requests
+    keep = demand.keepalive
+    if demand.requests:
+        idle = keep.h2_connections * keep.h2_timeout
+        if keep.counted:
+            idle += keep.connections * keep.timeout
+        idle_per_request = idle / demand.requests
     hold = demand.hold.mean if demand.hold is not None else (fixed_hold or 0.0)
     hold = max(hold, 1e-9)
     return ServerModel(cpu_demand=0.0, wait=hold + idle_per_request, cores=1.0, backlog=listen_queue,
@@ -103,6 +108,11 @@ def build_log_capacity(demand: LogDemand, series: SecondSeries, settings: MpmSet
     if rows[0].factor < 1:
         notes.append(f"with MaxRequestWorkers {c} the model passes its limit below the busiest minute's own rate "
                      f"(x {rows[0].factor:.2f}): the pool is already short at the site's peak")
+    counted = demand.protocols
+    if counted is not None and counted.h2_requests and settings.mpm != "prefork":
+        notes.append(f"{counted.h2_share * 100:.1f} % of the requests came over HTTP/2: mod_http2 ran them on its "
+                     f"own h2 workers, and their connection held one {holder(settings.mpm, plural=False)} while its "
+                     f"streams ran; the busy workers count each stream as one, an upper bound for the MPM's pool")
     notes.append("the headroom keeps each request's hold time as logged: where requests share a CPU, more load "
                  "stretches them and the headroom is smaller (`bench` the server, then `capacity --fit`)")
     return LogCapacity(

@@ -71,6 +71,24 @@ class KeepAliveHolds:
     peak_idle_workers: float = 0.0
     open_share: float | None = None
     """%X: share of responses after which the connection stayed open."""
+    h2_connections: int = 0
+    """New HTTP/2 connections (stream 1) counted as idle holds (under worker)."""
+    h2_timeout: float = 0.0
+
+
+@dataclass
+class ProtocolCount:
+    """The requests per protocol, when the format tells it (%H, or %r's last word)."""
+
+    source: str
+    requests: int
+    """Requests read (a line that names no protocol counts as HTTP/1.x)."""
+    h2_requests: int
+    h2_share: float
+    h1_connections: int | None = None
+    """New HTTP/1.x connections (%k = 0); None without %k."""
+    h2_connections: int | None = None
+    """New HTTP/2 connections (stream 1 of %{H2_STREAM_ID}e or %{H2_STREAM_TAG}e); None without them."""
 
 
 @dataclass
@@ -102,6 +120,8 @@ class LogDemand:
     """The busiest second counting requests only."""
     keepalive: KeepAliveHolds
     notes: list[str] = field(default_factory=list)
+    protocols: ProtocolCount | None = None
+    """None: the format has neither %H nor %r, the mix is unknown."""
 
 
 @dataclass
@@ -122,11 +142,14 @@ class SecondSeries:
 class DemandAccumulator:
     """Per-second sums over a stream of (arrival, hold) pairs, in log order."""
 
-    def __init__(self, *, fixed_hold: float | None = None, keepalive_timeout: float | None = None):
+    def __init__(self, *, fixed_hold: float | None = None, keepalive_timeout: float | None = None,
+                 h2_keepalive_timeout: float | None = None):
         self.fixed_hold = fixed_hold
         """Seconds every request holds its worker when the log has no %D/%T."""
         self.keepalive_timeout = keepalive_timeout
         """Seconds an idle keep-alive connection holds a worker (None: it holds none)."""
+        self.h2_keepalive_timeout = h2_keepalive_timeout
+        """Seconds an idle HTTP/2 connection holds an MPM worker (None: it holds none)."""
         self.origin: int | None = None
         self.arrivals = array("I")
         self.part = array("d")  # worker-seconds of partial seconds
@@ -147,10 +170,15 @@ class DemandAccumulator:
         self.status_seen = 0
         self.status_open = 0
         self.no_hold = 0
+        self.h2_requests = 0
+        self.h1_starts = 0
+        self.h2_starts = 0
+        self.h2_connections = 0
 
     # -- the stream ---------------------------------------------------------------
 
-    def add(self, when: float, hold: float | None, keepalive: int | None = None, status: str | None = None) -> None:
+    def add(self, when: float, hold: float | None, keepalive: int | None = None, status: str | None = None,
+            h2: bool | None = None, h2_first: bool | None = None) -> None:
         if self.origin is None:
             self.origin = int(math.floor(when)) - BACKWARD_SLACK_SECONDS
         if when < self.latest - BACKWARD_SLACK_SECONDS or when < self.origin:
@@ -175,13 +203,29 @@ class DemandAccumulator:
             self.status_seen += 1
             if status == "+":
                 self.status_open += 1
-        if keepalive is not None and keepalive == 0 and status != "-" and self.keepalive_timeout:
-            # A new connection: once its last request is served, its worker
-            # waits KeepAliveTimeout for another. Counted from the end of the
-            # first request (the rate of such holds is what Little's law needs).
-            self.connections += 1
+        if h2:
+            self.h2_requests += 1
+            if h2_first:
+                self._h2_connection(start, hold)
+            return
+        if keepalive is not None and keepalive == 0:
+            self.h1_starts += 1
+            if status != "-" and self.keepalive_timeout:
+                # A new connection: once its last request is served, its worker
+                # waits KeepAliveTimeout for another. Counted from the end of the
+                # first request (the rate of such holds is what Little's law needs).
+                self.connections += 1
+                end = start + (hold or 0.0)
+                self._interval(self.idle_part, self.idle_whole, end, end + self.keepalive_timeout)
+
+    def _h2_connection(self, start: float, hold: float | None) -> None:
+        """An HTTP/2 request on stream 1: a new connection. (%k and %X describe
+        a stream, not its connection: mod_http2 logs %k >= 1 and %X '-'.)"""
+        self.h2_starts += 1
+        if self.h2_keepalive_timeout:
+            self.h2_connections += 1
             end = start + (hold or 0.0)
-            self._interval(self.idle_part, self.idle_whole, end, end + self.keepalive_timeout)
+            self._interval(self.idle_part, self.idle_whole, end, end + self.h2_keepalive_timeout)
 
     def _count_hold(self, hold: float) -> None:
         self.hold_count += 1
@@ -225,7 +269,11 @@ class DemandAccumulator:
     # -- the summary --------------------------------------------------------------
 
     def finish(self, files: list[str], lines: int, skipped: int, reasons: list[str], *, hold_source: str,
-               keepalive_how: str) -> tuple[LogDemand, SecondSeries]:
+               keepalive_how: str, protocol_source: str | None = None, counts_h1_connections: bool = False,
+               counts_h2_connections: bool = False) -> tuple[LogDemand, SecondSeries]:
+        """`protocol_source`: where the protocol was read (%H, %r), None when
+        the format has neither; the two flags: does the format have %k, and
+        mod_http2's stream number."""
         if self.requests == 0 or self.origin is None:
             raise ValueError("no request in the log")
         begin = int(math.floor(self.low)) - self.origin
@@ -257,7 +305,8 @@ class DemandAccumulator:
         keep = KeepAliveHolds(counted=self.keepalive_timeout is not None and keepalive_how.startswith("counted"),
                               how=keepalive_how, connections=self.connections,
                               timeout=self.keepalive_timeout or 0.0, peak_idle_workers=max(idle, default=0.0),
-                              open_share=self.status_open / self.status_seen if self.status_seen else None)
+                              open_share=self.status_open / self.status_seen if self.status_seen else None,
+                              h2_connections=self.h2_connections, h2_timeout=self.h2_keepalive_timeout or 0.0)
         notes: list[str] = []
         if self.no_hold and self.hold_count:
             notes.append(f"{self.no_hold} requests logged no hold time ('-'): counted with "
@@ -271,8 +320,18 @@ class DemandAccumulator:
             hold=hold, mean_busy=float(totals.mean()), peak_busy=float(totals[peak_index]),
             peak_busy_at=first + peak_index, p99_busy=float(np.quantile(totals, 0.99, method="inverted_cdf")),
             peak_busy_requests=float(max(busy)), keepalive=keep, notes=notes,
+            protocols=self._protocols(protocol_source, counts_h1_connections, counts_h2_connections),
         )
         return demand, SecondSeries(first, arrivals, busy, idle)
+
+    def _protocols(self, source: str | None, h1_counted: bool, h2_counted: bool) -> ProtocolCount | None:
+        # A line whose request line names no protocol ("-": a connection closed
+        # before its request) counts as HTTP/1.x: an HTTP/2 stream always has one.
+        seen = self.requests
+        if source is None or not seen:
+            return None
+        return ProtocolCount(source, seen, self.h2_requests, self.h2_requests / seen,
+                             self.h1_starts if h1_counted else None, self.h2_starts if h2_counted else None)
 
     def _quantile(self, q: float) -> float:
         """From the histogram, interpolated (log-linearly) within the bin."""

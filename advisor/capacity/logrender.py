@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from advisor.capacity.logcapacity import LogCapacity, utc
+from advisor.capacity.logdemand import ProtocolCount
 from advisor.capacity.render import seconds_text
 
 
@@ -13,6 +14,18 @@ def _factor(value: float) -> str:
     if math.isinf(value):
         return "no limit found"
     return f"x {value:.2f}"
+
+
+def protocols_text(p: ProtocolCount) -> str:
+    """'37.5 % of 1,200 requests over HTTP/2; HTTP/1.1 4.0 requests a connection, HTTP/2 6.0'."""
+    text = f"{p.h2_share * 100:.1f} % of {p.requests:,} requests over HTTP/2"
+    h1_requests = p.requests - p.h2_requests
+    per = []
+    if p.h1_connections:
+        per.append(f"HTTP/1.x {h1_requests / p.h1_connections:,.1f} requests a connection (%k)")
+    if p.h2_connections:
+        per.append(f"HTTP/2 {p.h2_requests / p.h2_connections:,.1f} requests a connection (its stream 1)")
+    return text + ("; " + ", ".join(per) if per else "")
 
 
 def render_log_text(log: LogCapacity, console) -> None:
@@ -50,10 +63,13 @@ def render_log_text(log: LogCapacity, console) -> None:
                  str(p.process_slots), f"{p.ram_workers} ({p.peak_share_of_ram:.0%} used)")
     console.print(busy)
     console.print(f"  keep-alive: {d.keepalive.how}")
-    if d.keepalive.counted:
-        console.print(f"  idle keep-alive holds: {d.keepalive.connections:,} connections, up to "
-                      f"{d.keepalive.peak_idle_workers:,.1f} workers in one second; busiest second on requests "
-                      f"alone {d.peak_busy_requests:,.1f}")
+    if d.keepalive.counted or d.keepalive.h2_connections:
+        console.print(f"  idle keep-alive holds: {d.keepalive.connections + d.keepalive.h2_connections:,} connections"
+                      + (f" ({d.keepalive.h2_connections:,} HTTP/2)" if d.keepalive.h2_connections else "")
+                      + f", up to {d.keepalive.peak_idle_workers:,.1f} workers in one second; busiest second on "
+                      f"requests alone {d.peak_busy_requests:,.1f}")
+    if d.protocols is not None:
+        console.print(f"  protocols ({d.protocols.source}): {protocols_text(d.protocols)}")
     head = Table(title=f"Headroom: growth on {log.base} ({log.base_rate:,.1f} req/s) before the model predicts "
                        f"> 1 % refused" + (f" or a mean response > {seconds_text(log.target_response)}"
                                            if log.target_response else ""),

@@ -10,6 +10,7 @@ import json
 
 from advisor.capacity.fit_workerpool import PoolFit
 from advisor.capacity.jsonable import to_jsonable
+from advisor.capacity.protocol_mix import ProtocolMix, holder
 from advisor.capacity.queueing_model import Estimate, Prediction
 from advisor.capacity.report import CapacityReport
 from advisor.capacity.sizing import format_size
@@ -193,8 +194,50 @@ def render_text(report: CapacityReport, console, *, demand_follows: bool = False
             fpm.add_row(name, f"{row.rate:,.4g}", str(row.children), str(row.capacity), f"{row.throughput:,.1f}",
                         _percent(row.blocked_share), f"{row.mean_waiting:.1f}", seconds_text(row.mean_wait_s))
         console.print(fpm)
+    if report.protocol_mix is not None:
+        render_mix(report.protocol_mix, console)
     for note in report.notes:
         console.print(f"[yellow]note:[/] {note}")
+
+
+def _seconds_or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.3g} s"
+
+
+def render_mix(mix: ProtocolMix, console) -> None:
+    """The protocol mix: one line when every visitor is on HTTP/1.1, else its table and what it changed."""
+    from rich.table import Table
+
+    h1 = mix.rows[0]
+    if mix.share <= 0:
+        who = "every visitor on HTTP/1.1" if mix.asked_share <= 0 else \
+            f"{mix.asked_share * 100:.0f} % of visitors would speak HTTP/2, all are served HTTP/1.1"
+        idle = f"idle connections hold {holder(mix.mpm)} {h1.idle_worker_seconds:.3g} s a page" \
+            if h1.idle_worker_seconds else f"idle connections hold no {holder(mix.mpm, plural=False)}"
+        console.print(f"Protocol mix: {who} ({mix.source}): {h1.connections:.2f} connections and "
+                      f"{h1.handshakes:.2f} TLS handshakes a page of {mix.requests_per_page:g} requests; {idle}.")
+        for note in mix.notes:
+            console.print(f"  [yellow]protocols:[/] {note}")
+        return
+    table = Table(title=f"Protocol mix: {mix.share * 100:.0f} % of visitors on HTTP/2 ({mix.source}), "
+                        f"{mix.requests_per_page:g} requests a page, {holder(mix.mpm)}",
+                  title_justify="left", show_edge=False)
+    for column in ("per page", "share", "connections", "TLS handshakes", "held idle", f"{holder(mix.mpm)} held",
+                   "h2 workers busy"):
+        table.add_column(column, justify="left" if column == "per page" else "right")
+    for row in mix.rows:
+        table.add_row(row.protocol, f"{row.share * 100:.0f} %", f"{row.connections:.2f}", f"{row.handshakes:.2f}",
+                      _seconds_or_dash(row.idle_worker_seconds), _seconds_or_dash(row.mpm_worker_seconds),
+                      _seconds_or_dash(row.h2_worker_seconds))
+    console.print(table)
+    console.print(f"  h2 workers: H2MinWorkers {mix.h2_min_workers}, H2MaxWorkers {mix.h2_max_workers} a child "
+                  f"({mix.h2_workers_source}): {mix.h2_worker_pool} in all")
+    if mix.changes:
+        console.print("  What HTTP/2 changed against every visitor on HTTP/1.1:")
+        for line in mix.changes:
+            console.print(f"    {line}")
+    for note in mix.notes:
+        console.print(f"  [yellow]protocols:[/] {note}")
 
 
 def _render_pool_fit(f: PoolFit, console) -> None:

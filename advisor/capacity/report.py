@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from advisor.capacity.fit_queueing import FitResult
 from advisor.capacity.fit_workerpool import PoolFit
+from advisor.capacity.protocol_mix import MixSettings, ProtocolMix, build_mix
 from advisor.capacity.queueing_model import (
     Arrivals,
     Curve,
@@ -64,6 +65,8 @@ class CapacityRequest:
     curve_points: int = 0
     """> 0: also compute curves for a plot."""
     notes: list[str] = field(default_factory=list)
+    protocol_mix: MixSettings | None = None
+    """HTTP/1.1 and HTTP/2 visitors (issue 57); None: not modelled."""
 
 
 @dataclass
@@ -110,6 +113,7 @@ class CapacityReport:
     """Pool fit: the model at each pool size the trials ran with (for the plot)."""
     fpm_predictions: list = field(default_factory=list)
     """advisor.capacity.fpm_model.SeriesPrediction per php-fpm pool and rate, with the pool's name."""
+    protocol_mix: ProtocolMix | None = None
 
     @property
     def recommended(self) -> Recommendation:
@@ -201,6 +205,10 @@ def build_report(request: CapacityRequest) -> CapacityReport:
             for k, label in _curve_labels(settings, rec, k_now, k_rec):
                 points = predict_many(grid, x, k, request.arrivals, request.service, request.simulation)
                 curves.append(Curve(k, label, points))
+    mix = None
+    if request.protocol_mix is not None:
+        mix = build_mix(request.protocol_mix, model.service_time if model is not None else None,
+                        [row.rate for row in predictions], settings.max_request_workers)
     return CapacityReport(
         config_file=request.config_file,
         settings=settings,
@@ -215,6 +223,7 @@ def build_report(request: CapacityRequest) -> CapacityReport:
         curves=curves,
         notes=notes,
         fit_curves=fit_curves,
+        protocol_mix=mix,
     )
 
 

@@ -21,6 +21,7 @@ from advisor.commands.options import (AllowMissingIncludesOption, ApacheVersionO
                                  ModuleOption, ModulesFromOption, ServerRootOption)
 
 from advisor.commands.capacity_memory import MemoryOptions, gather_memory, recommend_children
+from advisor.commands.capacity_protocols import H2_SHARE_HELP, REQUESTS_PER_PAGE_HELP
 from advisor.commands.logdemand_input import LOG_FORMAT_HELP, LOG_HELP
 from advisor.errors import AdvisorError, ConfigError, UsageError
 
@@ -64,6 +65,9 @@ class CapacityOptions:
     allow_missing_includes: bool
     log_paths: list[str] = field(default_factory=list)
     log_format: str | None = None
+    h2_share: str | None = None
+    """As typed: checked with the other flags (one line and exit 2 on a bad one)."""
+    requests_per_page: str | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +255,8 @@ def register(app: typer.Typer) -> None:
         output_format: str = typer.Option("text", "--format", help="text or json."),
         log: Optional[List[str]] = typer.Option(None, "--log", help=LOG_HELP),
         log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
+        h2_share: Optional[str] = typer.Option(None, "--h2-share", help=H2_SHARE_HELP),
+        requests_per_page: Optional[str] = typer.Option(None, "--requests-per-page", help=REQUESTS_PER_PAGE_HELP),
         define: DefineOption = None,
         module: ModuleOption = None,
         modules_from: ModulesFromOption = None,
@@ -270,7 +276,7 @@ def register(app: typer.Typer) -> None:
             fit_files=list(fit or []), check_files=list(check or []), plot=plot, output_format=output_format,
             defines=list(define or []), modules=list(module or []), modules_from=modules_from,
             apache_version=apache_version, server_root=server_root, allow_missing_includes=allow_missing_includes,
-            log_paths=list(log or []), log_format=log_format,
+            log_paths=list(log or []), log_format=log_format, h2_share=h2_share, requests_per_page=requests_per_page,
         ))
 
 
@@ -279,8 +285,10 @@ def run_capacity(options: CapacityOptions) -> None:
     predicted, then the plot and the report written."""
     from advisor.capacity.queueing_model import SimulationOptions
     from advisor.capacity.report import CapacityRequest, build_report
+    from advisor.commands.capacity_protocols import mix_settings, parse_protocol_flags
 
     laws = _check_flags(options)
+    protocol_flags = parse_protocol_flags(options.h2_share, options.requests_per_page)
     cfg, running, notes = _read_config(options)
     pool = _pool_settings(cfg, running, options.max_workers)
     settings = pool.settings
@@ -320,6 +328,7 @@ def run_capacity(options: CapacityOptions) -> None:
                                      max_arrivals_per_replication=60_000),
         curve_points=_curve_points(options.plot, laws.arrivals, laws.service),
         notes=notes,
+        protocol_mix=mix_settings(cfg, running, settings, protocol_flags, log_input, notes, memory.thread.bytes),
     )
     report = build_report(request)
     recommend_children(report)

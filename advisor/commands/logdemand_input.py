@@ -53,13 +53,10 @@ def resolve_log_format(paths: list[str], given: str | None, cfg) -> tuple[str, s
     return resolve_format(paths, None, None)
 
 
-def keepalive_setting(cfg, mpm: str, log_format) -> tuple[float | None, str]:
-    """(seconds an idle connection holds a worker, or None; what the figures count)."""
-    if mpm == "event":
-        return None, "event MPM: idle keep-alive connections wait in the listener and hold no worker"
+def keepalive_values(cfg) -> tuple[bool, float]:
+    """KeepAlive (on or off) and KeepAliveTimeout in seconds, at server scope
+    as the config writes them; httpd's defaults (On, 5 s) where it does not."""
     keep = cfg.server_value("KeepAlive") if cfg is not None else None
-    if keep is not None and keep.arg(0).lower() == "off":
-        return None, "KeepAlive Off: a connection closes after its request, no idle holds"
     timeout_directive = cfg.server_value("KeepAliveTimeout") if cfg is not None else None
     timeout = 5.0
     if timeout_directive is not None:
@@ -68,6 +65,16 @@ def keepalive_setting(cfg, mpm: str, log_format) -> tuple[float | None, str]:
             timeout = float(text[:-2]) / 1000 if text.endswith("ms") else float(text)
         except ValueError:
             timeout = 5.0
+    return not (keep is not None and keep.arg(0).lower() == "off"), timeout
+
+
+def keepalive_setting(cfg, mpm: str, log_format) -> tuple[float | None, str]:
+    """(seconds an idle connection holds a worker, or None; what the figures count)."""
+    if mpm == "event":
+        return None, "event MPM: idle keep-alive connections wait in the listener and hold no worker"
+    keepalive, timeout = keepalive_values(cfg)
+    if not keepalive:
+        return None, "KeepAlive Off: a connection closes after its request, no idle holds"
     if log_format.has_keepalive:
         return timeout, (f"counted: each new connection (%k = 0) holds a {mpm} worker KeepAliveTimeout "
                          f"{timeout:g} s after its requests (the gaps between its requests are not counted)")
@@ -76,6 +83,24 @@ def keepalive_setting(cfg, mpm: str, log_format) -> tuple[float | None, str]:
     return None, (f"not counted: the log has no %k, so the busy workers count requests only; under {mpm} "
                   f"each idle keep-alive connection also holds a worker up to {timeout:g} s: add %k to the "
                   f"LogFormat to count them{extra}")
+
+
+def h2_keepalive_setting(cfg, mpm: str, log_format) -> tuple[float | None, str]:
+    """For HTTP/2 requests: (seconds a new connection's idle time holds an MPM
+    worker, or None; what the figures count). mod_http2 logs %k >= 1 and %X
+    '-' for a stream, so only its stream number tells a new connection."""
+    from advisor.capacity.protocol_mix import h2_holds_idle_worker, holder
+
+    version = cfg.apache_version if cfg is not None else (2, 4, 999)
+    _keepalive, timeout = keepalive_values(cfg)
+    if not h2_holds_idle_worker(mpm, version):
+        return None, "HTTP/2: an idle connection goes back to event's listener and holds no worker"
+    kept = holder(mpm, plural=False)
+    if log_format.h2_stream_field:
+        return timeout, (f"HTTP/2 counted: each new connection (stream 1 of %{{{log_format.h2_stream_field}}}e) "
+                         f"keeps its {kept} KeepAliveTimeout {timeout:g} s after its requests")
+    return None, (f"HTTP/2 not counted: under {mpm} an idle HTTP/2 connection keeps its {kept} up to "
+                  f"KeepAliveTimeout {timeout:g} s; add %{{H2_STREAM_ID}}e to the LogFormat to count them")
 
 
 def _first_lines_match(paths: list[str], log_format) -> None:
@@ -124,12 +149,13 @@ def read_log_demand(given_paths: list[str], given_format: str | None, cfg, mpm: 
     else:
         hold_source = "%D" if log_format.hold_field == "D" else "%T"
     timeout, how = keepalive_setting(cfg, mpm, log_format)
+    h2_timeout, h2_how = h2_keepalive_setting(cfg, mpm, log_format)
     reader = LogReader(paths, log_format)
-    accumulator = DemandAccumulator(fixed_hold=fixed_hold, keepalive_timeout=timeout)
+    accumulator = DemandAccumulator(fixed_hold=fixed_hold, keepalive_timeout=timeout, h2_keepalive_timeout=h2_timeout)
     add = accumulator.add
     try:
-        for number, when, hold, keep, status in reader.timings():
-            add(when, hold, keep, status)
+        for number, when, hold, keep, status, h2, h2_first in reader.timings():
+            add(when, hold, keep, status, h2, h2_first)
     except LogOrderError as error:
         raise UsageError(str(error), file=reader.current_path, line=number,
                          hint="give one server's log, its rotated files oldest first") from None
@@ -145,6 +171,10 @@ def read_log_demand(given_paths: list[str], given_format: str | None, cfg, mpm: 
         raise UsageError(f"{stats.skipped} of {stats.lines} lines do not read with the log format {text!r} "
                          f"({why.strip()})", file=file, line=int(line) if line.isdigit() else None,
                          hint="give the format with --log-format, or the config whose CustomLog writes the log")
-    demand, series = accumulator.finish(stats.files, stats.lines, stats.skipped, list(stats.reasons),
-                                        hold_source=hold_source, keepalive_how=how)
+    if accumulator.h2_requests:
+        how += "; " + h2_how
+    demand, series = accumulator.finish(
+        stats.files, stats.lines, stats.skipped, list(stats.reasons), hold_source=hold_source, keepalive_how=how,
+        protocol_source={"H": "%H", "r": "%r (the request line's protocol)"}.get(log_format.protocol_field or ""),
+        counts_h1_connections=log_format.has_keepalive, counts_h2_connections=bool(log_format.h2_stream_field))
     return LogInput(demand, series, text, source, fixed_hold)

@@ -64,6 +64,8 @@ class LogFormat:
     hold_unit: float = 1e-6  # seconds per unit of the hold field
     has_keepalive: bool = False  # %k: keep-alive requests served on the connection before this one
     has_connstatus: bool = False  # %X: the connection's state when the response was done
+    protocol_field: str | None = None  # "H" (%H), else "r" (the request line's last word), else None
+    h2_stream_field: str | None = None  # "H2_STREAM_ID" or "H2_STREAM_TAG" (%{...}e, set by mod_http2)
 
     @classmethod
     def compile(cls, text: str, need: tuple[str, ...] = REPLAY_NEEDS) -> "LogFormat":
@@ -113,8 +115,11 @@ class LogFormat:
             raise UsageError(f"the log format {text!r} lacks " + ", ".join(missing),
                              hint="sessions need who asked, when, for what and with what result"
                              if need == REPLAY_NEEDS else "log when each request arrived (%t or %{msec}t)")
+        protocol = "H" if "protocol" in seen else ("r" if "request" in seen else None)
+        stream = next((tag for tag, name in (("H2_STREAM_ID", "h2stream"), ("H2_STREAM_TAG", "h2tag"))
+                       if name in seen), None)
         return cls(text, re.compile("".join(parts) + r"\s*$"), has_agent, size_field, hold_field, hold_unit,
-                   "keepalive" in seen, "connstatus" in seen)
+                   "keepalive" in seen, "connstatus" in seen, protocol, stream)
 
 
 def _field_name(letter: str, arg: str | None) -> str | None:
@@ -140,6 +145,11 @@ def _field_name(letter: str, arg: str | None) -> str | None:
         return "keepalive"
     if letter == "X":
         return "connstatus"
+    if letter == "H":
+        return "protocol"
+    if letter == "e" and arg in ("H2_STREAM_ID", "H2_STREAM_TAG"):
+        # mod_http2's stream number (its tag: connection id, "-", stream number)
+        return "h2stream" if arg == "H2_STREAM_ID" else "h2tag"
     if letter == "i" and arg and arg.lower() == "user-agent":
         return "agent"
     return None
@@ -258,11 +268,13 @@ class LogReader:
         except OSError as exc:
             raise UsageError(f"cannot read the log: {exc.strerror or exc}", file=path) from None
 
-    def timings(self) -> Iterator[tuple[int, float, float | None, int | None, str | None]]:
+    def timings(self) -> Iterator[tuple[int, float, float | None, int | None, str | None, bool | None, bool | None]]:
         """Only what `capacity --log` needs, per line: (line number, arrival in
         seconds since the epoch, seconds the request held its worker or None,
-        %k or None, %X or None). `self.current_path` names the file being read.
-        No digest, no record object: a lean pass for millions of lines."""
+        %k or None, %X or None, HTTP/2 or not (None: unknown), the first stream
+        of an HTTP/2 connection or not (None: not logged)). `self.current_path`
+        names the file being read. No digest, no record object: a lean pass for
+        millions of lines."""
         fmt = self.format
         index = self._index
         time_at = index["time"]
@@ -270,6 +282,10 @@ class LogReader:
         unit = fmt.hold_unit
         keep_at = index.get("keepalive")
         status_at = index.get("connstatus")
+        protocol_at = index.get("protocol" if fmt.protocol_field == "H" else "request") \
+            if fmt.protocol_field else None
+        stream_at = index.get("h2stream" if fmt.h2_stream_field == "H2_STREAM_ID" else "h2tag") \
+            if fmt.h2_stream_field else None
         match = self._match
         stats = self.stats
         last_stamp, last_when = "", 0.0
@@ -302,7 +318,10 @@ class LogReader:
                         if keep_at is not None:
                             raw = groups[keep_at]
                             keep = int(raw) if raw and raw.isdigit() else None
-                        yield (number, last_when, hold, keep, groups[status_at] if status_at is not None else None)
+                        yield (number, last_when, hold, keep, groups[status_at] if status_at is not None else None,
+                               # protocol_is_h2, inlined: a call a line would cost this pass some 5 %
+                               None if protocol_at is None else groups[protocol_at].endswith(H2_PROTOCOLS),
+                               None if stream_at is None else first_h2_stream(groups[stream_at]))
             except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
                 stats.skip(path, number + 1, f"the compressed file ends early or is damaged "
                            f"({exc.__class__.__name__}); the rest of this file is lost")
@@ -351,6 +370,26 @@ class LogReader:
             who += "\0" + (groups[self._agent] or "")
         client = blake2b(who.encode("utf-8", "surrogateescape"), digest_size=8, key=self._salt).digest()
         return LogRecord(when, client, method, target, int(status_text), size)
+
+
+# How mod_http2 names the protocol in %H and at the end of %r's request line
+# ("GET /x HTTP/2.0"); anything else (HTTP/1.1, HTTP/1.0, "-") is not HTTP/2.
+H2_PROTOCOLS = ("HTTP/2.0", "HTTP/2")
+
+
+def protocol_is_h2(text: str) -> bool:
+    """%H, or %r's request line: HTTP/2 or not (what `timings` reads inline)."""
+    return text.endswith(H2_PROTOCOLS)
+
+
+def first_h2_stream(text: str | None) -> bool | None:
+    """%{H2_STREAM_ID}e ("1") or %{H2_STREAM_TAG}e ("143-1"): is this the
+    connection's first stream (stream 1, the client's first)? None when the
+    request has none ("-": not HTTP/2)."""
+    if not text:
+        return None
+    tail = text[text.rfind("-") + 1:]
+    return tail == "1" if tail.isdigit() else None
 
 
 def open_log(path: str) -> io.TextIOBase:
