@@ -19,7 +19,7 @@ SLUG = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 def test_codes_and_slugs_are_well_formed_and_unique():
     rules = all_rules()
-    assert len(rules) == 50
+    assert len(rules) == 72
     assert len({r.code for r in rules}) == len(rules)
     assert len({r.slug for r in rules}) == len(rules)
     for rule in rules:
