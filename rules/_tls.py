@@ -161,3 +161,22 @@ def socache_missing(ctx: LintContext, node: Directive) -> tuple[str, ...] | None
     if modules is None or ctx.has_module(*modules):
         return None
     return modules
+
+
+
+def noting_assumed_version(ctx: LintContext, report, code: str, since: str):
+    """`report`, which on a version-gated rule's first finding on an unknown
+    patch level (the gate took the newest 2.4) adds one note to the run."""
+    from .s519_h2_dos_version import UNKNOWN_PATCH
+
+    noted = False
+
+    def reporting(*args, **kwargs) -> None:
+        nonlocal noted
+        if not noted and ctx.version[2] == UNKNOWN_PATCH:
+            ctx.notes.append(f"{code} assumed httpd {since} or later (the patch level is unknown): give "
+                             "--apache-version, set it in the settings file, or lint the live host")
+        noted = True
+        report(*args, **kwargs)
+
+    return reporting

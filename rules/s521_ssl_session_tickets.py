@@ -7,7 +7,8 @@ from advisor.lint.context import LintContext
 from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._tls import Setting, TlsHost, is_on, setting, ssl_absent, tickets_off, tls_hosts, who
+from ._tls import (Setting, TlsHost, is_on, noting_assumed_version, setting, ssl_absent, tickets_off, tls_hosts,
+                   who)
 from .s505_ssl_protocol import DEFAULT_24, admitted
 
 FIX = "SSLSessionTickets off"
@@ -86,6 +87,7 @@ def _tls13_only(protocols: Setting, host: TlsHost, verdicts: dict[int, bool]) ->
 
 
 def check(ctx: LintContext, report: Report) -> None:
+    report = noting_assumed_version(ctx, report, "S521", "2.4.11")
     if ssl_absent(ctx) or not ctx.at_least(2, 4, 11):
         return
     explicit: dict[Directive, list[str]] = {}

@@ -6,7 +6,7 @@ from advisor.lint.context import LintContext
 from advisor.lint.edits import set_value
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._tls import ssl_absent
+from ._tls import noting_assumed_version, ssl_absent
 from .s505_ssl_protocol import admitted, problem
 
 DOC = Doc(
@@ -54,6 +54,7 @@ def _with_tls13(args: list[str]) -> str:
 
 
 def check(ctx: LintContext, report: Report) -> None:
+    report = noting_assumed_version(ctx, report, "S523", "2.4.36")
     if ssl_absent(ctx) or not ctx.at_least(2, 4, 36):
         return
     tls = ctx.tls_profile

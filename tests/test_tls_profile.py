@@ -161,3 +161,12 @@ def test_a_tls_fixture_fix_leaves_no_ticket_finding_behind(tmp_path):
     assert done.exit_code == 0, done.output
     assert "\tSSLSessionCacheTimeout  300\n\tSSLSessionTickets off\n" in path.read_text()
     assert findings(path, "S521") == []
+
+
+def test_a_version_gated_tls_finding_on_an_unknown_patch_level_says_what_it_assumed():
+    fixture = str(RULES_CORPUS / "S521" / "debian_default.conf")
+    unknown = run_cli("lint", fixture, "--select", "S521,S523", "--no-cache")
+    assert "S521" in unknown.stdout
+    assert "note: S521 assumed httpd 2.4.11 or later (the patch level is unknown)" in unknown.stderr + unknown.stdout
+    known = run_cli("lint", fixture, "--select", "S521,S523", "--no-cache", "--apache-version", "2.4.58")
+    assert "S521" in known.stdout and "assumed httpd" not in known.stderr + known.stdout
