@@ -40,11 +40,11 @@ def _sandbox(*up_args: str):
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _logged_bench(directory: Path, protocol: str) -> tuple[dict, list[tuple[str, str]]]:
+def _logged_bench(directory: Path, protocol: str, *extra: str) -> tuple[dict, list[tuple[str, str]]]:
     """One brief trial with the server logging each request's protocol and
     client port; (the trial's document, (protocol, port) of each page or asset)."""
     log = directory / "logs" / f"protocols-{protocol}.log"
-    run = cli("bench", "--workdir", str(directory), "--tls", *VISIT, *BRIEF, "--protocol", protocol,
+    run = cli("bench", "--workdir", str(directory), "--tls", *VISIT, *BRIEF, "--protocol", protocol, *extra,
               "--set", 'LogFormat "%H %{remote}p %U" protocols', "--set", f"CustomLog {log} protocols")
     document = json.loads(run.stdout.splitlines()[0])
     # The collector's status page and the TLS probes are logged too; the visits ask for /almeida/ only.
@@ -57,6 +57,7 @@ def test_an_h2_trial_is_one_connection_a_visitor_with_its_requests_as_streams_as
     with _sandbox("--mpm", "event", "--h2") as directory:
         h2, h2_rows = _logged_bench(directory, "h2")
         h1, h1_rows = _logged_bench(directory, "h1")
+        mix, mix_rows = _logged_bench(directory, "mix", "--h2-share", "0.5")
     assert h2["protocol"]["asked"] == "h2" and h2["protocol"]["served"] == "h2"
     assert {protocol for protocol, _ in h2_rows} == {"HTTP/2.0"}
     visitors = h2["protocol"]["connections"]
@@ -73,6 +74,12 @@ def test_an_h2_trial_is_one_connection_a_visitor_with_its_requests_as_streams_as
     assert h1["protocol"] == {"asked": "h1", "served": "http/1.1", "connections": h1["httperf"]["connections"],
                               "requests_per_connection": pytest.approx(h1["httperf"]["replies"]
                                                                        / h1["httperf"]["connections"], abs=0.01)}
+    # A mix: half the six visitors on each protocol at once, each part as the server logged it.
+    parts = mix["protocol"]["parts"]
+    logged = Counter(protocol for protocol, _ in mix_rows)
+    assert parts["h2"]["connections"] == 3 and logged["HTTP/2.0"] == parts["h2"]["replies"]
+    assert logged["HTTP/1.1"] == parts["http/1.1"]["replies"] > 0
+    assert len({port for protocol, port in mix_rows if protocol == "HTTP/2.0"}) == 3
 
 
 def test_an_h2_trial_on_prefork_is_refused_before_any_load_and_a_trial_that_gets_http1_is_refused():
@@ -98,6 +105,11 @@ def test_protocol_bad_input_is_one_line_each():
         assert "--protocol 'h3' is not one of h1, h2" in unknown
         wrong_workload = one_error_line(cli(*base, "--workload", "1k", "--protocol", "h2", check=False))
         assert "measures the browser workload" in wrong_workload
+        for share, says in (("1", "strictly between 0 and 1"), ("-0.2", "strictly between 0 and 1"),
+                            (None, "needs --h2-share")):
+            given = ["--h2-share", share] if share is not None else []
+            assert says in one_error_line(cli(*base, *VISIT, "--protocol", "mix", *given, check=False))
+        assert "add --protocol mix" in one_error_line(cli(*base, *VISIT, "--h2-share", "0.5", check=False))
     plain = work_dir()
     try:
         cli("staging", "up", "--workdir", str(plain), "--mpm", "event")

@@ -16,7 +16,7 @@ from typing import Any, Optional
 import typer
 
 from advisor.commands.bench_compare import OneLineUsageCommand, parse_request
-from advisor.commands.bench_protocol import PROTOCOL_HELP, check_protocol, check_target_speaks_h2
+from advisor.commands.bench_protocol import H2_SHARE_HELP, PROTOCOL_HELP, check_protocol, check_target_speaks_h2
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
                                           SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
@@ -69,7 +69,8 @@ class BenchOptions:
     compare: Any = None
     """The advisor.commands.bench_compare.CompareRequest of --compare/--compare-quota, or None."""
     protocol: str = "h1"
-    """h1 (httperf) or h2 (h2load): advisor.commands.bench_protocol."""
+    """h1 (httperf), h2 (h2load) or mix: advisor.commands.bench_protocol."""
+    h2_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ def bench(
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     tls: bool = typer.Option(False, "--tls", help="Load over HTTPS (httperf --ssl): the sandbox must be up with --tls; an existing server's URL becomes https. An https --url does the same."),
     protocol: str = typer.Option("h1", "--protocol", help=PROTOCOL_HELP),
+    h2_share: Optional[float] = typer.Option(None, "--h2-share", help=H2_SHARE_HELP),
     tls_resume: str = typer.Option("session", "--tls-resume", help="HTTPS: session (a visitor's first connection makes a full handshake, its later ones resume, as a browser; httperf resumes within its sessions) or never (every connection a full handshake: the worst case)."),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
@@ -160,7 +162,7 @@ def bench(
             timeout=timeout, num_calls=num_calls, burst_length=burst_length, think=think, cgi_n=cgi_n,
             sleep_ms=sleep_ms, slo_ms=slo_ms, slo_errors=slo_errors, directives=list(directives or []),
             rtt=rtt, server_cpus=server_cpus, client_cpus=client_cpus, interval=interval, output_format=output_format,
-            plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume, protocol=protocol,
+            plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume, protocol=protocol, h2_share=h2_share,
             target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
                                  managed=managed, tls=tls),
             remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
@@ -180,7 +182,7 @@ def _bench(options: BenchOptions) -> None:
     from advisor.tuner.load import httperf
 
     _check_options(options)
-    check_protocol(options.protocol, options.workload_name)
+    check_protocol(options.protocol, options.workload_name, options.h2_share)
     log, rate, start_rate = _log_workload(options)
     httperf.find_httperf(options.httperf_bin)
     if options.httperf_bin:
@@ -262,7 +264,8 @@ def _plan(options: BenchOptions, log: LogWorkload | None, rate: float, start_rat
         uri_list=work.uri_list, wsess=wsess, server_cpus=actual_server, client_cpus=client,
         directives=list(options.directives), slo_errors_pct=options.slo_errors, slo_reply_ms=options.slo_ms,
         warmup_s=options.warmup, session_log=log.replay.session_log if log is not None else None,
-        tls_resume=options.tls_resume, protocol=options.protocol)
+        tls_resume=options.tls_resume, protocol=options.protocol,
+        h2_share=check_protocol(options.protocol, options.workload_name, options.h2_share))
     interval = options.interval or (1.0 if options.duration >= 10 else max(0.25, options.duration / 6))
     return BenchPlan(target, load_clients, wan, rtt_ms, client, work, base, interval, log, rate, start_rate)
 
@@ -426,6 +429,16 @@ def _trials(options: BenchOptions, plan: BenchPlan, base, steps: list[float], re
     return trials
 
 
+def protocol_line(served: dict) -> str:
+    """What the replies came over, and for a mix each protocol's part."""
+    text = (f"protocol {served['served']}: {served['connections']} connections, "
+            f"{served['requests_per_connection']} requests a connection")
+    for name, part in (served.get("parts") or {}).items():
+        text += (f"; {name}: {part['connections']} connections, {part['replies']} replies, "
+                 f"{part['reply_time_ms']} ms a reply")
+    return text
+
+
 def tls_line(tls) -> str:
     """One line of a trial's TLS figures (advisor.tuner.measure.tls_probe.TlsTrial)."""
     def number(value, unit="", digits=0):
@@ -544,10 +557,7 @@ class _Reporter:
         if result.tls is not None:
             self.console.print("  " + tls_line(result.tls), markup=False, highlight=False)
         if result.inputs.workload == "browser":
-            served = result.protocol_summary()
-            self.console.print(f"  protocol {served['served']}: {served['connections']} connections, "
-                               f"{served['requests_per_connection']} requests a connection", markup=False,
-                               highlight=False)
+            self.console.print("  " + protocol_line(result.protocol_summary()), markup=False, highlight=False)
         for failure in result.slo_failures():
             self.console.print(f"  SLO: {failure}")
         for reason in result.invalid_reasons:

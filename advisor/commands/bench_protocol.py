@@ -14,34 +14,40 @@ from urllib.parse import urlsplit
 
 from advisor.errors import UsageError
 
-PROTOCOL_HELP = ("h1 (httperf, HTTP/1.1) or h2 (h2load, HTTP/2 over TLS; the browser workload on a target "
-                 "that offers h2: staging up --tls --h2 under event or worker).")
+PROTOCOL_HELP = ("h1 (httperf, HTTP/1.1), h2 (h2load, HTTP/2 over TLS; the browser workload on a target "
+                 "that offers h2: staging up --tls --h2 under event or worker) or mix (--h2-share of the "
+                 "visitors on HTTP/2, the rest on HTTP/1.1, at once).")
+H2_SHARE_HELP = "--protocol mix: the share of visitors on HTTP/2, strictly between 0 and 1 (e.g. 0.6)."
 
 
-def check_protocol(protocol: str, workload_name: str) -> None:
-    """The options alone: a known protocol, h2 with the browser workload and h2load installed."""
+def check_protocol(protocol: str, workload_name: str, h2_share: float | None = None) -> float:
+    """The options alone: a known protocol, h2 (or a mix) with the browser
+    workload and h2load installed, a share for a mix; the share of HTTP/2 visitors."""
     from advisor.tuner.load import h2load
     from advisor.tuner.trial.browser_load import BROWSER_WORKLOAD, PROTOCOLS
+    from advisor.tuner.trial.mixed_load import check_share
 
     if protocol not in PROTOCOLS:
         raise UsageError(f"--protocol {protocol!r} is not one of {', '.join(PROTOCOLS)}",
                          hint="h1: HTTP/1.1 with httperf; h2: HTTP/2 with h2load")
-    if protocol == "h2":
+    share = check_share(h2_share, protocol)
+    if protocol in ("h2", "mix"):
         if workload_name != BROWSER_WORKLOAD:
-            raise UsageError(f"--protocol h2 measures the browser workload, not {workload_name!r}",
+            raise UsageError(f"--protocol {protocol} measures the browser workload, not {workload_name!r}",
                              hint="add --workload browser (--num-calls pages a visit, --think seconds between them)")
         h2load.find_h2load()
+    return share
 
 
 def check_target_speaks_h2(base_url: str, protocol: str) -> None:
-    """An h2 trial's target must be HTTPS and pick h2 in ALPN now."""
-    if protocol != "h2":
+    """An h2 (or mixed) trial's target must be HTTPS and pick h2 in ALPN now."""
+    if protocol == "h1":
         return
     from advisor.tuner.staging.http2_setup import negotiated_protocol
 
     parts = urlsplit(base_url)
     if parts.scheme != "https":
-        raise UsageError(f"--protocol h2 needs TLS, and {base_url} is plain HTTP: browsers speak HTTP/2 only over TLS",
+        raise UsageError(f"--protocol {protocol} needs TLS, and {base_url} is plain HTTP: browsers speak HTTP/2 only over TLS",
                          hint="start the sandbox with --tls --h2, or give --tls or an https:// --url")
     port = parts.port or 443
     picked = negotiated_protocol(parts.hostname or "127.0.0.1", port)

@@ -59,7 +59,9 @@ class HttperfResult:
     session: dict[str, float | str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
-    protocol: str = "http/1.1"  # what the replies came over (h2load's report says "h2")
+    protocol: str = "http/1.1"  # what the replies came over (h2load's report says "h2"; a mix "mix")
+    # A mix's parts by protocol: connections, replies, reply time (advisor.tuner.trial.mixed_load).
+    protocol_parts: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def reply_rate(self) -> float:

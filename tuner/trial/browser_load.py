@@ -19,7 +19,7 @@ from advisor.tuner.load import browser_pages, h2load
 from advisor.tuner.load.roundtrips import RTT_ON_LINK
 from advisor.tuner.trial.result import TrialInputs
 
-PROTOCOLS = ("h1", "h2")
+PROTOCOLS = ("h1", "h2", "mix")
 BROWSER_WORKLOAD = "browser"
 SESSION_LOG_VISITS = 400
 """Distinct visits in httperf's session log (it reuses them round-robin past the end)."""

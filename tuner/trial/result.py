@@ -75,6 +75,7 @@ class TrialInputs:
     # "h1": httperf, HTTP/1.1; "h2": h2load, HTTP/2 over TLS (the browser
     # workload only: advisor.tuner.trial.browser_load).
     protocol: str = "h1"
+    h2_share: float = 0.0  # "mix": the share of visitors on HTTP/2
 
     def replayed(self):
         """The prepared session file's shape, or None."""
@@ -368,8 +369,11 @@ class TrialResult:
         """What the replies came over: the protocol asked and served, the
         connections, and the requests each carried (streams, under HTTP/2)."""
         h = self.httperf
-        return {"asked": self.inputs.protocol, "served": h.protocol, "connections": h.connections,
-                "requests_per_connection": round(h.replies / h.connections, 2) if h.connections else None}
+        summary = {"asked": self.inputs.protocol, "served": h.protocol, "connections": h.connections,
+                   "requests_per_connection": round(h.replies / h.connections, 2) if h.connections else None}
+        if self.inputs.protocol == "mix":
+            summary.update(h2_share=self.inputs.h2_share, parts=h.protocol_parts)
+        return summary
 
     def to_dict(self) -> dict[str, object]:
         h = self.httperf

@@ -191,6 +191,13 @@ def _load_spec(target: StagingTarget, inputs: TrialInputs, parts):
         from advisor.tuner.trial.browser_load import h2_spec
 
         return h2_spec(inputs, target.base_url), "one connection a visitor, a page's requests as streams"
+    if inputs.protocol == "mix":
+        from advisor.tuner.trial.browser_load import h2_spec
+        from advisor.tuner.trial.mixed_load import MixSpec
+
+        h1, _ = _load_spec(target, replace(inputs, protocol="h1"), parts)
+        return (MixSpec.split(h1, h2_spec(inputs, target.base_url), inputs.h2_share),
+                f"{inputs.h2_share:.0%} of visitors on HTTP/2 (one connection each), the rest on HTTP/1.1")
     spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=url_port(parts), uri=inputs.uri,
                                rate=inputs.rate, num_conns=inputs.num_conns, num_calls=inputs.num_calls,
                                burst_length=inputs.burst_length, timeout_s=inputs.timeout_s,
@@ -223,9 +230,10 @@ def _tls_before_warm_up(target: StagingTarget, inputs: TrialInputs, spec: LoadSp
     (None, None) over plain HTTP."""
     tls_info = tls_cost = None
     if parts.scheme == "https":
-        if isinstance(spec, httperf.HttperfSpec):
-            spec.ssl = True
-            spec.ssl_no_reuse = inputs.tls_resume == "never"
+        h1 = spec if isinstance(spec, httperf.HttperfSpec) else getattr(spec, "h1", None)
+        if h1 is not None:
+            h1.ssl = True
+            h1.ssl_no_reuse = inputs.tls_resume == "never"
         host, port = parts.hostname or "127.0.0.1", url_port(parts)
         tls_info = probe(host, port, target.base_url)
         if target.on_this_machine:

@@ -16,6 +16,7 @@ from advisor.tuner.load.remote_clients import GroupRun
 from advisor.tuner.measure.metrics import MetricsCollector
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.load_process import LoadSpec, start_load
+from advisor.tuner.trial.mixed_load import MixSpec
 from advisor.tuner.trial.quiet_wait import POOL_STEADY_S, busy_workers
 from advisor.tuner.trial.result import TrialInputs, WarmUp
 
@@ -120,6 +121,8 @@ def _plan(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec,
     if isinstance(spec, httperf.HttperfSpec):
         sized = httperf.HttperfSpec(**{**asdict(spec), "num_conns": count,
                                        "wsess": (count, spec.wsess[1], spec.wsess[2]) if spec.wsess else None})
+    elif isinstance(spec, MixSpec):
+        sized = spec.sized(count)
     else:  # h2load: as many visitors
         sized = replace(spec, visitors=count)
     pool = target.pool_config(claimed=False)
