@@ -118,3 +118,17 @@ def test_protocol_bad_input_is_one_line_each():
     finally:
         cli("staging", "down", "--workdir", str(plain), check=False)
         shutil.rmtree(plain, ignore_errors=True)
+
+
+def test_tune_with_http2_visitors_checks_its_options_and_leaves_prefork_out_of_the_switch():
+    require("apache2", "openssl", "h2load")
+    with _sandbox("--mpm", "event", "--h2") as directory:
+        base = ["tune", "--workdir", str(directory), "--tls", "--dry-run", "--budget", "3"]
+        assert "measures the browser workload" in one_error_line(cli(*base, "--protocol", "h2", check=False))
+        assert "strictly between 0 and 1" in one_error_line(
+            cli(*base, "--workload", "browser", "--protocol", "mix", "--h2-share", "2", check=False))
+        plan = cli(*base, "--workload", "browser", "--protocol", "mix", "--h2-share", "0.6",
+                   "--allow-mpm-switch").stdout
+        assert "MPM: worker | event." in plan and "prefork left out of the MPM switch" in plan
+        assert "60% of the visitors on HTTP/2 (h2load)" in plan
+        assert "visits of 3 pages and their assets" in plan

@@ -134,6 +134,14 @@ def test_the_mpm_is_a_dimension_only_when_switching_is_allowed(debian):
     assert not any(l.startswith("MinSpareServers") for l in event)
 
 
+def test_with_http2_visitors_prefork_is_not_a_point_of_the_mpm_switch(debian):
+    # mod_http2 never negotiates h2 under prefork (AH10034): an h2 visitor would get HTTP/1.1.
+    space = derive_space(debian, {"worker": 900, "event": 900}, allow_mpm_switch=True, http2=True)
+    assert space.dimension("MPM").choices == ("worker", "event")
+    assert any("prefork left out" in note and "AH10034" in note for note in space.notes)
+    assert "MinSpareServers" not in space.names  # prefork's own directives leave with it
+
+
 def test_the_ram_bound_must_cover_every_mpm_when_switching(debian):
     with pytest.raises(UsageError, match="no RAM sizing for the worker, event MPM"):
         derive_space(debian, {"prefork": 100}, allow_mpm_switch=True)

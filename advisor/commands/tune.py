@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, List, Optional
 
 import typer
 
+from advisor.commands.bench_protocol import H2_SHARE_HELP, PROTOCOL_HELP
 from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORMAT_HELP, SESSION_GAP_HELP,
                                           SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
@@ -83,6 +84,8 @@ class TuneOptions:
     remote: RemoteOptions
     wan: WanOptions
     log: LogOptions
+    protocol: str = "h1"
+    h2_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,8 @@ def tune(
     httperf_bin: Optional[str] = typer.Option(None, "--httperf", help="The httperf binary."),
     tls: bool = typer.Option(False, "--tls", help="Load over HTTPS (httperf --ssl): the sandbox must be up with --tls; an existing server's URL becomes https. An https --url does the same."),
     tls_resume: str = typer.Option("session", "--tls-resume", help="HTTPS: session (one full handshake per visitor, resumed for its later connections, as a browser) or never (every connection a full handshake: the worst case)."),
+    protocol: str = typer.Option("h1", "--protocol", help=PROTOCOL_HELP + " h2 and mix need --workload browser; the MPM switch then leaves prefork out."),
+    h2_share: Optional[float] = typer.Option(None, "--h2-share", help=H2_SHARE_HELP),
     log_format: Optional[str] = typer.Option(None, "--log-format", help=LOG_FORMAT_HELP),
     session_gap: float = typer.Option(30.0, "--session-gap", help=SESSION_GAP_HELP),
     dynamic: str = typer.Option("static", "--dynamic", help=DYNAMIC_HELP),
@@ -185,7 +190,7 @@ def tune(
         duration=duration, warmup=warmup, timeout=timeout, start_rate=start_rate, max_rate=max_rate,
         max_probes=max_probes, first_probes=first_probes, tolerance=tolerance, retries=retries,
         num_calls=num_calls, think=think, cgi_n=cgi_n, sleep_ms=sleep_ms, server_cpus=server_cpus,
-        client_cpus=client_cpus, httperf_bin=httperf_bin, tls_resume=tls_resume,
+        client_cpus=client_cpus, httperf_bin=httperf_bin, tls_resume=tls_resume, protocol=protocol, h2_share=h2_share,
         target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
                              managed=managed, tls=tls, restart_cmd=restart_cmd),
         remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
@@ -326,8 +331,13 @@ def _objective_and_probes(options: TuneOptions, log: LogWorkload | None, rate: f
     from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
     from advisor.tuner.trial.session_workload import DEFAULT_WORKLOAD
 
-    spec = ObjectiveSpec(options.objective, rate, options.slo_ms, options.slo_errors, rtt_ms=rtt_ms)
-    sessions = options.workload_name == DEFAULT_WORKLOAD or options.think is not None or log is not None
+    from advisor.commands.bench_protocol import check_protocol
+
+    share = check_protocol(options.protocol, options.workload_name, options.h2_share)
+    spec = ObjectiveSpec(options.objective, rate, options.slo_ms, options.slo_errors, rtt_ms=rtt_ms,
+                         protocol=options.protocol, h2_share=share)
+    sessions = (options.workload_name in (DEFAULT_WORKLOAD, "browser") or options.think is not None
+                or log is not None)
     probes = ProbeSettings(duration_s=options.duration, warmup_s=options.warmup, timeout_s=options.timeout,
                            start_rate=start_rate or (10.0 if sessions else 250.0), max_rate=options.max_rate,
                            max_probes=options.max_probes, first_max_probes=options.first_probes,
@@ -341,12 +351,14 @@ def _set_up(options: TuneOptions, checked: CheckedOptions) -> SessionSetup:
     the session made (nothing run yet)."""
     from dataclasses import replace
 
+    from advisor.commands.bench_protocol import check_target_speaks_h2
     from advisor.commands.targets import open_load_clients, resolve_target, wan_link
     from advisor.tuner.load.roundtrips import RTT_ADDED, RTT_ON_LINK
     from advisor.tuner.session.loop import TuneSession
 
     resolved = resolve_target(options.target, options.remote, allow_hosts=options.allow_hosts)
     target = resolved.target
+    check_target_speaks_h2(target.base_url, checked.spec.protocol)
     path = _url_path(options)
     display = _Display(options.output_format == "json")
     work = _session_workload(options, checked.log, resolved.work_dir, path, display)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_mpm_switch: bool = False,
-                 somaxconn: int = DEFAULT_SOMAXCONN, ram_why: str = "", over_tls: bool = False) -> Space:
+                 somaxconn: int = DEFAULT_SOMAXCONN, ram_why: str = "", over_tls: bool = False,
+                 http2: bool = False) -> Space:
     """The search space for the config in use.
 
     `ram_workers`: how many workers RAM holds, from capacity's sizing
@@ -28,7 +29,9 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
     far less memory than a prefork child). `somaxconn`: the kernel's cap on
     any listen backlog (/proc/sys/net/core/somaxconn on the target).
     `over_tls`: every request of the trials is HTTPS, where EnableSendfile
-    does nothing (TLS_LEAVES_OUT).
+    does nothing (TLS_LEAVES_OUT). `http2`: the trials' visitors speak HTTP/2
+    (--protocol h2 or mix), which mod_http2 never negotiates under prefork
+    (AH10034): prefork is not a point of the MPM switch.
     """
     mpm = cfg.mpm
     if mpm not in MPMS:
@@ -39,13 +42,17 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
     kept = mpm_kept_by(cfg) if allow_mpm_switch else None
     if kept is not None:
         allow_mpm_switch = False
-    bounds = _ram_bounds(ram_workers, mpm, allow_mpm_switch)
-    mpms = MPMS if allow_mpm_switch else (mpm,)
+    switchable = tuple(m for m in MPMS if not (http2 and m == "prefork"))
+    bounds = _ram_bounds(ram_workers, mpm, allow_mpm_switch, switchable)
+    mpms = switchable if allow_mpm_switch else (mpm,)
     dims: list[Dimension] = []
     notes: list[str] = []
     if allow_mpm_switch:
-        dims.append(Dimension("MPM", "choice", choices=MPMS, guard=MPMS,
+        dims.append(Dimension("MPM", "choice", choices=switchable, guard=switchable,
                               why="--allow-mpm-switch: changing it needs a full restart, not a reload"))
+        if http2:
+            notes.append("prefork left out of the MPM switch: mod_http2 does not run under it (AH10034), "
+                         "so its HTTP/2 visitors would be served HTTP/1.1")
     dims.extend(_pool_dimensions(mpms, bounds, ram_why))
     common = _common_dimensions(somaxconn)
     if over_tls:
@@ -90,17 +97,18 @@ def mpm_kept_by(cfg: "Config") -> str | None:
     return None
 
 
-def _ram_bounds(ram_workers: int | Mapping[str, int], mpm: str, switch: bool) -> dict[str, int]:
+def _ram_bounds(ram_workers: int | Mapping[str, int], mpm: str, switch: bool,
+                switchable: tuple[str, ...] = MPMS) -> dict[str, int]:
     if isinstance(ram_workers, Mapping):
         bounds = {str(k): int(v) for k, v in ram_workers.items()}
-        wanted = MPMS if switch else (mpm,)
+        wanted = switchable if switch else (mpm,)
         missing = [m for m in wanted if m not in bounds]
         if missing:
             raise UsageError(f"no RAM sizing for the {', '.join(missing)} MPM",
                              hint="size the pool with capacity for every MPM the search may use")
         bounds = {m: bounds[m] for m in wanted}
     else:
-        bounds = {m: int(ram_workers) for m in (MPMS if switch else (mpm,))}
+        bounds = {m: int(ram_workers) for m in (switchable if switch else (mpm,))}
     for name, value in bounds.items():
         if value < 1:
             raise UsageError(f"no {name} worker fits in RAM (capacity's sizing gave {value})",

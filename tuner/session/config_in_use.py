@@ -13,9 +13,11 @@ from advisor.tuner.session.session_context import SessionSettings
 from advisor.tuner.staging.target import HostKernel
 
 
-def read_space(target, settings: SessionSettings, work_dir: Path | None):
+def read_space(target, settings: SessionSettings, work_dir: Path | None, protocol: str = "h1"):
     """(the config in use, its LoadOptions, the space derived from it): bounded
-    by the RAM sizing of the target's host, narrowed by `--space`."""
+    by the RAM sizing of the target's host, narrowed by `--space`; with HTTP/2
+    visitors (`protocol` h2 or mix) the MPM switch leaves prefork out."""
+    http2 = protocol != "h1"
     from advisor.tuner.search.space import DEFAULT_SOMAXCONN
     from advisor.tuner.search.space_derive import derive_space, mpm_kept_by
     from advisor.tuner.search.space_narrow import narrow_from_file
@@ -24,12 +26,14 @@ def read_space(target, settings: SessionSettings, work_dir: Path | None):
     if settings.allow_mpm_switch and mpm_kept_by(cfg) is None:
         target.check_mpm_switch(cfg)  # one line, exit 2, before anything changes
     mpms = ("prefork", "worker", "event") if settings.allow_mpm_switch else (cfg.mpm,)
+    if http2:
+        mpms = tuple(m for m in mpms if m != "prefork") or mpms
     host = target.host_kernel()
     docroot = docroot_of(work_dir) if target.on_this_machine else None
     bounds, why = ram_workers(cfg, [m for m in mpms if m], settings.ram_bytes, docroot, host)
     space = derive_space(cfg, bounds, allow_mpm_switch=settings.allow_mpm_switch,
                          somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why,
-                         over_tls=target.base_url.lower().startswith("https:"))
+                         over_tls=target.base_url.lower().startswith("https:"), http2=http2)
     if settings.space_file:
         space = narrow_from_file(space, settings.space_file)
     leave_out_overridden(target, cfg, space)

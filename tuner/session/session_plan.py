@@ -177,6 +177,11 @@ def load_text(target, probes: ProbeSettings, objective: ObjectiveSpec, workload:
         resume = ("each visitor's later connections resume its TLS session" if p.tls_resume == "session"
                   else "every connection a full TLS handshake (--tls-resume never)")
         text += f"; HTTPS: {tls.get('version')}, {tls.get('key_type') or 'unknown'} key, {resume}"
+    if objective.protocol == "h2":
+        text += "; HTTP/2: h2load, one connection a visitor, a page's assets as streams"
+    elif objective.protocol == "mix":
+        text += (f"; a protocol mix: {objective.h2_share:.0%} of the visitors on HTTP/2 (h2load), "
+                 "the rest on HTTP/1.1 (httperf), at once")
     return text
 
 

@@ -91,7 +91,7 @@ class TrialObjective:
             num_calls=workload.num_calls, timeout_s=probes.timeout_s, uri_list=workload.uri_list,
             wsess=workload.wsess, server_cpus=server_cpus, client_cpus=client_cpus,
             slo_errors_pct=objective.slo_errors_pct, slo_reply_ms=objective.slo_ms,
-            tls_resume=probes.tls_resume)
+            tls_resume=probes.tls_resume, protocol=objective.protocol, h2_share=objective.h2_share)
         if workload.session_log:
             inputs["session_log"] = workload.session_log
         # The warm-up knob arrives with the steady-state trials; an older trial layer has none.

@@ -26,6 +26,10 @@ class ObjectiveSpec:
     objective judge the client-perceived reply time."""
     rtt_how: str = ""
     """advisor.tuner.load.roundtrips.RTT_ADDED or RTT_ON_LINK (with rtt_ms)."""
+    protocol: str = "h1"
+    """h1 (httperf), h2 (h2load) or mix: advisor.tuner.trial.browser_load."""
+    h2_share: float = 0.0
+    """mix: the share of visitors on HTTP/2."""
 
     def __post_init__(self) -> None:
         if self.kind not in OBJECTIVES:
@@ -40,6 +44,10 @@ class ObjectiveSpec:
                                     "slo_ms": self.slo_ms, "slo_errors_pct": self.slo_errors_pct}
         if self.rtt_ms:  # only then: a journal written before --rtt existed still resumes
             identity["rtt_ms"] = self.rtt_ms
+        if self.protocol != "h1":  # likewise for a journal written before --protocol
+            identity["protocol"] = self.protocol
+            if self.protocol == "mix":
+                identity["h2_share"] = self.h2_share
         return identity
 
     @property

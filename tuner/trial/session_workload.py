@@ -18,6 +18,9 @@ from advisor.errors import UsageError
 # time), the pool size and child recycling all bear on the same load.
 SESSION_WORKLOADS: dict[str, tuple[str, int, float]] = {
     "almeida-sessions": ("almeida", 5, 0.2),
+    # Visits of three pages and their assets, a second apart
+    # (advisor.tuner.load.browser_pages): the workload of --protocol h2 and mix.
+    "browser": ("browser", 3, 1.0),
 }
 DEFAULT_WORKLOAD = "almeida-sessions"
 
@@ -25,7 +28,7 @@ DEFAULT_WORKLOAD = "almeida-sessions"
 def workload_names() -> tuple[str, ...]:
     from advisor.tuner.load.workload import WORKLOAD_NAMES
 
-    return tuple(SESSION_WORKLOADS) + tuple(WORKLOAD_NAMES)
+    return tuple(SESSION_WORKLOADS) + tuple(name for name in WORKLOAD_NAMES if name not in SESSION_WORKLOADS)
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,9 @@ class SessionWorkload:
                 "calls": self.calls, "think_s": self.think_s}
 
     def describe(self) -> str:
-        if self.think_s is not None:
+        if self.name == "browser" and self.think_s is not None:
+            shape = f"visits of {self.calls} pages and their assets, {self.think_s:g} s think time between pages"
+        elif self.think_s is not None:
             shape = f"sessions of {self.calls} requests, {self.think_s:g} s think time between them"
         elif self.calls > 1:
             shape = f"{self.calls} requests per persistent connection"
@@ -82,7 +87,7 @@ def make_session_workload(name: str, work_dir: Path | None, *, calls: int | None
         base_name, default_calls, default_think = SESSION_WORKLOADS[name]
     elif name not in workload_names():
         raise UsageError(f"unknown workload {name!r}", hint=f"choose one of {', '.join(workload_names())}")
-    if base_name == "almeida" and work_dir is None:
+    if base_name in ("almeida", "browser") and work_dir is None:
         raise UsageError(f"the {name} workload requests the sandbox's Almeida file set",
                          hint="tune the sandbox (--workdir), or give --workload url (the path of --url) or 1k")
     work = make_workload(base_name, work_dir, cgi_n=cgi_n, sleep_ms=sleep_ms, uri=uri)
