@@ -53,7 +53,8 @@ def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def trial(workdir: Path, name: str, args: argparse.Namespace) -> dict:
-    sets = [item for line in ["KeepAlive Off", *SETTINGS[name]] for item in ("--set", line)]
+    protocol = ["SSLProtocol -all +TLSv1.2"] if args.tls12 else []
+    sets = [item for line in ["KeepAlive Off", *protocol, *SETTINGS[name]] for item in ("--set", line)]
     done = cli("bench", "--workdir", str(workdir), "--tls", "--workload", "almeida", "--num-calls", str(args.calls),
                "--think", f"{args.think:g}", "--rate", f"{args.rate:g}", "--duration", f"{args.duration:g}",
                "--format", "json", *sets, check=False)
@@ -80,7 +81,8 @@ def number(value: float | None, digits: int = 0) -> str:
 
 
 def table(results: dict[str, list[dict]], args: argparse.Namespace) -> None:
-    print(f"{args.mpm}, --cpu-quota {args.cpu_quota:g}, HTTPS (ECDSA P-256), KeepAlive Off, sessions of "
+    print(f"{args.mpm}, --cpu-quota {args.cpu_quota:g}, HTTPS ({args.tls_key}{', TLS 1.2 only' if args.tls12 else ''}), "
+          f"KeepAlive Off, sessions of "
           f"{args.calls} requests ({args.think:g} s think) at {args.rate:g} sessions/s for {args.duration:g} s; "
           f"medians of {args.rounds} randomized interleaved rounds\n")
     print("| setting | TLS | full / resumed handshakes/s | resumed share | server CPU per reply "
@@ -112,6 +114,8 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=0.2)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--seed", type=int, default=58)
+    parser.add_argument("--tls-key", default="ecdsa-p256", help="the sandbox's key (staging up --tls-key)")
+    parser.add_argument("--tls12", action="store_true", help="TLS 1.2 only (SSLProtocol -all +TLSv1.2)")
     parser.add_argument("--json", help="write each trial's figures here, one JSON line each")
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -122,7 +126,7 @@ def main() -> None:
     with open(LOCK, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            cli("staging", "up", "--workdir", str(workdir), "--mpm", args.mpm, "--tls",
+            cli("staging", "up", "--workdir", str(workdir), "--mpm", args.mpm, "--tls", "--tls-key", args.tls_key,
                 "--cpu-quota", f"{args.cpu_quota:g}")
             for round_index in range(args.rounds):
                 for name in rng.sample(list(SETTINGS), len(SETTINGS)):
