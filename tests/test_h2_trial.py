@@ -82,7 +82,7 @@ def test_an_h2_trial_is_one_connection_a_visitor_with_its_requests_as_streams_as
     assert len({port for protocol, port in mix_rows if protocol == "HTTP/2.0"}) == 3
 
 
-def test_an_h2_trial_on_prefork_is_refused_before_any_load_and_a_trial_that_gets_http1_is_refused():
+def test_an_h2_trial_on_prefork_is_refused_and_a_mix_there_is_served_http1():
     require("apache2", "openssl", "h2load")
     with _sandbox("--mpm", "prefork", "--h2") as directory:
         managed = (directory / "conf" / "managed.conf").read_text()
@@ -95,6 +95,11 @@ def test_an_h2_trial_on_prefork_is_refused_before_any_load_and_a_trial_that_gets
                              uri_list=str(directory / "almeida.wlog"), protocol="h2", warmup_s=0)
         with pytest.raises(ProtocolNotNegotiated, match="answered with http/1.1"):
             run_trial(SandboxTarget(Sandbox(directory)), with_rate(inputs, 3))
+        # A mix is measured: its HTTP/2 share falls back to HTTP/1.1, and the trial says so.
+        mixed = json.loads(cli("bench", "--workdir", str(directory), "--tls", *VISIT, *BRIEF, "--protocol", "mix",
+                               "--h2-share", "0.5").stdout.splitlines()[0])
+        assert mixed["protocol"]["asked"] == "mix" and mixed["protocol"]["served"] == "http/1.1"
+        assert "h2 not negotiated here" in mixed["session_connections"]
 
 
 def test_protocol_bad_input_is_one_line_each():
@@ -127,8 +132,11 @@ def test_tune_with_http2_visitors_checks_its_options_and_leaves_prefork_out_of_t
         assert "measures the browser workload" in one_error_line(cli(*base, "--protocol", "h2", check=False))
         assert "strictly between 0 and 1" in one_error_line(
             cli(*base, "--workload", "browser", "--protocol", "mix", "--h2-share", "2", check=False))
-        plan = cli(*base, "--workload", "browser", "--protocol", "mix", "--h2-share", "0.6",
-                   "--allow-mpm-switch").stdout
+        plan = cli(*base, "--workload", "browser", "--protocol", "h2", "--allow-mpm-switch").stdout
         assert "MPM: worker | event." in plan and "prefork left out of the MPM switch" in plan
-        assert "60% of the visitors on HTTP/2 (h2load)" in plan
         assert "visits of 3 pages and their assets" in plan
+        # A mix keeps prefork: there its HTTP/2 share falls back to HTTP/1.1, as browsers do.
+        mixed = cli(*base, "--workload", "browser", "--protocol", "mix", "--h2-share", "0.6",
+                    "--allow-mpm-switch").stdout
+        assert "MPM: prefork | worker | event." in mixed and "prefork left out" not in mixed
+        assert "60% of the visitors on HTTP/2 (h2load)" in mixed

@@ -40,7 +40,9 @@ def check_protocol(protocol: str, workload_name: str, h2_share: float | None = N
 
 
 def check_target_speaks_h2(base_url: str, protocol: str) -> None:
-    """An h2 (or mixed) trial's target must be HTTPS and pick h2 in ALPN now."""
+    """An h2 trial's target must be HTTPS and pick h2 in ALPN now; a mix's must
+    be HTTPS (where h2 is not negotiated, its HTTP/2 share falls back to
+    HTTP/1.1, as browsers do, and the trial says so)."""
     if protocol == "h1":
         return
     from advisor.tuner.staging.http2_setup import negotiated_protocol
@@ -49,6 +51,8 @@ def check_target_speaks_h2(base_url: str, protocol: str) -> None:
     if parts.scheme != "https":
         raise UsageError(f"--protocol {protocol} needs TLS, and {base_url} is plain HTTP: browsers speak HTTP/2 only over TLS",
                          hint="start the sandbox with --tls --h2, or give --tls or an https:// --url")
+    if protocol == "mix":
+        return
     port = parts.port or 443
     picked = negotiated_protocol(parts.hostname or "127.0.0.1", port)
     if picked != "h2":

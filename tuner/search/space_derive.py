@@ -29,8 +29,8 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
     far less memory than a prefork child). `somaxconn`: the kernel's cap on
     any listen backlog (/proc/sys/net/core/somaxconn on the target).
     `over_tls`: every request of the trials is HTTPS, where EnableSendfile
-    does nothing (TLS_LEAVES_OUT). `http2`: the trials' visitors speak HTTP/2
-    (--protocol h2 or mix), which mod_http2 never negotiates under prefork
+    does nothing (TLS_LEAVES_OUT). `http2`: every visitor speaks HTTP/2
+    (--protocol h2), which mod_http2 never negotiates under prefork
     (AH10034): prefork is not a point of the MPM switch.
     """
     mpm = cfg.mpm

@@ -16,8 +16,9 @@ from advisor.tuner.staging.target import HostKernel
 def read_space(target, settings: SessionSettings, work_dir: Path | None, protocol: str = "h1"):
     """(the config in use, its LoadOptions, the space derived from it): bounded
     by the RAM sizing of the target's host, narrowed by `--space`; with HTTP/2
-    visitors (`protocol` h2 or mix) the MPM switch leaves prefork out."""
-    http2 = protocol != "h1"
+    visitors only (`protocol` h2) the MPM switch leaves prefork out; a mix
+    keeps it (its HTTP/2 share falls back to HTTP/1.1 there)."""
+    http2 = protocol == "h2"
     from advisor.tuner.search.space import DEFAULT_SOMAXCONN
     from advisor.tuner.search.space_derive import derive_space, mpm_kept_by
     from advisor.tuner.search.space_narrow import narrow_from_file

@@ -192,10 +192,15 @@ def _load_spec(target: StagingTarget, inputs: TrialInputs, parts):
 
         return h2_spec(inputs, target.base_url), "one connection a visitor, a page's requests as streams"
     if inputs.protocol == "mix":
+        from advisor.tuner.staging.http2_setup import negotiated_protocol
         from advisor.tuner.trial.browser_load import h2_spec
         from advisor.tuner.trial.mixed_load import MixSpec
 
-        h1, _ = _load_spec(target, replace(inputs, protocol="h1"), parts)
+        h1, connections = _load_spec(target, replace(inputs, protocol="h1"), parts)
+        if negotiated_protocol(parts.hostname or "127.0.0.1", url_port(parts)) != "h2":
+            # A browser offered h2 by a server that does not speak it (prefork:
+            # AH10034) falls back to HTTP/1.1: the whole mix is HTTP/1.1 visitors.
+            return h1, f"{connections}; h2 not negotiated here, so the HTTP/2 share is served HTTP/1.1"
         return (MixSpec.split(h1, h2_spec(inputs, target.base_url), inputs.h2_share),
                 f"{inputs.h2_share:.0%} of visitors on HTTP/2 (one connection each), the rest on HTTP/1.1")
     spec = httperf.HttperfSpec(host=parts.hostname or "127.0.0.1", port=url_port(parts), uri=inputs.uri,
