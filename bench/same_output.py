@@ -9,9 +9,9 @@ output format, and compares stdout, stderr and the exit code.
     python bench/same_output.py --before /tmp/old/bin/apache-advisor \\
         --after /tmp/new/bin/apache-advisor [--vhosts 2000 --vhosts 20000]
 
-The generated trees come in three shapes (see bench/vhost_tree.py): the
-speed benchmark's, one with findings and a suppression in every host, and
-the same with every host in the main file.
+The generated trees come in the shapes of bench/vhost_tree.py: the speed
+benchmark's (plain, logged, fixable, tls), one with findings and a
+suppression in every host, and the same with every host in the main file.
 """
 
 from __future__ import annotations
@@ -66,9 +66,10 @@ def sample_cases() -> list[tuple[str, list[str], dict[str, str]]]:
 def tree_cases(directory: Path, sizes: list[int]) -> list[tuple[str, list[str], dict[str, str]]]:
     cases = []
     for count in sizes:
-        for label, noisy, inline in (("plain", False, False), ("noisy", True, False),
-                                     ("noisy-inline", True, True)):
-            main = generate(directory / f"{label}-{count}", count, noisy=noisy, inline=inline)
+        for label, shape, inline in (("plain", "plain", False), ("noisy", "noisy", False),
+                                     ("noisy-inline", "noisy", True), ("logged", "logged", False),
+                                     ("fixable", "fixable", False), ("tls", "tls", False)):
+            main = generate(directory / f"{label}-{count}", count, inline=inline, shape=shape)
             cases.append((f"{count} vhosts, {label}", [str(main)], {}))
     return cases
 

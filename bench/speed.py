@@ -18,16 +18,24 @@ and formatters grows with the findings. `--shapes plain,logged,fixable`
 adds a tree whose hosts each have two findings with a mechanical fix
 (KeepAlive Off, HostnameLookups On): the results whose SARIF carries an
 edit (2,000 such hosts once took 37 s to write as SARIF; 0.7 s now).
+`tls` (not in the default list: each site is two hosts, so its tree is
+twice the others' and its round takes about twice as long) writes each
+site as a plain-HTTP host that redirects to a TLS host with a certificate,
+Mozilla-intermediate protocol and ciphers and HSTS, a third of them
+proxying and a third handing PHP to php-fpm: the per-host work of the TLS
+and proxy rules.
 `--formats text,json,sarif` adds a cold lint for each report format: the
 memory of a report of 40,000 findings is the report's, not the tree's.
 
 With `--baseline PATH` (another apache-advisor, e.g. a regular install of
 main in its own venv), its dump and lints run in the same rounds as the
 ones measured, and are printed below them with the same ratios: a before/
-after comparison that a machine whose speed drifts cannot skew.
+after comparison that a machine whose speed drifts cannot skew. Give it
+more than once to compare several (say, the code before a day's work and
+main before one change): `(baseline 1)`, `(baseline 2)`...
 
     python bench/speed.py [--vhosts 20000] [--runs 7] [--shapes plain,logged] [--formats text,json,sarif]
-                          [--tree DIR] [--advisor PATH] [--baseline PATH]
+                          [--tree DIR] [--advisor PATH] [--baseline PATH [--baseline PATH2]]
 """
 
 from __future__ import annotations
@@ -174,8 +182,10 @@ def main() -> int:
                         "one shape only)")
     parser.add_argument("--advisor", help="the apache-advisor executable to time (default: the one on PATH; "
                         "an editable install adds ~40 ms of import hooks that a regular install does not have)")
-    parser.add_argument("--baseline", help="another apache-advisor executable (a regular install of the "
-                        "code to compare with), timed in the same rounds and printed as `(baseline)`")
+    parser.add_argument("--baseline", action="append", default=[],
+                        help="another apache-advisor executable (a regular install of the code to compare "
+                        "with), timed in the same rounds and printed as `(baseline)`; give it again for "
+                        "more (`(baseline 2)`...: say, the code before today's work and this morning's main)")
     args = parser.parse_args()
     httpd = find_httpd()
     if httpd is None:
@@ -214,23 +224,31 @@ def main() -> int:
         print(f"note: not the distribution's {system}, which `python3 -m venv` gives on a fresh Debian "
               "machine; an interpreter built without profile-guided optimisation (pyenv's default) "
               "shifts every ratio (see docs/TEAM.md)")
+    baselines = [[path] for path in args.baseline]
+    for number, path in enumerate(args.baseline, 1):
+        print(f"{_baseline_label(number, len(baselines))}: {path}")
     for position, shape in enumerate(shapes):
         if position:
             print()
-        measure_shape(shape, args, base, httpd, [args.baseline] if args.baseline else None)
+        measure_shape(shape, args, base, httpd, baselines)
     return 0
 
 
+def _baseline_label(number: int, count: int) -> str:
+    return "baseline" if count == 1 else f"baseline {number}"
+
+
 def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: str,
-                  baseline: list[str] | None = None) -> None:
+                  baselines: list[list[str]] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tree = args.tree or Path(tmp) / "tree"
         main_file = tree / "httpd.conf"
         if not main_file.exists():
             generate(tree, args.vhosts, shape=shape)
-        files = len(list(tree.rglob("*.conf")))
-        lines = sum(len(p.read_text().splitlines()) for p in tree.rglob("*.conf"))
-        print(f"tree ({shape}): {files - 1} virtual hosts, {files} files, {lines} lines")
+        texts = [path.read_text().splitlines() for path in tree.rglob("*.conf")]
+        lines = sum(map(len, texts))
+        hosts = sum(line.lstrip().startswith("<VirtualHost") for text in texts for line in text)
+        print(f"tree ({shape}): {hosts} virtual hosts, {len(texts)} files, {lines} lines")
         env = dict(os.environ)
         env.pop("APACHE_ADVISOR_NO_CACHE", None)
         cache_dir = Path(tmp) / "cache"
@@ -253,27 +271,9 @@ def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: 
                 Job("lint, unchanged tree", lint, cached, saved_entry)]
         jobs += [Job(f"lint, cold, -f {name}", lint + ["--no-cache", "--format", name], env)
                  for name in args.extra_formats]
-        if baseline is not None:
-            # Its own cache directory: the two versions' entries differ.
-            old_cache = Path(tmp) / "baseline-cache"
-            old_cached = {**env, "APACHE_ADVISOR_CACHE_DIR": str(old_cache)}
-            old_lint = baseline + ["lint", "--fail-on", "never", str(main_file)]
-
-            def old_saved_entry() -> None:
-                if not any(old_cache.glob("lint-*.json")):
-                    # The first round: the baseline's entry is made, untimed.
-                    subprocess.run(old_lint, env=old_cached, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, check=False)
-
-            def old_empty_cache() -> None:
-                shutil.rmtree(old_cache, ignore_errors=True)
-
-            jobs += [Job("  dump (baseline)", baseline + ["dump", str(main_file)], env),
-                     Job("  lint, cold (baseline)", old_lint + ["--no-cache"], env),
-                     Job("  lint, first (baseline)", old_lint, old_cached, old_empty_cache),
-                     Job("  lint, unchanged (baseline)", old_lint, old_cached, old_saved_entry)]
-            jobs += [Job(f"  lint, cold, -f {name} (baseline)", old_lint + ["--no-cache", "--format", name],
-                         env) for name in args.extra_formats]
+        for number, baseline in enumerate(baselines or [], 1):
+            jobs += _baseline_jobs(baseline, _baseline_label(number, len(baselines or [])), number,
+                                   main_file, Path(tmp), env, args.extra_formats)
         # The cache saves no result for a tree changed within its racy window.
         _wait_out_racy_window(tree)
         timings = interleaved(jobs, args.runs, warm=_page_cache_warmer(tree))
@@ -289,6 +289,32 @@ def measure_shape(shape: str, args: argparse.Namespace, base: list[str], httpd: 
                                                          f"load_config({str(main_file)!r})")):
             timing = timed([python, "-c", code], args.runs, env)
             print(f"  {label:28} wall {timing.wall * 1000:7.1f} ms   cpu {timing.cpu * 1000:7.1f} ms")
+
+
+def _baseline_jobs(baseline: list[str], label: str, number: int, main_file: Path, tmp: Path,
+                   env: dict[str, str], extra_formats: list[str]) -> list[Job]:
+    """The dump and lints of another apache-advisor, for the same rounds."""
+    # Its own cache directory: the versions' entries differ.
+    old_cache = tmp / f"baseline-cache-{number}"
+    old_cached = {**env, "APACHE_ADVISOR_CACHE_DIR": str(old_cache)}
+    old_lint = baseline + ["lint", "--fail-on", "never", str(main_file)]
+
+    def old_saved_entry() -> None:
+        if not any(old_cache.glob("lint-*.json")):
+            # The first round: the baseline's entry is made, untimed.
+            subprocess.run(old_lint, env=old_cached, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False)
+
+    def old_empty_cache() -> None:
+        shutil.rmtree(old_cache, ignore_errors=True)
+
+    jobs = [Job(f"  dump ({label})", baseline + ["dump", str(main_file)], env),
+            Job(f"  lint, cold ({label})", old_lint + ["--no-cache"], env),
+            Job(f"  lint, first ({label})", old_lint, old_cached, old_empty_cache),
+            Job(f"  lint, unchanged ({label})", old_lint, old_cached, old_saved_entry)]
+    jobs += [Job(f"  lint, cold, -f {name} ({label})", old_lint + ["--no-cache", "--format", name], env)
+             for name in extra_formats]
+    return jobs
 
 
 if __name__ == "__main__":
