@@ -135,7 +135,19 @@ def who(labels: list[str]) -> str:
 def tickets_off(ctx: LintContext, host: TlsHost) -> Directive | None:
     """The line that turns session tickets off for this host
     (`SSLSessionTickets off`, or `SSLOpenSSLConfCmd Options -SessionTicket`,
-    whose lists the virtual hosts add to the main server's), or None."""
+    whose lists the virtual hosts add to the main server's), or None. Worked
+    out once per host and run: S521 and P115 both ask for every TLS host."""
+    cache = ctx.shared.get("tls_tickets_off")
+    if cache is None:
+        cache = ctx.shared["tls_tickets_off"] = {}
+    try:
+        return cache[host.vhost]
+    except KeyError:
+        found = cache[host.vhost] = _tickets_off(ctx, host)
+        return found
+
+
+def _tickets_off(ctx: LintContext, host: TlsHost) -> Directive | None:
     node = in_effect(ctx, host.vhost, "SSLSessionTickets")
     if node is not None and node.args and node.args[0].lower() == "off":
         return node

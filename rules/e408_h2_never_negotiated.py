@@ -105,6 +105,8 @@ def _servers(offers: list[ProtocolOffer]) -> str:
 
 def _h2_lines(ctx: LintContext) -> list[tuple[Directive, list[ProtocolOffer]]]:
     """Each Protocols line that offers h2, with the servers it applies to."""
+    if not any("h2" in (word.lower() for word in node.args) for node in ctx.directives("Protocols")):
+        return []  # no line offers h2 (httpd's default offers http/1.1 alone): no host to work out
     by_line: dict[int, tuple[Directive, list[ProtocolOffer]]] = {}
     for offer in protocol_offers(ctx):
         if offer.h2 and offer.line is not None:

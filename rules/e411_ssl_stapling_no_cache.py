@@ -53,6 +53,8 @@ def check(ctx: LintContext, report: Report) -> None:
     # A lone file (modules unknown) may include into a config that sets the cache.
     if ssl_absent(ctx) or not ctx.complete or ctx.server_value("SSLStaplingCache") is not None:
         return
+    if not any(is_on(node) for node in ctx.directives("SSLUseStapling")):
+        return  # no server staples: no host to look at
     stapling: dict[Directive, list[str]] = {}
     use_stapling = setting(ctx, "SSLUseStapling")
     for host in tls_hosts(ctx):

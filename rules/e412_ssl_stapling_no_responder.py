@@ -57,8 +57,8 @@ DOC = Doc(
 
 
 def check(ctx: LintContext, report: Report) -> None:
-    if ssl_absent(ctx):
-        return
+    if ssl_absent(ctx) or not any(is_on(node) for node in ctx.directives("SSLUseStapling")):
+        return  # no server staples: no host to look at
     stapling: dict[Directive, list[str]] = {}
     use_stapling, force_url = setting(ctx, "SSLUseStapling"), setting(ctx, "SSLStaplingForceURL")
     certificates = setting(ctx, "SSLCertificateFile")

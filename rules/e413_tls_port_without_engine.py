@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.config.model import Section
-from advisor.lint.context import LintContext
+from advisor.lint.context import LintContext, per_argument_list
 from advisor.lint.rule import Doc, Report, Rule
 
 from ._tls import by_owner, is_on, setting
@@ -48,17 +47,20 @@ DOC = Doc(
 )
 
 
-def _port_443(vhost: Section) -> bool:
-    return any(address.rsplit(":", 1)[-1] == "443" for address in vhost.args if ":" in address)
+def _port_443(addresses: list[str]) -> bool:
+    return any(address.rsplit(":", 1)[-1] == "443" for address in addresses if ":" in address)
 
 
 def check(ctx: LintContext, report: Report) -> None:
     certificates = by_owner(ctx, "SSLCertificateFile")
     engines = setting(ctx, "SSLEngine")
     others = [setting(ctx, name) for name in _OTHER_ENGINES]
+    complete = ctx.complete
+    # Once per address list: the reader shares one among identical <VirtualHost> lines.
+    port_443 = per_argument_list(_port_443)
     for vhost in ctx.virtual_hosts():
         certificate = certificates.get(vhost)
-        if certificate is None and not (_port_443(vhost) and ctx.complete):
+        if certificate is None and not (complete and port_443(vhost.args)):
             continue
         engine = engines.of(vhost)
         if is_on(engine) or any(is_on(other.of(vhost)) for other in others):

@@ -7,6 +7,7 @@ from advisor.lint.context import LintContext
 from advisor.lint.edits import add_directive
 from advisor.lint.rule import Doc, Report, Rule
 
+from ._served import owned
 from .e415_proxy_without_reverse import (ProxyRoute, balancer_members, by_owner, normal_origin, proxy_routes,
                                          server_label)
 
@@ -84,10 +85,6 @@ def _plain(route: ProxyRoute, members: dict[str, list[str]]) -> bool:
     return scheme in _PLAIN
 
 
-def _own_engine(owner: Section) -> list[Directive]:
-    return [child for child in owner.children if type(child) is Directive and child.lname == "sslengine"]
-
-
 def check(ctx: LintContext, report: Report) -> None:
     if ctx.modules_known and not ctx.has_module("ssl_module", "mod_ssl.c"):
         return
@@ -98,14 +95,16 @@ def check(ctx: LintContext, report: Report) -> None:
     members = balancer_members(ctx)
     headers = by_owner(ctx, "RequestHeader")
     server_tells = _tells_scheme(headers.get(root, []))
-    server_engine = _engine_on(_own_engine(root))
+    # Each server's own SSLEngine lines, grouped once (not a scan of each proxying host's lines).
+    engines = owned(ctx, "SSLEngine")
+    server_engine = _engine_on(engines.get(root))
     done: set[Section] = set()
     for route in routes:
         owner = route.owner
         if owner in done or not _plain(route, members):
             continue
         done.add(owner)
-        own = _own_engine(owner) if owner is not root else []
+        own = engines.get(owner) if owner is not root else None
         engine = _engine_on(own) if own else server_engine
         if engine is None or server_tells or _tells_scheme(headers.get(owner, [])):
             continue

@@ -108,58 +108,69 @@ def _handoffs(ctx: LintContext) -> list[tuple[Directive, str]]:
     return found
 
 
-def _routes_missing_files(ctx: LintContext, owner: Section) -> bool:
-    """A RewriteCond that tests for a file, or FallbackResource, in the server."""
-    root = ctx.config.effective
-    for where in (owner, root) if owner is not root else (root,):
-        for node in by_owner(ctx, "RewriteCond").get(where, []):
-            if len(node.args) >= 2 and node.args[1].lstrip("!") in ("-f", "-s", "-F", "-U"):
+class _Servers:
+    """Whether the sites a handoff line serves send missing scripts on: each
+    grouping fetched once per run, each site judged once (a tree of 20,000
+    hosts has a handoff line in thousands of them)."""
+
+    def __init__(self, ctx: LintContext) -> None:
+        self.ctx = ctx
+        self.root = ctx.config.effective
+        self.all_sites = sites(ctx)
+        self.by_section = {site.section: site for site in self.all_sites[1:]}
+        self.conditions = by_owner(ctx, "RewriteCond")
+        self.fallbacks = by_owner(ctx, "FallbackResource")
+        self.overrides = owned(ctx, "AllowOverride")
+        self.verdicts: dict[Section, bool] = {}
+
+    def routes_missing_files(self, owner: Section) -> bool:
+        """A RewriteCond that tests for a file, or FallbackResource, in the server."""
+        root = self.root
+        for where in (owner, root) if owner is not root else (root,):
+            for node in self.conditions.get(where, []):
+                if len(node.args) >= 2 and node.args[1].lstrip("!") in ("-f", "-s", "-F", "-U"):
+                    return True
+            if self.fallbacks.get(where):
                 return True
-        if by_owner(ctx, "FallbackResource").get(where):
-            return True
-    return False
-
-
-def _may_override(ctx: LintContext, site: Site) -> bool:
-    """AllowOverride lets .htaccess in the DocumentRoot rewrite (FileInfo or All)."""
-    if not site.document_root:
         return False
-    decided, _ = deciding(owned(ctx, "AllowOverride"), site, site.document_root)
-    if decided is None:
-        return False
-    words = {arg.lower() for arg in decided.args}
-    return "all" in words or "fileinfo" in words
 
+    def may_override(self, site: Site) -> bool:
+        """AllowOverride lets .htaccess in the DocumentRoot rewrite (FileInfo or All)."""
+        if not site.document_root:
+            return False
+        decided, _ = deciding(self.overrides, site, site.document_root)
+        if decided is None:
+            return False
+        words = {arg.lower() for arg in decided.args}
+        return "all" in words or "fileinfo" in words
 
-def _unchecked(ctx: LintContext, owner: Section) -> tuple[int, int]:
-    """(sites that send missing scripts on, sites the line serves)."""
-    all_sites = sites(ctx)
-    root = ctx.config.effective
-    if owner is root:
-        served = all_sites[1:] or all_sites[:1]
-    else:
-        by_section = ctx.shared.get("p118_sites")
-        if by_section is None:
-            by_section = ctx.shared["p118_sites"] = {site.section: site for site in all_sites[1:]}
-        served = [by_section[owner]] if owner in by_section else []
-    cache = ctx.shared.setdefault("p118_unchecked", {})
-    bad = 0
-    for site in served:
-        key = site.section if site.section is not None else root
-        verdict = cache.get(key)
-        if verdict is None:
-            verdict = cache[key] = not (_routes_missing_files(ctx, key) or _may_override(ctx, site))
-        bad += verdict
-    return bad, len(served)
+    def unchecked(self, owner: Section) -> tuple[int, int]:
+        """(sites that send missing scripts on, sites the line serves)."""
+        root = self.root
+        if owner is root:
+            served = self.all_sites[1:] or self.all_sites[:1]
+        else:
+            site = self.by_section.get(owner)
+            served = [site] if site is not None else []
+        bad = 0
+        for site in served:
+            key = site.section if site.section is not None else root
+            verdict = self.verdicts.get(key)
+            if verdict is None:
+                verdict = self.verdicts[key] = not (self.routes_missing_files(key) or self.may_override(site))
+            bad += verdict
+        return bad, len(served)
 
 
 def check(ctx: LintContext, report: Report) -> None:
     if ctx.modules_known and not ctx.has_module("proxy_fcgi_module"):
         return
-    for node, kind in _handoffs(ctx):
+    handoffs = _handoffs(ctx)
+    servers = _Servers(ctx) if handoffs else None
+    for node, kind in handoffs:
         if _guarded(node):
             continue
-        bad, total = _unchecked(ctx, owner_of(ctx, node))
+        bad, total = servers.unchecked(owner_of(ctx, node))  # type: ignore[union-attr]
         if not bad:
             continue
         scope = "" if total < 2 else f" (all {total} sites)" if bad == total else f" ({bad} of {total} sites)"

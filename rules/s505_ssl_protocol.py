@@ -7,6 +7,8 @@ from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 from advisor.lint.tls_profile import TlsProfile
 
+from ._served import owned
+
 # Versions mod_ssl knows, oldest first. `all` is every version the OpenSSL
 # build has: SSLv3 only in builds without no-ssl3, which current
 # distributions no longer ship, so it is not counted in `all` here.
@@ -93,8 +95,14 @@ def check(ctx: LintContext, report: Report) -> None:
     tls = ctx.tls_profile
     value = recommended(tls)
     fix = f"SSLProtocol {value}"
+    # Judged once per value: 20,000 TLS hosts repeat one or two SSLProtocol lines.
+    verdicts: dict[tuple[str, ...], tuple[str, list[str]] | None] = {}
     for node in ctx.directives("SSLProtocol"):
-        found = problem(node.args, tls)
+        key = tuple(node.args)
+        try:
+            found = verdicts[key]
+        except KeyError:
+            found = verdicts[key] = problem(node.args, tls)
         if found:
             severity, names = found
             report(node, f"SSLProtocol {' '.join(node.args)} admits {', '.join(names)} "
@@ -106,11 +114,14 @@ def check(ctx: LintContext, report: Report) -> None:
     default = problem(DEFAULT_24, tls)
     if default is None:
         return
+    # Each host's own lines from one grouping per name, not a scan of its lines.
+    engines, protocols = owned(ctx, "SSLEngine").get, owned(ctx, "SSLProtocol").get
     for vhost in ctx.virtual_hosts():
-        engine = ctx.own_value(vhost, "SSLEngine")
+        own = engines(vhost)
+        engine = own[-1] if own else None
         if engine is None or engine.arg(0).lower() != "on":
             continue
-        if ctx.own_value(vhost, "SSLProtocol") is not None:
+        if protocols(vhost):
             continue
         report(engine, f"SSLProtocol is `all -SSLv3`: httpd's default, not written anywhere; it "
                        f"admits {', '.join(default[1])} ({_refusal(default[0], tls)}).", fix=fix,

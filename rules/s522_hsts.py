@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from advisor.config.model import Directive, Section
-from advisor.lint.context import LintContext, enclosing_vhost
+from advisor.lint.context import LintContext, enclosing_vhost, per_argument_list
 from advisor.lint.rule import Doc, Report, Rule
 from advisor.lint.tls_profile import PROFILES, TWO_YEARS, describe_age
 
@@ -80,27 +80,44 @@ class HstsLine:
     """`env=`/`expr=`, or inside an <If> on HTTPS: the admin limited where it goes."""
 
 
-def _conditional(node: Directive, rest: list[str]) -> bool:
-    if any(word.lower().startswith(("env=", "expr=")) for word in rest):
-        return True
+def _scope(node: Directive, rest: list[str]) -> tuple[Section | None, bool]:
+    """The line's virtual host (None: server scope), and whether it is
+    conditional: `env=`/`expr=`, or inside an <If> on HTTPS below the host.
+    One walk up for both."""
+    conditional = any(word.lower().startswith(("env=", "expr=")) for word in rest)
     parent = node.parent
-    while parent is not None and not parent.is_root and parent.lname != "virtualhost":
-        if parent.lname in ("if", "elseif") and "https" in " ".join(parent.args).lower():
-            return True
+    while parent is not None and not parent.is_root:
+        lname = parent.lname
+        if lname == "virtualhost":
+            return parent, conditional
+        if not conditional and lname in ("if", "elseif") and "https" in " ".join(parent.args).lower():
+            conditional = True
         parent = parent.parent
-    return False
+    return None, conditional
+
+
+_NOT_HSTS = (False, None, ())
+
+
+def _parsed(args: list[str]) -> tuple[bool, int | None, list[str]]:
+    """(sets Strict-Transport-Security, its max-age, the words after the value)."""
+    first = 1 if args and args[0].lower() in ("always", "onsuccess") else 0
+    if len(args) < first + 3 or args[first].lower() not in _SETTING or args[first + 1].lower() != HEADER:
+        return _NOT_HSTS
+    age = _MAX_AGE.search(args[first + 2])
+    return True, int(age.group(1)) if age else None, args[first + 3:]
 
 
 def hsts_lines(ctx: LintContext) -> list[HstsLine]:
+    # Judged once per argument list: the reader shares one among every host's
+    # identical Header line (20,000 TLS hosts, one HSTS line each).
+    parsed = per_argument_list(_parsed)
     found: list[HstsLine] = []
     for node in ctx.directives("Header"):
-        args = node.args
-        first = 1 if args and args[0].lower() in ("always", "onsuccess") else 0
-        if len(args) < first + 3 or args[first].lower() not in _SETTING or args[first + 1].lower() != HEADER:
-            continue
-        age = _MAX_AGE.search(args[first + 2])
-        found.append(HstsLine(node, enclosing_vhost(node), int(age.group(1)) if age else None,
-                              _conditional(node, args[first + 3:])))
+        hsts, max_age, rest = parsed(node.args)
+        if hsts:
+            vhost, conditional = _scope(node, rest)
+            found.append(HstsLine(node, vhost, max_age, conditional))
     return found
 
 
@@ -190,16 +207,17 @@ def _missing(ctx: LintContext, report: Report, lines: list[HstsLine], plain: set
              main_name: str | None) -> None:
     if not plain or not tls_hosts(ctx) or any(line.vhost is None for line in lines):
         return  # a server-wide header reaches every TLS host (its scope is judged below)
-    targets = redirected_names(ctx, plain, main_name)
-    if not targets:
-        return
     with_header = {line.vhost for line in lines}
     proxied = {enclosing_vhost(node) for node in ctx.directives("ProxyPass")
                if len(node.args) >= 2 and node.args[0] == "/"}
-    for host in tls_hosts(ctx):
-        vhost = host.vhost
-        if vhost is None or vhost in with_header or vhost in proxied:
-            continue
+    bare = [host.vhost for host in tls_hosts(ctx)
+            if host.vhost is not None and host.vhost not in with_header and host.vhost not in proxied]
+    if not bare:
+        return  # every TLS host sends the header: no redirect need be read
+    targets = redirected_names(ctx, plain, main_name)
+    if not targets:
+        return
+    for vhost in bare:
         redirect = next((targets[name] for name in sorted(_names(ctx, vhost, main_name)) if name in targets), None)
         if redirect is None:
             continue
@@ -212,6 +230,8 @@ def _missing(ctx: LintContext, report: Report, lines: list[HstsLine], plain: set
 
 def check(ctx: LintContext, report: Report) -> None:
     lines = hsts_lines(ctx)
+    if not lines and not tls_hosts(ctx):
+        return  # no header to judge, no TLS host that could lack one
     tls = {host.vhost for host in tls_hosts(ctx)}
     plain = {vhost for vhost in ctx.virtual_hosts() if vhost not in tls}
     main_line = ctx.server_value("ServerName")

@@ -58,13 +58,14 @@ def check(ctx: LintContext, report: Report) -> None:
     if ssl_absent(ctx) or not ctx.at_least(2, 4, 36):
         return
     tls = ctx.tls_profile
-    verdicts: dict[int, bool] = {}
+    verdicts: dict[tuple[str, ...], bool] = {}
     for node in ctx.directives("SSLProtocol"):
-        lacking = verdicts.get(id(node.args))
+        key = tuple(node.args)  # per value: a file the reader split alone has lists of its own
+        lacking = verdicts.get(key)
         if lacking is None:
             versions = admitted(node.args)
-            lacking = verdicts[id(node.args)] = (bool(versions) and "tlsv1.3" not in versions
-                                                 and problem(node.args, tls) is None)
+            lacking = verdicts[key] = (bool(versions) and "tlsv1.3" not in versions
+                                       and problem(node.args, tls) is None)
         if not lacking:
             continue
         value = _with_tls13(node.args)

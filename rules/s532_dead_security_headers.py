@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.lint.context import LintContext
+from advisor.lint.context import LintContext, per_argument_list
 from advisor.lint.edits import remove_directive
 from advisor.lint.rule import Doc, Report, Rule
 
@@ -89,8 +89,9 @@ def _dead_header(args: list[str]) -> tuple[str, str, str] | None:
 
 
 def check(ctx: LintContext, report: Report) -> None:
+    dead = per_argument_list(_dead_header)  # every host's identical Header line judged once
     for node in ctx.directives("Header"):
-        found = _dead_header(node.args)
+        found = dead(node.args)
         if found is None:
             continue
         name, severity, what = found
