@@ -85,12 +85,22 @@ def show_display_paths(findings: list, with_findings: list[str], wants_edits: bo
         return display
 
     # Findings come in runs of one file: the display path is looked up once
-    # per run. Nothing to do when every file is shown as it is named (a tree
-    # outside the working directory) and no finding carries an edit.
+    # per run. When every file with findings is shown as it is named (a tree
+    # outside the working directory), only an edit in another file than its
+    # finding's can be shown otherwise: nothing else is visited (a lint that
+    # saves its result wants the edits: 40,000 of them on 20,000 hosts).
+    moved = any(display_of(file) != file for file in with_findings)
+    if not moved:
+        for finding in findings if wants_edits else ():
+            edit = finding.edit
+            if edit is not None and edit.file != finding.file:
+                edit_file = display_of(edit.file)
+                if edit_file != edit.file:
+                    finding.edit = _edit_in(Edit, edit, edit_file)
+        return
     run_file: str | None = None
     run_display = ""
-    moved = any(display_of(file) != file for file in with_findings)
-    for finding in findings if moved or wants_edits else ():
+    for finding in findings:
         file = finding.file
         if file != run_file:
             run_file, run_display = file, display_of(file)
@@ -99,10 +109,13 @@ def show_display_paths(findings: list, with_findings: list[str], wants_edits: bo
         if edit is not None:
             edit_file = run_display if edit.file == file else display_of(edit.file)
             if edit_file != edit.file:
-                # Built field by field: dataclasses.replace looks every field
-                # up again (0.45 s for 40,000 fixes).
-                finding.edit = Edit(edit_file, edit.line, edit.start, edit.end, edit.text, edit.original,
-                                    edit.summary, edit.blocked)
+                finding.edit = _edit_in(Edit, edit, edit_file)
+
+
+def _edit_in(edit_type, edit, file: str):
+    """The same edit, its file named `file`. Built field by field:
+    dataclasses.replace looks every field up again (0.45 s for 40,000 fixes)."""
+    return edit_type(file, edit.line, edit.start, edit.end, edit.text, edit.original, edit.summary, edit.blocked)
 
 
 def _out_of_read_order(positions: list[int]) -> bool:

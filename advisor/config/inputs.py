@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 # (st_mtime_ns, st_ctime_ns, st_size, st_ino, st_dev, st_mode); None: absent.
 Signature = tuple[int, int, int, int, int, int]
@@ -57,11 +58,9 @@ class InputRecorder:
 
     def newest_time_ns(self) -> int:
         """The latest modification or change time among the recorded paths."""
-        newest = 0
-        for found in self.paths.values():
-            if found is not None:
-                newest = max(newest, found[0], found[1])
-        return newest
+        # In C: one pass per field instead of a max() call per path (20,000 files).
+        found = [signature for signature in self.paths.values() if signature is not None]
+        return max(max(map(itemgetter(0), found), default=0), max(map(itemgetter(1), found), default=0))
 
 
 def changed(paths: dict[str, Signature | None], variables: dict[str, str | None]) -> str | None:

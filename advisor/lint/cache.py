@@ -124,9 +124,10 @@ def entry_key(options: dict[str, Any], settings_path: str | None) -> str:
 
 @dataclass
 class CachedResult:
-    findings: list[list[Any]] | None
-    """Each finding as [code, severity, message, file, line, evidence, fix,
-    edit]; None until `finding_fields` decodes them."""
+    findings: list[Any] | None
+    """Each finding as (code, severity, message, file, line, evidence, fix,
+    edit fields or None), a tuple (a list reads back alike); None until
+    `finding_fields` decodes them."""
     notes: list[str]
     files: list[str]
     exit_code: int
@@ -141,7 +142,7 @@ class CachedResult:
     crc: int = 0
     """Length and CRC-32 of the findings' bytes, as the head recorded them."""
 
-    def finding_fields(self) -> list[list[Any]]:
+    def finding_fields(self) -> list[Any]:
         """The findings; ValueError when they are not what was written."""
         if self.findings is None:
             with self.rest as stream:

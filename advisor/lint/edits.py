@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -60,10 +61,11 @@ class Edit:
     def inserts_line(self) -> bool:
         return self.start == self.end and self.text[:1] in ("\n", "\r")
 
-    def fields(self) -> list:
-        """The fields in order (the lint cache keeps edits as JSON lists)."""
-        return [self.file, self.line, self.start, self.end, self.text, self.original,
-                self.summary, self.blocked]
+    def fields(self) -> tuple:
+        """The fields in order (the lint cache keeps each edit as a tuple:
+        `Edit(*fields)` makes it again)."""
+        return (self.file, self.line, self.start, self.end, self.text, self.original,
+                self.summary, self.blocked)
 
 
 def _physical_lines(ctx: LintContext, file: str) -> list[str] | None:
@@ -99,10 +101,12 @@ def _words(content: str, position: int) -> list[tuple[int, int]]:
 _PLAIN_LINE = re.compile(r"[ \t\f\v]*([^ \t\f\v]+)(?:[ \t\f\v]+([^ \t\f\v](?:.*[^ \t\f\v])?))?[ \t\f\v]*", re.S)
 
 
+@lru_cache(maxsize=4096)
 def _spans(content: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """(name span, value span) of a directive line (without its CR), or None
     when it holds no word. The value runs from the first argument to the
-    last, short of a trailing comment httpd let through."""
+    last, short of a trailing comment httpd let through. Remembered per
+    text: every host of a large tree has the same `KeepAlive Off` line."""
     if '"' not in content and "'" not in content and "#" not in content:
         plain = _PLAIN_LINE.fullmatch(content)
         if plain is None:
