@@ -21,7 +21,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
                                           SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
-from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
+from advisor.commands.targets import (BecomeOption, BecomeUserOption, ClientHostOption, ConfigOption, HostOption,
+                                      IdentityOption, ManagedOption,
                                       ReloadCmdOption, RemoteOptions, SshOptionOption, TargetOptions, TestCmdOption,
                                       RttOption, UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
                                       WanRateOption)
@@ -130,6 +131,8 @@ def bench(
     host: HostOption = None,
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
+    become: BecomeOption = False,
+    become_user: BecomeUserOption = None,
     allow_host: Optional[list[str]] = typer.Option(None, "--allow-host", help="A host off loopback that may be loaded (repeat); --host needs it."),
     client_host: ClientHostOption = None,
     wan_delay: WanDelayOption = None,
@@ -165,12 +168,10 @@ def bench(
             plot=plot, allow_hosts=allow_host, httperf_bin=httperf_bin, tls_resume=tls_resume, protocol=protocol, h2_share=h2_share,
             target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
                                  managed=managed, tls=tls),
-            remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
+            remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host, become=become, become_user=become_user),
             wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
-            log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
-                           speedup=speedup),
-            compare=parse_request(compare, compare_quota, precision=precision, max_rounds=max_rounds, seed=seed,
-                                  fail_if_slower=fail_if_slower),
+            log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize, speedup=speedup),
+            compare=parse_request(compare, compare_quota, precision=precision, max_rounds=max_rounds, seed=seed, fail_if_slower=fail_if_slower),
         )
         _bench(options)
     except AdvisorError as error:

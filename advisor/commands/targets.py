@@ -30,6 +30,11 @@ SshOptionOption = Annotated[Optional[List[str]], typer.Option(
     "--ssh-option", help="With --host: an ssh -o option, e.g. UserKnownHostsFile=~/.ssh/staging_hosts (repeat).")]
 IdentityOption = Annotated[Optional[str], typer.Option(
     "--identity", help="With --host: the private key ssh uses.")]
+BecomeOption = Annotated[bool, typer.Option(
+    "--become", help="With --host: run every command, file read and write there under `sudo -n` (never asks for a "
+                     "password); the ssh user needs NOPASSWD sudo. Load clients run as the ssh user.")]
+BecomeUserOption = Annotated[Optional[str], typer.Option(
+    "--become-user", help="With --become: the user sudo runs them as (default root).")]
 ClientHostOption = Annotated[Optional[List[str]], typer.Option(
     "--client-host", help="A load generator: HOST, USER@HOST[:PORT] over SSH (with --ssh-option and --identity), or local for "
                           "this machine (repeat: each runs httperf --client=I/N with its share, started together, reports merged).")]
@@ -89,6 +94,26 @@ class RemoteOptions:
     ssh_options: list[str] | None = None
     identity: str | None = None
     client_hosts: list[str] | None = None
+    become: bool = False
+    """--become: the staging host's commands run under sudo (the load clients' do not)."""
+    become_user: str | None = None
+
+    @property
+    def become_as(self) -> str | None:
+        """The user the staging host's commands run as through sudo, None without --become."""
+        return (self.become_user or "root") if self.become else None
+
+    def check_become(self) -> None:
+        """--become and --become-user only where they mean something: UsageError otherwise."""
+        if self.become_user is not None and not self.become:
+            raise UsageError("--become-user goes with --become", hint="add --become to run the host's commands under sudo")
+        if self.become and not self.host:
+            raise UsageError("--become goes with --host: it runs the staging host's commands under sudo",
+                             hint="name the staging host with --host USER@HOST")
+        if self.become_user is not None:
+            from advisor.tuner.transport.ssh import check_become_user
+
+            check_become_user(self.become_user)
 
 
 @dataclass(frozen=True)
@@ -186,7 +211,8 @@ def remote_target(options: TargetOptions, remote: RemoteOptions, allow_hosts: li
         raise UsageError(f"--host {host} is not on loopback: the tool changes the config of the server there",
                          hint=f"name it with --allow-host {spec.host} if it is a staging server you own")
     check_host(options.url, allow_hosts)
-    conn = SshConnection(spec, options=list(remote.ssh_options or []), identity=remote.identity)
+    conn = SshConnection(spec, options=list(remote.ssh_options or []), identity=remote.identity,
+                         become=remote.become_as)
     target = RemoteTarget(conn, options.config, options.url, options.reload_cmd, options.managed, options.test_cmd,
                           restart_cmd=options.restart_cmd)
     atexit.register(conn.close)  # else the master connection lingers for ControlPersist seconds
@@ -195,6 +221,7 @@ def remote_target(options: TargetOptions, remote: RemoteOptions, allow_hosts: li
 
 def parse_load_clients(remote: RemoteOptions) -> list:
     """The --client-host names, checked before anything is touched."""
+    remote.check_become()
     load_clients = []
     if remote.client_hosts:
         from advisor.tuner.load.remote_clients import parse_clients

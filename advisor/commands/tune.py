@@ -21,7 +21,8 @@ from advisor.commands.logworkload import (ANONYMIZE_HELP, DYNAMIC_HELP, LOG_FORM
                                           SPEEDUP_HELP, LogOptions, LogWorkload)
 from advisor.commands.options import fail
 from advisor.commands.staging import WORKDIR_HELP
-from advisor.commands.targets import (ClientHostOption, ConfigOption, HostOption, IdentityOption, ManagedOption,
+from advisor.commands.targets import (BecomeOption, BecomeUserOption, ClientHostOption, ConfigOption, HostOption,
+                                      IdentityOption, ManagedOption,
                                       ReloadCmdOption, RemoteOptions, RestartCmdOption, SshOptionOption,
                                       TargetOptions, TestCmdOption,
                                       RttOption, UrlOption, WanDelayOption, WanJitterOption, WanLossOption, WanOptions,
@@ -162,6 +163,8 @@ def tune(
     host: HostOption = None,
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
+    become: BecomeOption = False,
+    become_user: BecomeUserOption = None,
     client_host: ClientHostOption = None,
     wan_delay: WanDelayOption = None,
     wan_jitter: WanJitterOption = None,
@@ -193,7 +196,8 @@ def tune(
         client_cpus=client_cpus, httperf_bin=httperf_bin, tls_resume=tls_resume, protocol=protocol, h2_share=h2_share,
         target=TargetOptions(workdir=workdir, config=config, url=url, reload_cmd=reload_cmd, test_cmd=test_cmd,
                              managed=managed, tls=tls, restart_cmd=restart_cmd),
-        remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host),
+        remote=RemoteOptions(host=host, ssh_options=ssh_option, identity=identity, client_hosts=client_host,
+                             become=become, become_user=become_user),
         wan=WanOptions(delay=wan_delay, jitter=wan_jitter, loss=wan_loss, rate=wan_rate),
         log=LogOptions(log_format=log_format, session_gap=session_gap, dynamic=dynamic, anonymize=anonymize,
                        speedup=speedup),

@@ -37,6 +37,11 @@ def collect_config_tree(config: str, dumps=()) -> dict:
         return {"missing": "no apache2 or httpd binary found"}
     envvars = os.path.join(os.path.dirname(config), "envvars")
     sourced = os.path.basename(config) == "apache2.conf" and os.path.isfile(envvars)
+    # A tree only root may read (S515 asks for the main config 0640 root) makes
+    # httpd's config test fail on its first line; name the file instead.
+    for needed in [config] + ([envvars] if sourced else []):
+        if os.path.exists(needed) and not os.access(needed, os.R_OK):
+            return {"unreadable": needed, "reason": "Permission denied"}
     script = ('. "$2"; ' if sourced else "") + 'exec "$0" -t -D DUMP_INCLUDES ' \
         + "".join("-D %s " % name for name in dumps) + '-f "$1"'
     done = subprocess.run(["sh", "-c", script, binary, config] + ([envvars] if sourced else []),
@@ -52,7 +57,7 @@ def collect_config_tree(config: str, dumps=()) -> dict:
             with open(path, "rb") as handle:
                 files[path] = b64encode(handle.read()).decode("ascii")
         except OSError as exc:
-            return {"unreadable": "%s: %s" % (path, exc.strerror)}
+            return {"unreadable": path, "reason": exc.strerror}
     answer = {"files": files, "binary": binary}
     if dumps:
         answer["dump"] = done.stdout
@@ -166,8 +171,11 @@ def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
         error.file = f"{host}:{error.file}" if error.file else where
         raise error
     if "unreadable" in answer:
-        raise AdvisorError(f"cannot read a config file on {host}: {answer['unreadable']}", file=where,
-                           hint="the ssh user must be able to read the whole config tree")
+        path = answer["unreadable"]
+        raise AdvisorError(f"the config tree's file cannot be read there: {answer.get('reason') or 'unreadable'}",
+                           file=f"{host}:{path}",
+                           hint="the ssh user must be able to read the whole config tree: pass --become "
+                                "(sudo) or log in as a user that may read it")
     return {path: base64.b64decode(text) for path, text in answer["files"].items()}
 
 

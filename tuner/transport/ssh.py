@@ -8,6 +8,12 @@ is always on: a password or host-key prompt would hang a trial, so ssh
 fails instead and the failure becomes one AdvisorError line that says what
 to do.
 
+With `become` (a user name), every command, file read and file write runs
+on the host under `sudo -n -u USER`: the wrapping is done here, in argv(),
+so no caller can forget it. -n because sudo must never ask for a password
+(there is no terminal to type it in); when it would, or refuses, the
+command's failure becomes one BecomeError line that says what to set.
+
 The control socket's path is derived from the destination and the options,
 so a run killed with -9 leaves a master that the next run with the same
 options reuses (and that exits by itself after ControlPersist).
@@ -82,6 +88,25 @@ class SshError(AdvisorError):
     """ssh itself failed: host unreachable, authentication refused, connection lost."""
 
 
+class BecomeError(AdvisorError):
+    """sudo on the host would not run the command: it wants a password, or refuses."""
+
+
+def check_become_user(user: str, where: str = "--become-user") -> str:
+    """A user name sudo's -u takes as one word; UsageError otherwise."""
+    if not user or user.startswith("-") or any(c.isspace() or c in "'\"\\;&|`$<>()" for c in user):
+        raise UsageError(f"bad {where} {user!r}", hint="give a user name of the host, e.g. root or www-data")
+    return user
+
+
+def become_wrapped(command: str | list[str], user: str) -> str:
+    """The remote command line that runs `command` under `sudo -n -u user`.
+    A shell string goes through `sh -c` so its redirections and `;` run as
+    that user too, not as the login user around sudo."""
+    inner = ["sh", "-c", command] if isinstance(command, str) else list(command)
+    return shlex.join(["sudo", "-n", "-u", user, "--", *inner])
+
+
 @dataclass
 class SshConnection:
     """Commands and files on one host over one multiplexed ssh connection."""
@@ -91,6 +116,8 @@ class SshConnection:
     identity: str | None = None
     connect_timeout_s: float = 10.0
     ssh_bin: str = "ssh"
+    become: str | None = None
+    """The user commands run as on the host through `sudo -n` (None: the login user)."""
     _control_dir: Path | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -99,6 +126,8 @@ class SshConnection:
                 raise UsageError(f"bad --ssh-option {option!r}", hint="write it like ServerAliveInterval=5, as for ssh -o")
         if self.identity is not None and not os.path.isfile(self.identity):
             raise UsageError(f"identity file not found: {self.identity}", hint="pass the private key ssh should use")
+        if self.become is not None:
+            check_become_user(self.become)
 
     # -- the command line --------------------------------------------------------
     @property
@@ -130,7 +159,10 @@ class SshConnection:
 
     def argv(self, command: str | list[str]) -> list[str]:
         """The local command line that runs `command` (a shell string, or argv) remotely."""
-        remote = command if isinstance(command, str) else shlex.join(command)
+        if self.become is not None:
+            remote = become_wrapped(command, self.become)
+        else:
+            remote = command if isinstance(command, str) else shlex.join(command)
         return [*self.base_argv(), "--", self.spec.destination, remote]
 
     # -- connection --------------------------------------------------------------
@@ -175,6 +207,10 @@ class SshConnection:
                            hint="check the host answers, or raise ConnectTimeout with --ssh-option") from None
         if result.returncode == SSH_FAILED:
             raise ssh_failure(self.spec, result.stderr)
+        if self.become is not None and result.returncode != 0:
+            refused = become_failure(self.spec, self.become, result.returncode, result.stderr)
+            if refused is not None:
+                raise refused
         if check and result.returncode != 0:
             shown = command if isinstance(command, str) else shlex.join(command)
             raise AdvisorError(f"on {self.spec}: `{shown}` failed: {_last_line(result.stderr or result.stdout)}")
@@ -193,15 +229,22 @@ class SshConnection:
 
     def write_file(self, path: str, text: str | None, mode: int = 0o644) -> None:
         """Replace the file atomically: a temporary file beside it, then rename.
-        None removes it."""
+        A file that exists keeps its owner, group and mode; a new one gets
+        `mode`, owned by whoever writes it (with `become`, that user). None
+        removes it."""
         quoted = shlex.quote(path)
         if text is None:
             script = f"rm -f -- {quoted}"
         else:
-            # mktemp in the same directory, so the rename stays on one file system.
+            # mktemp in the same directory, so the rename stays on one file system;
+            # it makes the file 0600, so the text is never readable by others
+            # before the mode is set. chown to the old owner works only for root
+            # (with become): the login user writes its own files as before.
             script = (f"set -e; tmp=$(mktemp {shlex.quote(path + '.tmp.')}XXXXXX); "
-                      "trap 'rm -f -- \"$tmp\"' EXIT; "
-                      f"cat > \"$tmp\"; chmod {mode:o} \"$tmp\"; mv -f -- \"$tmp\" {quoted}; trap - EXIT")
+                      "trap 'rm -f -- \"$tmp\"' EXIT; cat > \"$tmp\"; "
+                      f"if [ -e {quoted} ]; then chown --reference={quoted} \"$tmp\" 2>/dev/null || true; "
+                      f"chmod --reference={quoted} \"$tmp\"; else chmod {mode:o} \"$tmp\"; fi; "
+                      f"mv -f -- \"$tmp\" {quoted}; trap - EXIT")
         result = self.run(script, input=text if text is not None else "")
         if result.returncode != 0:
             raise AdvisorError(f"cannot write {self.spec}:{path}: {_last_line(result.stderr)}",
@@ -226,6 +269,32 @@ def ssh_failure(spec: HostSpec, stderr: str) -> SshError:
                         hint="check the address and port, and that sshd runs there")
     return SshError(f"ssh to {spec} failed: {last or 'exit status 255'}",
                     hint="run the same ssh command by hand to see why")
+
+
+def become_failure(spec: HostSpec, user: str, returncode: int, stderr: str) -> BecomeError | None:
+    """sudo's own refusal in a failed command's stderr, as one line naming the
+    host and what to set there; None when the command itself failed."""
+    login = spec.user or "the ssh user"
+    text = stderr.strip()
+    if returncode == 127 and re.search(r"sudo: (command )?not found", text):
+        return BecomeError(f"{spec}: --become needs sudo there, and it is not installed",
+                           hint="install sudo on the host (apt-get install sudo), or log in as root without --become")
+    if "a password is required" in text or "a terminal is required" in text:
+        return BecomeError(f"{spec}: sudo wants a password for {login} to run commands as {user}; "
+                           "--become runs sudo -n and never types one",
+                           hint=f"give {login} NOPASSWD in the host's sudoers (e.g. `{login} ALL=({user}) NOPASSWD: ALL`)")
+    if "is not in the sudoers file" in text or "is not allowed to execute" in text \
+            or "may not run sudo" in text:
+        return BecomeError(f"{spec}: sudo refuses to let {login} run commands as {user}",
+                           hint=f"add a sudoers rule for {login} (e.g. `{login} ALL=({user}) NOPASSWD: ALL`), "
+                                "or set --become-user / ansible_become_user to a user it may become")
+    if re.search(r"^sudo: unknown user", text, re.M):
+        return BecomeError(f"{spec}: sudo knows no user {user} there",
+                           hint="set --become-user / ansible_become_user to a user of the host")
+    if re.search(r"^sudo: sorry, you must have a tty", text, re.M):
+        return BecomeError(f"{spec}: sudo there requires a terminal (Defaults requiretty)",
+                           hint=f"add `Defaults:{login} !requiretty` to the host's sudoers")
+    return None
 
 
 def _last_line(text: str) -> str:
