@@ -165,9 +165,9 @@ def test_fast_path_reads_the_corpus_as_the_careful_path(sample, monkeypatch):
 def test_wildcard_matcher_matches_as_fnmatch_does(pattern, name):
     from fnmatch import fnmatchcase
 
-    from advisor.config.includes import _matcher
+    from advisor.config.includes import name_matcher
 
     # APR_FNM_PERIOD, then fnmatch with httpd's [^...] spelled as Python's [!...].
     expected = not (name.startswith(".") and not pattern.startswith(".")) and \
         fnmatchcase(name, pattern.replace("[^", "[!"))
-    assert _matcher(pattern)(name) == expected
+    assert name_matcher(pattern)(name) == expected

@@ -35,7 +35,7 @@ def has_wildcard(text: str) -> bool:
     return bool(_WILDCARD.search(text))
 
 
-def _matcher(pattern: str) -> Callable[[str], bool]:
+def name_matcher(pattern: str) -> Callable[[str], bool]:
     """apr_fnmatch of `pattern` against a directory entry's name, compiled
     once for a whole listing (thousands of names in a sites directory)."""
     if pattern[:1] == "*" and not has_wildcard(pattern[1:]):
@@ -138,7 +138,7 @@ def _walk(directory: str, components: list[str], optional: bool,
                            "fix the path or use IncludeOptional") from None
     except OSError as exc:
         raise IncludeError(f"cannot open directory {directory}: {exc.strerror}") from None
-    matches = _matcher(head)
+    matches = name_matcher(head)
     picked = [entry for entry in entries if matches(entry.name)]
     if rest:
         # In the middle of the path only real directories match (httpd

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:
     from advisor.config.inputs import InputRecorder
+    from advisor.config.overlay import Overlay
 
 
 @dataclass
@@ -46,6 +47,9 @@ class LoadOptions:
     """A local directory that stands for `/` of the host whose config this
     is (a copy of a remote server's tree): every path the config names is
     looked up under it, and the model keeps the host's own paths."""
+    overlay: "Overlay | None" = None
+    """One file read from elsewhere (`lint --as PATH CANDIDATE`): the tree
+    as it will be once the candidate replaces PATH (advisor/config/overlay.py)."""
     effective: bool = False
     """Build the effective tree (`Config.effective`) while reading instead
     of copying the raw tree afterwards: one pass less for a command that

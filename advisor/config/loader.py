@@ -113,6 +113,7 @@ class _Reader:
         """What files are read into (see read_text)."""
         self.root = state.options.root
         self.recorder = state.options.recorder
+        self.overlay = state.options.overlay
 
     # ---- files ------------------------------------------------------------
 
@@ -125,8 +126,11 @@ class _Reader:
         # Plain descriptors: a large tree has thousands of small files, and
         # the buffered-file layers of open() double the cost of reading them.
         root = self.root
+        local = root + path if root else path
+        if self.overlay is not None:
+            local = self.overlay.source(path, local)
         try:
-            descriptor = os.open(root + path if root else path, _READ_FLAGS)
+            descriptor = os.open(local, _READ_FLAGS)
         except OSError as exc:
             raise _unreadable(path, where, exc) from None
         identity = None
@@ -497,6 +501,8 @@ class _Reader:
             state.diagnostics.append(Diagnostic(node.file, node.end_line,
                                                 f"{exc} (skipped: httpd would refuse to start)"))
             paths = []
+        if self.overlay is not None:
+            paths = self.overlay.joined(args[0], state.server_root, paths, state.options.root)
         node.files = paths
         for path in paths:
             self.read_file(path, node, (node.file, node.end_line), effective)

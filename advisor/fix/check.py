@@ -116,12 +116,12 @@ def _explain(stderr: str, stdout: str, copy_root: str, root: str) -> tuple[str |
     return None, None, " ".join(lines[-3:]) if lines else "no message"
 
 
-def check_tree(command: CheckCommand, main_file: str, server_root: str, files: list[str],
-               contents: dict[str, bytes], timeout: float = 120) -> None:
-    """Run the check on a copy of the tree with `contents` (real path ->
-    new bytes) in place; raise one line when it fails."""
-    if command.skip:
-        return
+def refusal(command: CheckCommand, main_file: str, server_root: str, files: list[str],
+            contents: dict[str, bytes], timeout: float = 120) -> tuple[str | None, int | None, str] | None:
+    """Run the check on a copy of the tree with `contents` (path -> new
+    bytes; a path that does not exist yet is created in the copy) in place:
+    None when it passes, else the complaint as (file, line, message) with
+    the tree's own paths. Raises one line when no copy can be made."""
     root = _copy_root(main_file, server_root, files)
     if root == os.sep or _count_files(root) > MAX_COPY_FILES:
         raise UsageError(f"the tree under {root} is too large to copy for the check",
@@ -130,16 +130,27 @@ def check_tree(command: CheckCommand, main_file: str, server_root: str, files: l
         if not _inside(os.path.realpath(path), os.path.realpath(root)) and not _inside(path, root):
             raise UsageError(f"{path} lies outside {root}, so a copy cannot show httpd the edit",
                              hint="pass --check-cmd true to skip the check and review the diff")
-    done, copy_root, argv = _run_on_copy(command, main_file, server_root, files, contents, root, timeout)
+    done, copy_root, _ = _run_on_copy(command, main_file, server_root, files, contents, root, timeout)
     if done.returncode == 0:
-        return
+        return None
     stderr = done.stderr.decode("utf-8", "surrogateescape")
     stdout = done.stdout.decode("utf-8", "surrogateescape")
-    file, line, message = _explain(stderr, stdout, copy_root, root)
-    name = os.path.basename(argv[0])
+    return _explain(stderr, stdout, copy_root, root)
+
+
+def check_tree(command: CheckCommand, main_file: str, server_root: str, files: list[str],
+               contents: dict[str, bytes], timeout: float = 120) -> None:
+    """Run the check on a copy of the tree with `contents` (real path ->
+    new bytes) in place; raise one line when it fails."""
+    if command.skip:
+        return
+    refused = refusal(command, main_file, server_root, files, contents, timeout)
+    if refused is None:
+        return
+    file, line, message = refused
+    name = os.path.basename(command.argv[0])
     # Was it the fix? The same check on the tree as it is tells.
-    as_is, _, _ = _run_on_copy(command, main_file, server_root, files, {}, root, timeout)
-    if as_is.returncode != 0:
+    if refusal(command, main_file, server_root, files, {}, timeout) is not None:
         raise UsageError(f"{name} refuses this config even before any fix: {message}; nothing was "
                          "changed", file, line, hint="make httpd accept it first, then run fix")
     raise UsageError(f"{name} refused the fixed config: {message}; nothing was changed", file, line,
