@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import typer
 
-from advisor.commands.lint_options import (CacheDirOption, CacheOption, EvidenceOption, ExpectedClientsOption,
+from advisor.commands.lint_options import (AsOption, CacheDirOption, CacheOption, EvidenceOption, ExpectedClientsOption,
                                            FailOnOption, FormatOption, FpmConfigOption, FpmMemoryOption, GroupOption,
                                            HostOption, IdentityOption, IgnoreOption, InventoryOption, IsolatedOption,
                                            JobsOption, LimitOption, LintOptions, LiveFactsOption, LiveOption,
@@ -237,12 +237,22 @@ def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recor
     trees: list[tuple[str, str]] = []
     probed_host = False
     for path in options.paths:
-        config = load_config(path, load)
+        overlay = None
+        if options.as_candidate is None:
+            config = load_config(path, load)
+        else:
+            from advisor.commands.lint_as import load_with_candidate
+
+            config, overlay = load_with_candidate(path, load, options.as_candidate, notes)
         facts, probed = host_facts(config, options, host, enabled_codes, notes, recorder)
         setup.apply_to(facts)
         probed_host = probed_host or probed
         result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings,
                              edits=wants_edits)
+        if overlay is not None:
+            from advisor.commands.lint_as import show_at_candidate
+
+            show_at_candidate(result.findings, result.files, overlay)
         findings.extend(result.findings)
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
@@ -396,6 +406,7 @@ def lint(
     identity: IdentityOption = None,
     jobs: JobsOption = 8,
     live_facts: LiveFactsOption = None,
+    as_: AsOption = None,
 ) -> None:
     """Check configs for risky, slow or broken settings; exit 1 on findings at --fail-on or above."""
     from dataclasses import replace
@@ -417,6 +428,10 @@ def lint(
         # Of lint's reports, only SARIF shows the edits (as `fixes`).
         edits=format.lower() == "sarif",
     )
+    if as_:
+        from advisor.commands.lint_as import prepared
+
+        options = prepared(options, as_, remote=bool(host or inventory))
     if host or inventory:
         # A host's tree is read afresh each time (no cache) and never measured on this machine.
         _lint_hosts(list(host or []), inventory, limit, list(ssh_option or []), identity, jobs,

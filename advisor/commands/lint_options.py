@@ -10,7 +10,7 @@ is merged in; `fix` builds one too.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, List, Optional
+from typing import Annotated, List, Optional, Tuple
 
 import typer
 
@@ -58,6 +58,9 @@ class LintOptions:
     live_facts: str | None = None
     """A saved snapshot of a running host (JSON, as advisor.lint.host.collect_live_facts
     writes it) for the live-host rules: what rule fixtures and offline checks use."""
+    as_candidate: tuple[str, str] | None = None
+    """--as PATH CANDIDATE: the tree linted as it will be once CANDIDATE's
+    content replaces PATH (advisor/commands/lint_as.py)."""
     edits: bool = True
     """Whether the findings need their mechanical edits (`fix` does, SARIF shows
     them). A result saved to the cache always has them, whatever this says."""
@@ -94,3 +97,4 @@ SshOptionOption = Annotated[Optional[List[str]], typer.Option("--ssh-option", he
 IdentityOption = Annotated[Optional[str], typer.Option("--identity", help="With --host or --inventory: the private key ssh uses (an inventory's ansible_ssh_private_key_file wins).")]
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="With --host or --inventory: hosts read at once.")]
 LiveFactsOption = Annotated[Optional[str], typer.Option("--live-facts", help="A saved snapshot of a running host (JSON) for the live-host rules S513-S518.")]
+AsOption = Annotated[Optional[Tuple[str, str]], typer.Option("--as", metavar="PATH CANDIDATE", help="Lint the tree as it will be once CANDIDATE's content replaces PATH (a vhost, a conf-available file or the main config), and have httpd test it so: the validate step of Ansible, Puppet, Chef or Salt (CANDIDATE is their temporary file, %s). Findings in it are shown at CANDIDATE's lines.")]
