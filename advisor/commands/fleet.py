@@ -33,6 +33,10 @@ class FleetHost:
     spec: Any  # tuner.transport.ssh.HostSpec
     identity: str | None = None
     config: str = DEFAULT_CONFIG
+    become: str | None = None
+    """The user the reading runs as through `sudo -n` on the host (None: the login user)."""
+    unusable: str | None = None
+    """Why the host cannot be read at all (its inventory asks for what is not supported)."""
 
 
 @dataclass
@@ -71,8 +75,10 @@ class FleetRun:
     notes: list[str] = field(default_factory=list)
 
 
-def hosts_from_options(host_texts: list[str], config_paths: list[str], identity: str | None) -> list[FleetHost]:
-    """`--host` values as FleetHosts, each reading every PATH given (default Debian's)."""
+def hosts_from_options(host_texts: list[str], config_paths: list[str], identity: str | None,
+                       become: str | None = None) -> list[FleetHost]:
+    """`--host` values as FleetHosts, each reading every PATH given (default Debian's),
+    as `become` through sudo when given."""
     from advisor.tuner.transport.ssh import HostSpec
 
     configs = config_paths or [DEFAULT_CONFIG]
@@ -84,8 +90,21 @@ def hosts_from_options(host_texts: list[str], config_paths: list[str], identity:
                 raise UsageError(f"with --host, PATH {config!r} must be an absolute path on the host",
                                  hint="give the main config as the host's httpd reads it, e.g. /etc/apache2/apache2.conf")
             name = str(spec) if len(configs) == 1 else f"{spec}#{config}"
-            hosts.append(FleetHost(name=name, spec=spec, identity=identity, config=config))
+            hosts.append(FleetHost(name=name, spec=spec, identity=identity, config=config, become=become))
     return hosts
+
+
+def become_from_options(become: bool, become_user: str | None, reaches_hosts: bool) -> str | None:
+    """The user `--become` (with `--become-user`) names, None without it;
+    UsageError where the options do not go together."""
+    from advisor.tuner.transport.ssh import check_become_user
+
+    if become_user is not None and not become:
+        raise UsageError("--become-user goes with --become", hint="add --become to read the hosts under sudo")
+    if become and not reaches_hosts:
+        raise UsageError("--become goes with --host or --inventory: it reads the hosts' trees under sudo",
+                         hint="name the hosts with --host USER@HOST or --inventory FILE")
+    return check_become_user(become_user or "root") if become else None
 
 
 def _read_host(host: FleetHost, ssh_options: list[str], work: Path) -> HostRead:
@@ -93,9 +112,12 @@ def _read_host(host: FleetHost, ssh_options: list[str], work: Path) -> HostRead:
     from advisor.tuner.transport.ssh import SshConnection
 
     read = HostRead(host)
+    if host.unusable is not None:
+        read.error = _named(host.name, host.unusable)
+        return read
     conn = None
     try:
-        conn = SshConnection(host.spec, options=list(ssh_options), identity=host.identity)
+        conn = SshConnection(host.spec, options=list(ssh_options), identity=host.identity, become=host.become)
         conn.connect(probe=False)  # one round trip per host: the reading program says when python3 is missing
         root = work / hashlib.sha1(host.name.encode()).hexdigest()[:16]
         files, facts = read_host_tree(conn, host.config, root, with_facts=True, label=host.name)
@@ -336,8 +358,9 @@ def render_fleet(run: FleetRun, options) -> str:
 
 
 def hosts_from_inventory(path: str, limit: str | None, config_paths: list[str],
-                         identity: str | None) -> list[FleetHost]:
-    """The hosts --limit selects in the inventory, with their connection variables."""
+                         identity: str | None, become: str | None = None) -> list[FleetHost]:
+    """The hosts --limit selects in the inventory, with their connection variables
+    and their become variables (which win over `become`, as Ansible's do over -b)."""
     from advisor.commands.inventory import limit_hosts, read_inventory
     from advisor.tuner.transport.ssh import HostSpec
 
@@ -348,8 +371,41 @@ def hosts_from_inventory(path: str, limit: str | None, config_paths: list[str],
             spec = HostSpec(host=address, user=user, port=port)
         except (TypeError, ValueError):
             raise UsageError(f"host {entry.name} in {path} has a bad address or port") from None
+        host_become, unusable = inventory_become(entry.variables, become)
         configs = [config] if config else (config_paths or [DEFAULT_CONFIG])
         for main in configs:
             name = entry.name if len(configs) == 1 else f"{entry.name}#{main}"
-            hosts.append(FleetHost(name=name, spec=spec, identity=key or identity, config=main))
+            hosts.append(FleetHost(name=name, spec=spec, identity=key or identity, config=main,
+                                   become=host_become, unusable=unusable))
     return hosts
+
+
+# Ansible's boolean() reads these (any case); a value of neither set is no boolean here.
+_TRUE = {"yes", "y", "on", "true", "t", "1", "1.0"}
+_FALSE = {"no", "n", "off", "false", "f", "0", "0.0", ""}
+
+
+def inventory_become(variables: dict, become: str | None) -> tuple[str | None, str | None]:
+    """(the user a host's reading runs as through sudo or None, why it cannot be
+    read or None) from its ansible_become, ansible_become_user and
+    ansible_become_method; the command line's `become` (--become-user, None
+    without --become) where the inventory says nothing."""
+    from advisor.tuner.transport.ssh import check_become_user
+
+    wanted = become is not None
+    if "ansible_become" in variables:
+        text = str(variables["ansible_become"]).strip().lower()
+        if text not in _TRUE | _FALSE:
+            return None, f"ansible_become={variables['ansible_become']!r} is not a boolean (write yes or no)"
+        wanted = text in _TRUE
+    if not wanted:
+        return None, None
+    method = str(variables.get("ansible_become_method") or "sudo").strip()
+    if method != "sudo":
+        return None, (f"ansible_become_method={method} is not supported: only sudo is "
+                      "(set ansible_become_method=sudo, or ansible_become=no and a login user that may read the tree)")
+    user = str(variables.get("ansible_become_user") or become or "root").strip()
+    try:
+        return check_become_user(user, "ansible_become_user"), None
+    except UsageError as error:
+        return None, error.render()

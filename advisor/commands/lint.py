@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import typer
 
-from advisor.commands.lint_options import (AsOption, CacheDirOption, CacheOption, EvidenceOption, ExpectedClientsOption,
+from advisor.commands.lint_options import (AsOption, BecomeOption, BecomeUserOption, CacheDirOption, CacheOption, EvidenceOption, ExpectedClientsOption,
                                            FailOnOption, FormatOption, FpmConfigOption, FpmMemoryOption, GroupOption,
                                            HostOption, IdentityOption, IgnoreOption, InventoryOption, IsolatedOption,
                                            JobsOption, LimitOption, LintOptions, LiveFactsOption, LiveOption,
@@ -404,6 +404,8 @@ def lint(
     limit: LimitOption = None,
     ssh_option: SshOptionOption = None,
     identity: IdentityOption = None,
+    become: BecomeOption = False,
+    become_user: BecomeUserOption = None,
     jobs: JobsOption = 8,
     live_facts: LiveFactsOption = None,
     as_: AsOption = None,
@@ -432,10 +434,15 @@ def lint(
         from advisor.commands.lint_as import prepared
 
         options = prepared(options, as_, remote=bool(host or inventory))
+    become_as = None
+    if become or become_user is not None:
+        from advisor.commands.fleet import become_from_options
+
+        become_as = become_from_options(become, become_user, bool(host or inventory))
     if host or inventory:
         # A host's tree is read afresh each time (no cache) and never measured on this machine.
         _lint_hosts(list(host or []), inventory, limit, list(ssh_option or []), identity, jobs,
-                    replace(options, live=False, cache=False))
+                    replace(options, live=False, cache=False), become_as)
     if ssh_option or identity or limit:
         raise UsageError("--ssh-option, --identity and --limit go with --host or --inventory",
                          hint="name the hosts to read over SSH")
@@ -469,7 +476,8 @@ def _lint_and_report(options: LintOptions) -> None:
 
 
 def _lint_hosts(host_texts: list[str], inventory: str | None, limit: str | None,
-                ssh_options: list[str], identity: str | None, jobs: int, options: LintOptions) -> None:
+                ssh_options: list[str], identity: str | None, jobs: int, options: LintOptions,
+                become: str | None = None) -> None:
     """`lint --host` / `--inventory`: every host's tree over SSH (advisor/commands/fleet.py)."""
     from advisor.commands import fleet
     from advisor.commands.lint_facts import host_facts
@@ -483,9 +491,9 @@ def _lint_hosts(host_texts: list[str], inventory: str | None, limit: str | None,
         raise UsageError("--limit goes with --inventory", hint="name the inventory with --inventory FILE")
     if identity is not None and not os.path.isfile(identity):
         raise UsageError(f"identity file not found: {identity}", hint="pass the private key ssh should use")
-    hosts = fleet.hosts_from_options(host_texts, options.paths, identity)
+    hosts = fleet.hosts_from_options(host_texts, options.paths, identity, become)
     if inventory:
-        hosts += fleet.hosts_from_inventory(inventory, limit, options.paths, identity)
+        hosts += fleet.hosts_from_inventory(inventory, limit, options.paths, identity, become)
     from advisor.lint.settings import find_config_file
 
     if options.config and not os.path.isfile(options.config):

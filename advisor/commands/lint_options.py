@@ -95,6 +95,8 @@ InventoryOption = Annotated[Optional[str], typer.Option("--inventory", "-i", hel
 LimitOption = Annotated[Optional[str], typer.Option("--limit", help="With --inventory: an Ansible host pattern (group, host, glob, ~regex, !excluded, &also).")]
 SshOptionOption = Annotated[Optional[List[str]], typer.Option("--ssh-option", help="With --host or --inventory: an ssh -o option, e.g. UserKnownHostsFile=FILE (repeat).")]
 IdentityOption = Annotated[Optional[str], typer.Option("--identity", help="With --host or --inventory: the private key ssh uses (an inventory's ansible_ssh_private_key_file wins).")]
+BecomeOption = Annotated[bool, typer.Option("--become", help="With --host or --inventory: read each host's tree under `sudo -n` there (never asks for a password; the ssh user needs NOPASSWD sudo). An inventory's ansible_become, ansible_become_user and ansible_become_method win.")]
+BecomeUserOption = Annotated[Optional[str], typer.Option("--become-user", help="With --become: the user sudo runs the reading as (default root).")]
 JobsOption = Annotated[int, typer.Option("--jobs", "-j", help="With --host or --inventory: hosts read at once.")]
 LiveFactsOption = Annotated[Optional[str], typer.Option("--live-facts", help="A saved snapshot of a running host (JSON) for the live-host rules S513-S518.")]
 AsOption = Annotated[Optional[Tuple[str, str]], typer.Option("--as", metavar="PATH CANDIDATE", help="Lint the tree as it will be once CANDIDATE's content replaces PATH (a vhost, a conf-available file or the main config), and have httpd test it so: the validate step of Ansible, Puppet, Chef or Salt (CANDIDATE is their temporary file, %s). Findings in it are shown at CANDIDATE's lines.")]
