@@ -31,11 +31,17 @@ def prepared(options: LintOptions, pair: tuple[str, str], remote: bool) -> LintO
     (the distribution's main config when none is named), PATH absolute, the
     candidate readable. No cache: the candidate is a file of the moment."""
     target, candidate = pair
+    if remote:
+        # The reading would take the overlay (the host's copy is read under a
+        # root), but httpd's test of the candidate must run on the host, on a
+        # copy there: not built yet, and a validate without it proves less.
+        raise UsageError("--as does not go with --host or --inventory yet",
+                         hint="run `lint --as PATH CANDIDATE` on the host itself, as a validate step does")
     paths = list(options.paths)
     if len(paths) > 1:
         raise UsageError(f"--as places {candidate} in one tree, and {len(paths)} were named",
                          hint="name the one main config PATH replaces a file of")
-    if not paths and not remote:
+    if not paths:
         from advisor.lint.host import DEFAULT_MAIN_FILES
 
         present = [path for path in DEFAULT_MAIN_FILES if os.path.isfile(path)]
@@ -44,9 +50,6 @@ def prepared(options: LintOptions, pair: tuple[str, str], remote: bool) -> LintO
                              f"{' or '.join(DEFAULT_MAIN_FILES)}",
                              hint="name the main config first: lint TREE --as PATH CANDIDATE")
         paths = present[:1]
-    if remote and not target.startswith("/"):
-        raise UsageError(f"with --host, --as PATH {target!r} must be an absolute path on the host",
-                         hint="name the file as the host's tree has it, e.g. /etc/apache2/sites-enabled/x.conf")
     try:
         with open(candidate, "rb") as handle:
             handle.read(1)
@@ -56,8 +59,8 @@ def prepared(options: LintOptions, pair: tuple[str, str], remote: bool) -> LintO
     except OSError as exc:
         raise UsageError(f"cannot read the candidate: {exc.strerror}", candidate,
                          hint="pass the rendered file, readable by this user: Ansible's %s") from None
-    target = target if remote else os.path.abspath(target)
-    return replace(options, paths=paths, as_candidate=(os.path.normpath(target), candidate), cache=False)
+    return replace(options, paths=paths, as_candidate=(os.path.normpath(os.path.abspath(target)), candidate),
+                   cache=False)
 
 
 def load_with_candidate(path: str, load: LoadOptions, pair: tuple[str, str],

@@ -1,0 +1,190 @@
+"""`lint --as PATH CANDIDATE` on this machine (issue 59): the tree linted as
+it will be once CANDIDATE replaces PATH, tested by the real apache2 on a
+copy, findings and httpd's complaint at CANDIDATE's lines; and its bad
+input. The tree is a copy of this machine's Debian /etc/apache2 (no finding
+at error there), so `--fail-on error` tells a candidate that brings an
+error from one that does not."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_one_line_error, fail_in_ci_else_skip, require_httpd
+
+# E413 (error) on line 1: port 443 without SSLEngine; S504 (warning) on line 5.
+RISKY = ("<VirtualHost *:443>\n\tServerName shop.example.org\n\tDocumentRoot /var/www/html\n"
+         "\t<Directory /var/www/html>\n\t\tOptions Indexes\n\t</Directory>\n</VirtualHost>\n")
+CLEAN = "<VirtualHost *:80>\n\tServerName shop.example.org\n\tDocumentRoot /var/www/html\n</VirtualHost>\n"
+# httpd refuses line 4; the reader takes it (an unknown name is a lint finding).
+REFUSED = ("<VirtualHost *:80>\n\tServerName shop.example.org\n\tDocumentRoot /var/www/html\n"
+           "\tServerNme typo.example.org\n</VirtualHost>\n")
+
+
+def lint_as(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The real command in its own process, as a validate step runs it."""
+    return subprocess.run([sys.executable, "-m", "advisor", "lint", "--isolated", "--no-live", *args],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    import fleet_topology
+
+    if not os.path.isfile("/etc/apache2/apache2.conf"):
+        fail_in_ci_else_skip("Debian's apache2 (its /etc/apache2 is copied for these tests)")
+    work = tmp_path_factory.mktemp("lint-as")
+    (work / "run").mkdir()
+    return fleet_topology.debian_tree(work / "apache2", work / "run")
+
+
+def candidate(tmp_path: Path, text: str, name: str = "x.conf.tmp") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _places(result: subprocess.CompletedProcess) -> set[tuple[str, str, int]]:
+    return {(f["code"], f["file"], f["line"]) for f in json.loads(result.stdout)}
+
+
+@pytest.mark.httpd
+def test_candidate_judged_in_its_tree_at_its_own_lines(tree, tmp_path):
+    require_httpd()
+    default_site = tree / "sites-enabled" / "000-default.conf"
+    before = default_site.read_bytes()
+    risky = candidate(tmp_path, RISKY)
+
+    # In place of the enabled default site (a link into sites-available).
+    result = lint_as(str(tree), "--as", str(default_site), str(risky), "--fail-on", "error", "--format", "json")
+    assert result.returncode == 1, result.stderr
+    places = _places(result)
+    assert {("E413", str(risky), 1), ("S504", str(risky), 5)} <= places
+    assert not [p for p in places if "000-default" in p[1]]  # the replaced file is not read
+    assert ("S501", str(tree / "conf-enabled" / "security.conf"), 12) in places  # the rest as usual
+    assert default_site.read_bytes() == before
+
+    # The same file named through sites-available, and a clean candidate: exit 0.
+    clean = candidate(tmp_path, CLEAN, "clean.tmp")
+    result = lint_as(str(tree), "--as", str(tree / "sites-available" / "000-default.conf"), str(clean),
+                     "--fail-on", "error", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    places = _places(result)
+    assert ("S509", str(clean), 3) in places and not [p for p in places if "000-default" in p[1]]
+
+    # A site deployed for the first time: the wildcard Include picks it up
+    # beside the default site (whose findings stay), text report at its path.
+    result = lint_as(str(tree / "apache2.conf"), "--as", str(tree / "sites-enabled" / "shop.conf"), risky.name,
+                     "--fail-on", "error", "--no-evidence", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert re.search(r"\nx\.conf\.tmp\n +1  error   E413 ", result.stdout), result.stdout
+    assert f"{default_site}\n" in result.stdout
+    assert not (tree / "sites-enabled" / "shop.conf").exists()
+
+    # The main config itself: Timeout 300 (R301) gone from the candidate's copy.
+    main = candidate(tmp_path, (tree / "apache2.conf").read_text().replace("\nTimeout 300\n", "\nTimeout 30\n"),
+                     "main.tmp")
+    result = lint_as(str(tree), "--as", str(tree / "apache2.conf"), str(main), "--format", "json")
+    codes = {(code, file) for code, file, _ in _places(result)}
+    assert ("S504", str(main)) in codes and ("R301", str(main)) not in codes
+    assert not [file for _, file in codes if file == str(tree / "apache2.conf")]
+
+
+@pytest.mark.httpd
+def test_a_candidate_httpd_or_the_reader_refuses_is_one_line_at_its_line(tree, tmp_path):
+    require_httpd()
+    refused = candidate(tmp_path, REFUSED)
+    result = lint_as(str(tree), "--as", str(tree / "sites-enabled" / "shop.conf"), str(refused))
+    assert_one_line_error(result, f"{refused}:4: apache2 refuses the tree with this file as "
+                                  f"{tree / 'sites-enabled' / 'shop.conf'}: Invalid command 'ServerNme'")
+    # The main config replaced by one httpd refuses: its line, in the candidate.
+    text = (tree / "apache2.conf").read_text().replace("\nKeepAlive On\n", "\nKeepAlive maybe\n")
+    line = text.split("\n").index("KeepAlive maybe") + 1
+    main = candidate(tmp_path, text, "main.tmp")
+    result = lint_as(str(tree), "--as", str(tree / "apache2.conf"), str(main))
+    assert_one_line_error(result, f"{main}:{line}: apache2 refuses", "KeepAlive must be On or Off")
+    unclosed = candidate(tmp_path, "# a site\n<VirtualHost *:80>\n\tServerName a.example.org\n", "open.tmp")
+    result = lint_as(str(tree), "--as", str(tree / "sites-enabled" / "a.conf"), str(unclosed))
+    assert_one_line_error(result, f"{unclosed}:2: <VirtualHost> was not closed")
+
+
+def test_bad_input_is_one_line_each(tree, tmp_path):
+    clean = candidate(tmp_path, CLEAN)
+    site = str(tree / "sites-enabled" / "shop.conf")
+    result = lint_as(str(tree), "--as", site, str(tmp_path / "missing.tmp"))
+    assert_one_line_error(result, f"{tmp_path / 'missing.tmp'}: cannot read the candidate: No such file")
+    result = lint_as(str(tree), "--as", site, str(tmp_path))
+    assert_one_line_error(result, f"{tmp_path}: the candidate is a directory")
+    unreadable = candidate(tmp_path, CLEAN, "locked.tmp")
+    os.chmod(unreadable, 0)
+    if os.geteuid() != 0:  # (root reads it anyway)
+        result = lint_as(str(tree), "--as", site, str(unreadable))
+        assert_one_line_error(result, f"{unreadable}: cannot read the candidate: Permission denied")
+    result = lint_as(str(tree), str(tree), "--as", site, str(clean))
+    assert_one_line_error(result, "--as places", "in one tree, and 2 were named")
+    # PATHs the tree does not read: what it reads there and through which line; Debian's
+    # available/enabled pair; a directory nothing includes.
+    result = lint_as(str(tree), "--as", str(tree / "conf-enabled" / "extra.txt"), str(clean))
+    assert_one_line_error(result, f"--as {tree / 'conf-enabled' / 'extra.txt'}: the tree of "
+                                  f"{tree / 'apache2.conf'} does not read that file", "it reads charset.conf",
+                          f"through IncludeOptional conf-enabled/*.conf at {tree / 'apache2.conf'}:")
+    result = lint_as(str(tree), "--as", str(tree / "sites-available" / "new.conf"), str(clean))
+    assert_one_line_error(result, "does not read that file", "a2ensite", f"{tree / 'sites-enabled'}/")
+    result = lint_as(str(tree), "--as", "/srv/elsewhere/x.conf", str(clean))
+    assert_one_line_error(result, "--as /srv/elsewhere/x.conf", "no Include of", "reads from /srv/elsewhere")
+    result = lint_as("--host", "127.0.0.1", "--as", "sites-enabled/x.conf", str(clean))
+    assert_one_line_error(result, "--as does not go with --host or --inventory yet", "on the host itself")
+
+
+def test_without_a_tree_and_no_distribution_config_is_one_line(tmp_path):
+    """No TREE and no /etc/apache2/apache2.conf nor /etc/httpd/conf/httpd.conf:
+    shown in a mount namespace whose /etc/apache2 is an empty directory."""
+    if os.geteuid() != 0:
+        fail_in_ci_else_skip("root (a mount namespace hides /etc/apache2)")
+    clean = candidate(tmp_path, CLEAN)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    script = (f"mount --bind {empty} /etc/apache2 2>/dev/null || mkdir -p /etc/apache2; "
+              f"! test -e /etc/httpd/conf/httpd.conf && exec {sys.executable} -m advisor lint --isolated "
+              f"--as /etc/apache2/sites-enabled/x.conf {clean}")
+    result = subprocess.run(["unshare", "--mount", "sh", "-c", script], capture_output=True, text=True,
+                            timeout=60, stdin=subprocess.DEVNULL)
+    assert_one_line_error(result, f"--as needs a tree to place {clean} in, and none was named nor found at "
+                                  "/etc/apache2/apache2.conf or /etc/httpd/conf/httpd.conf")
+
+
+def test_overlay_places_a_new_file_where_httpd_would_read_it(tmp_path):
+    """The reader's overlay alone: a PATH that does not exist yet is read in
+    httpd's order among what a wildcard, a directory or a plain Include
+    finds, and not where none would pick it up."""
+    from advisor.config import LoadOptions, load_config
+    from advisor.config.overlay import Overlay, picks_up
+
+    (tmp_path / "sites" / "a").mkdir(parents=True)
+    (tmp_path / "sites" / "b.d").mkdir()
+    for name in ("sites/10-a.conf", "sites/30-c.conf", "sites/a/x.conf", "sites/b.d/y.conf"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    main = tmp_path / "httpd.conf"
+    main.write_text("IncludeOptional sites/*.conf\nInclude sites/b.d\n")
+    new = tmp_path / "new.tmp"
+    new.write_text("KeepAlive Off\n")
+    for target, order in ((tmp_path / "sites" / "20-b.conf", ["10-a", "20-b", "30-c", "y.conf"]),
+                          (tmp_path / "sites" / "b.d" / "z.conf", ["10-a", "30-c", "y.conf", "z.conf"])):
+        overlay = Overlay.of(str(target), str(new))
+        config = load_config(str(main), LoadOptions(overlay=overlay))
+        assert overlay.replaced == [str(target)]
+        assert [next(o for o in order if o in file) for file in config.files[1:]] == order
+        assert config.sources[str(target)] == "KeepAlive Off\n"
+    overlay = Overlay.of(str(tmp_path / "sites" / "20-b.txt"), str(new))
+    load_config(str(main), LoadOptions(overlay=overlay))
+    assert overlay.replaced == []
+    assert picks_up("/t/*/s/*.conf", "/t/x/s/a.conf", "") and not picks_up("/t/*/s/*.conf", "/t/x/s/.a.conf", "")
+    assert not picks_up("/t/*/s/*.conf", "/t/x/a.conf", "")
+    assert picks_up(str(tmp_path / "sites" / "b.d"), str(tmp_path / "sites" / "b.d" / "new"), "")
+    assert not picks_up("/nowhere/b.d", "/nowhere/b.d/new", "")
