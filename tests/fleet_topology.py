@@ -36,6 +36,8 @@ class FleetNode:
     """Shell run as root in the host's own mount and PID namespaces before its
     sshd starts: bind mounts, processes the host should show."""
     sshd: subprocess.Popen | None = None
+    root_login: bool = True
+    """False: its sshd says PermitRootLogin no, as hardened hosts do (issue 59)."""
 
 
 @dataclass
@@ -49,6 +51,8 @@ class Fleet:
     user_key: Path
     known_hosts: Path
     nodes: list[FleetNode] = field(default_factory=list)
+    users: tuple = ()
+    """netns_topology.LoginUser: the deploy users every host has besides root."""
     _created_ns: list[str] = field(default_factory=list)
     _root_link_made: bool = False
 
@@ -96,9 +100,12 @@ def debian_tree(target: Path, run_dir: Path, mpm: str = "event") -> Path:
     return target
 
 
-def build(work: Path, trees: list[tuple], subnet_base: str = SUBNET_BASE) -> Fleet:
-    """Hosts named and given trees by `trees` [(name, directory[, setup shell])];
-    everything made is removed again when building fails half-way."""
+def build(work: Path, trees: list[tuple], subnet_base: str = SUBNET_BASE, *, users=(),
+          root_refused=()) -> Fleet:
+    """Hosts named and given trees by `trees` [(name, directory[, setup shell])],
+    with the login `users` (netns_topology.LoginUser) besides root; the hosts
+    named in `root_refused` refuse root's login. Everything made is removed
+    again when building fails half-way."""
     base.check_requirements()
     if len(trees) > 200:
         raise base.TopologyUnavailable("at most 200 hosts")
@@ -113,10 +120,12 @@ def build(work: Path, trees: list[tuple], subnet_base: str = SUBNET_BASE) -> Fle
     work.mkdir(parents=True, exist_ok=True)
     os.chmod(work, 0o700)
     fleet = Fleet(tag=tag, prefix=prefix, work=work, hub=f"ff-hub-{tag}", hub_addr=f"{prefix}.1",
-                  root_link=f"ff{tag}h", user_key=work / "user_key", known_hosts=work / "known_hosts")
+                  root_link=f"ff{tag}h", user_key=work / "user_key", known_hosts=work / "known_hosts",
+                  users=tuple(users))
     for index, (name, tree, *setup) in enumerate(trees, start=1):
         fleet.nodes.append(FleetNode(name, f"ff-{index}-{tag}", f"{prefix}.{10 + index}", tree,
-                                     work / f"{name}_host_key", setup[0] if setup else ""))
+                                     work / f"{name}_host_key", setup[0] if setup else "",
+                                     root_login=name not in root_refused))
     return base.set_up(fleet, (_network, _sshds), "the test fleet")
 
 
@@ -157,14 +166,17 @@ def _sshds(fleet: Fleet) -> None:
         config = fleet.work / f"sshd_{node.name}.conf"
         config.write_text(
             f"ListenAddress {node.addr}\nPort 22\nHostKey {node.host_key}\n"
-            f"PidFile {fleet.work / f'sshd_{node.name}.pid'}\nAuthorizedKeysFile {authorized}\n"
-            "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+            f"PidFile {fleet.work / f'sshd_{node.name}.pid'}\n"
+            f"AuthorizedKeysFile {authorized}{' /home/%u/.ssh/authorized_keys' if fleet.users else ''}\n"
+            f"PermitRootLogin {'prohibit-password' if node.root_login else 'no'}\n"
+            "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             "UsePAM no\nStrictModes no\nPrintMotd no\nLogLevel ERROR\nMaxSessions 16\nMaxStartups 64\n")
         sshd = shlex.join([base.SSHD, "-D", "-e", "-f", str(config)])
         mount = f"mount --bind {shlex.quote(str(node.tree))} /etc/apache2 && "
         # A PID namespace of its own too: the host's process table holds its
         # sshd and what `setup` starts, not this machine's other httpds.
-        script = f"{mount}{node.setup}\nexec {sshd}"
+        users = base.login_users_setup(fleet.work, fleet.users, authorized)
+        script = f"{mount}{users}{node.setup}\nexec {sshd}"
         node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, "unshare", "--pid", "--fork", "--mount-proc",
                                       "--kill-child", "sh", "-c", script],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

@@ -10,7 +10,9 @@ Every namespace reaches every other over one bridge, so the tool (in the
 root namespace) can ssh into the server and into both clients, and a client
 can load the server. Each namespace runs its own sshd (Debian's
 openssh-server) with host keys made for this run in a temporary directory;
-one user key, also made here, is the only authorized key. Each sshd
+one user key, also made here, is the only authorized key: for root and for
+the deploy users of LOGIN_USERS, who exist only in the sshds' own mount
+namespaces (login_users_setup). Each sshd
 also listens on port 2200, where sessions get a PATH without python3. Addresses exist
 only inside these namespaces and on the root end of one veth pair, which
 goes with the topology.
@@ -37,6 +39,21 @@ SSHD = "/usr/sbin/sshd"
 NEEDED_TOOLS = ("ip", "ssh", "ssh-keygen")
 NO_PYTHON_PORT = 2200  # each sshd also listens here, with a PATH that holds no python3
 _BUILT = 0  # topologies built by this process: part of the names
+
+
+@dataclass(frozen=True)
+class LoginUser:
+    """A user the hosts' sshds let in with the run's key (root's sshd logins
+    aside), and the sudoers rule it has there (None: none)."""
+
+    name: str
+    uid: int
+    sudo: str | None
+
+
+# Issue 59's deploy users: one whose sudo asks nothing, one whose sudo wants a password.
+LOGIN_USERS = (LoginUser("deploy", 4591, "ALL=(ALL:ALL) NOPASSWD: ALL"),
+               LoginUser("pwdeploy", 4592, "ALL=(ALL:ALL) ALL"))
 
 
 class TopologyUnavailable(RuntimeError):
@@ -269,7 +286,8 @@ def _start_sshds(topo: Topology) -> None:
         config = topo.work / f"sshd_{node.role}.conf"
         config.write_text(
             f"ListenAddress {node.addr}\nPort 22\nPort {NO_PYTHON_PORT}\nHostKey {node.host_key}\n"
-            f"PidFile {topo.work / f'sshd_{node.role}.pid'}\nAuthorizedKeysFile {authorized}\n"
+            f"PidFile {topo.work / f'sshd_{node.role}.pid'}\n"
+            f"AuthorizedKeysFile {authorized} /home/%u/.ssh/authorized_keys\n"
             "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
             "UsePAM no\nStrictModes no\nPrintMotd no\nLogLevel ERROR\n"
             # One multiplexed connection carries many sessions (httperf, sampler, commands).
@@ -281,12 +299,53 @@ def _start_sshds(topo: Topology) -> None:
 
         )
         sshd = shlex.join([SSHD, "-D", "-e", "-f", str(config)])
-        node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, "sh", "-c", f"{_cgroup_mounts()}exec {sshd}"],
+        script = f"{_cgroup_mounts()}{login_users_setup(topo.work, LOGIN_USERS, authorized)}exec {sshd}"
+        node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, "sh", "-c", script],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=open(topo.work / f"sshd_{node.role}.log", "wb"))
     topo.known_hosts.write_text("".join(known))
     for node in topo.nodes:
         _wait_listening(node, topo.work / f"sshd_{node.role}.log")
+
+
+def login_users_setup(work: Path, users, authorized: Path) -> str:
+    """Shell, run as root in an sshd's own mount namespace before it starts,
+    that gives that namespace `users`: copies of this machine's passwd,
+    shadow, group and sudoers.d with them added, bind-mounted over the real
+    ones, and a tmpfs /home with each one's authorized_keys (sshd reads that
+    file as the user, who may not enter `work`). This machine's own files are
+    never written, and it all goes with the namespace."""
+    users = list(users)
+    if not users:
+        return ""
+    etc = work / "login-etc"
+    if not etc.exists():
+        staged = work / "login-etc.new"
+        shutil.rmtree(staged, ignore_errors=True)
+        staged.mkdir()
+        for name in ("passwd", "shadow", "group"):
+            shutil.copy2(f"/etc/{name}", staged / name)
+            original = os.stat(f"/etc/{name}")
+            os.chown(staged / name, original.st_uid, original.st_gid)
+        with open(staged / "passwd", "a") as passwd, open(staged / "shadow", "a") as shadow, \
+                open(staged / "group", "a") as group:
+            for user in users:
+                passwd.write(f"{user.name}:x:{user.uid}:{user.uid}::/home/{user.name}:/bin/sh\n")
+                shadow.write(f"{user.name}:*:19000:0:99999:7:::\n")  # no password, not locked (sshd lets a key in)
+                group.write(f"{user.name}:x:{user.uid}:\n")
+        shutil.copytree("/etc/sudoers.d", staged / "sudoers.d", symlinks=True)
+        rules = staged / "sudoers.d" / "apache-advisor-test"
+        rules.write_text("".join(f"{user.name} {user.sudo}\n" for user in users if user.sudo))
+        os.chmod(rules, 0o440)
+        staged.rename(etc)
+    steps = [f"mount --bind {shlex.quote(str(etc / name))} /etc/{name}" for name in ("passwd", "shadow", "group")]
+    steps += [f"mount --bind {shlex.quote(str(etc / 'sudoers.d'))} /etc/sudoers.d",
+              "mount -t tmpfs -o mode=755 tmpfs /home"]
+    for user in users:
+        ssh_dir = f"/home/{user.name}/.ssh"
+        steps += [f"mkdir -p {ssh_dir}", f"cp {shlex.quote(str(authorized))} {ssh_dir}/authorized_keys",
+                  f"chown -R {user.uid}:{user.uid} /home/{user.name}", f"chmod 700 {ssh_dir}"]
+    return " && ".join(steps) + " || { echo 'cannot set up the login users' >&2; exit 1; }\n"
 
 
 def _cgroup_mounts() -> str:

@@ -224,7 +224,7 @@ class SshConnection:
             return None
         if result.returncode != 0:
             raise AdvisorError(f"cannot read {self.spec}:{path}: {_last_line(result.stderr)}",
-                               hint="check the path and that the ssh user may read it")
+                               hint="check the path and that the ssh user may read it (or pass --become)")
         return result.stdout
 
     def write_file(self, path: str, text: str | None, mode: int = 0o644) -> None:
@@ -248,7 +248,7 @@ class SshConnection:
         result = self.run(script, input=text if text is not None else "")
         if result.returncode != 0:
             raise AdvisorError(f"cannot write {self.spec}:{path}: {_last_line(result.stderr)}",
-                               hint="check the directory exists and the ssh user may write it")
+                               hint="check the directory exists and the ssh user may write it (or pass --become)")
 
 
 def ssh_failure(spec: HostSpec, stderr: str) -> SshError:
@@ -279,10 +279,14 @@ def become_failure(spec: HostSpec, user: str, returncode: int, stderr: str) -> B
     if returncode == 127 and re.search(r"sudo: (command )?not found", text):
         return BecomeError(f"{spec}: --become needs sudo there, and it is not installed",
                            hint="install sudo on the host (apt-get install sudo), or log in as root without --become")
+    # With -n, sudo says a password is required also where it would refuse
+    # after one (no rule for the user, or none for these commands).
     if "a password is required" in text or "a terminal is required" in text:
-        return BecomeError(f"{spec}: sudo wants a password for {login} to run commands as {user}; "
-                           "--become runs sudo -n and never types one",
-                           hint=f"give {login} NOPASSWD in the host's sudoers (e.g. `{login} ALL=({user}) NOPASSWD: ALL`)")
+        return BecomeError(f"{spec}: sudo wants a password for {login} to run commands as {user} "
+                           "(--become runs sudo -n, which never asks for one), or has no rule letting it",
+                           hint=f"give {login} a NOPASSWD rule in the host's sudoers, e.g. "
+                                f"`{login} ALL=({user}) NOPASSWD: ALL`, or set --become-user / ansible_become_user "
+                                "to a user it may become without one")
     if "is not in the sudoers file" in text or "is not allowed to execute" in text \
             or "may not run sudo" in text:
         return BecomeError(f"{spec}: sudo refuses to let {login} run commands as {user}",
