@@ -47,6 +47,8 @@ class LintRun:
         """Lints again when the cached findings turn out unreadable."""
         self.saved = saved
         """(cache, key, token) of the entry holding this result, when there is one."""
+        self.save_later: Any = None
+        """Saves the entry in a process that outlives this one (run_lint's save_later)."""
 
     @property
     def findings(self) -> list:
@@ -89,7 +91,7 @@ def _open_cache(options: LintOptions, config_path: str | None):
         return None  # an unreadable settings file: the lint below says so in one line
 
 
-def run_lint(options: LintOptions) -> LintRun:
+def run_lint(options: LintOptions, *, save_later: bool = False) -> LintRun:
     """Load every PATH, lint it, and say what the exit code should be."""
     from advisor.lint.settings import find_config_file
 
@@ -117,12 +119,21 @@ def run_lint(options: LintOptions) -> LintRun:
                            afresh=lambda: _lint_afresh(options, config_path, record=False)[0])
     started_ns = time.time_ns()
     run, recorder, probed_host = _lint_afresh(options, config_path, record=opened is not None)
-    if opened is not None and recorder is not None and not probed_host:
-        from advisor.lint.cache import CachedResult
+    if opened is not None and recorder is not None and not probed_host and cache.admits(recorder, started_ns):
+        from advisor.lint.cache import CachedResult, new_token
 
-        result = CachedResult(_cached_rows(run.findings), run.notes, run.files, run.exit_code)
-        if cache.store(key, recorder, result, started_ns):
-            run.saved = (cache, key, result.token)
+        token = new_token()
+
+        def save() -> bool:
+            result = CachedResult(_cached_rows(run.findings), run.notes, run.files, run.exit_code, token)
+            return cache.store(key, recorder, result, started_ns)
+
+        # A report made now is kept under the token the entry will have.
+        run.saved = (cache, key, token)
+        if save_later:
+            run.save_later = lambda: cache.store_after_exit(key, save)
+        elif not save():
+            run.saved = None
     return run
 
 
@@ -458,7 +469,7 @@ def _lint_and_report(options: LintOptions) -> None:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        run = run_lint(options)
+        run = run_lint(options, save_later=True)
         report = report_text(run, options)
         # Written as it is made, piece by piece (inside: the pieces are
         # made from the model as they are written).
@@ -469,6 +480,8 @@ def _lint_and_report(options: LintOptions) -> None:
                 for piece in report:
                     sys.stdout.write(piece)
                 sys.stdout.flush()
+        if run.save_later is not None:
+            run.save_later()
     finally:
         if collecting:
             gc.enable()
