@@ -62,5 +62,5 @@ def limit_hosts(hosts: list[InventoryHost], limit: str | None, path: str) -> lis
     chosen = [host for host in hosts if host.name in names]
     if not chosen:
         raise UsageError(f"--limit {limit!r} matches no host of {path}",
-                         hint="name hosts or groups the inventory has (ansible-inventory --graph lists them)")
+                         hint=f"name hosts or groups the inventory has; ansible-inventory -i {path} --graph lists them")
     return chosen

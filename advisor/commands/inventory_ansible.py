@@ -21,7 +21,10 @@ from typing import Any, Iterator
 from advisor.commands.inventory_model import HostList, InventoryHost
 from advisor.errors import ConfigError, UsageError
 
-CHECK_HINT = "ansible-inventory -i FILE --list shows how Ansible reads it"
+
+
+def check_hint(path: str) -> str:
+    return f"ansible-inventory -i {path} --list shows how Ansible reads it"
 
 
 @contextlib.contextmanager
@@ -138,7 +141,7 @@ def parse_error(path: str) -> ConfigError:
             where, line = _where(exc, path)
             message = (str(exc).strip().splitlines() or [type(exc).__name__])[0].rstrip(".")
             return ConfigError(f"Ansible's {name} inventory plugin cannot parse it: {message}", where,
-                               line or seen.get("line"), CHECK_HINT)
+                               line or seen.get("line"), check_hint(path))
     return ConfigError("Ansible found no inventory plugin that reads this file", path, None,
                        "write it as an INI or YAML inventory, or make a dynamic inventory script executable")
 
@@ -190,9 +193,10 @@ def read_with_ansible(path: str) -> HostList:
             where, line = _where(exc, source)
             message = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             raise ConfigError(f"Ansible cannot read the inventory: {message}", _as_given(where, source, path), line,
-                              CHECK_HINT) from None
+                              check_hint(path)) from None
         except ConfigError as exc:
             exc.file = _as_given(exc.file, source, path)
+            exc.hint = check_hint(path)
             raise
 
     def select(limit: str) -> list[str]:

@@ -6,7 +6,8 @@ import sys
 FLEET = {
     "web": {"hosts": ["dyn-web1", "dyn-web2"], "vars": {"ansible_user": "deploy"}},
     "db": {"hosts": ["dyn-db1"], "children": []},
-    "prod": {"children": ["web", "db"], "vars": {"ansible_become": True}},
+    "prod": {"children": ["web", "db"], "vars": {"ansible_become": True, "ansible_become_method": "sudo",
+                                                 "ansible_ssh_private_key_file": "/srv/keys/fleet"}},
     "_meta": {"hostvars": {
         "dyn-web1": {"ansible_host": "192.0.2.21", "ansible_port": 2201},
         "dyn-web2": {"ansible_host": "192.0.2.22"},
