@@ -13,6 +13,7 @@ command: ECDSA P-256 by default, RSA-2048 for the many sites still on RSA
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -86,7 +87,7 @@ def config_lines(modules_dir: str, run_dir: Path, host: str, port: int, cert: Pa
         f'LoadModule ssl_module "{modules_dir}/mod_ssl.so"',
         "SSLRandomSeed startup builtin",
         "SSLRandomSeed connect builtin",
-        f'SSLSessionCache "shmcb:{run_dir}/ssl_scache({SESSION_CACHE_BYTES})"',
+        session_cache_line(run_dir, cache=True),
         f"SSLSessionCacheTimeout {SESSION_CACHE_TIMEOUT_S}",
         "SSLCipherSuite HIGH:!aNULL",
         "SSLProtocol -all +TLSv1.2 +TLSv1.3",
@@ -97,6 +98,43 @@ def config_lines(modules_dir: str, run_dir: Path, host: str, port: int, cert: Pa
         f'    SSLCertificateKeyFile "{key}"',
         "</VirtualHost>",
     ])
+
+
+def session_cache_line(run_dir: Path, cache: bool) -> str:
+    return f'SSLSessionCache "shmcb:{run_dir}/ssl_scache({SESSION_CACHE_BYTES})"' if cache else "SSLSessionCache none"
+
+
+_CACHE_LINE = re.compile(r"^SSLSessionCache .*$", re.M)
+_TICKETS_LINE = re.compile(r"^SSLSessionTickets (?:on|off)$", re.M)
+
+
+def set_session_resumption(config_path: Path, run_dir: Path, *, cache: bool, tickets: bool) -> None:
+    """The sandbox's own SSLSessionCache and SSLSessionTickets lines in its
+    httpd.conf, rewritten in place; a full restart makes them take effect.
+
+    In place, because the managed include cannot take the cache away:
+    mod_ssl reads `SSLSessionCache none` as "configure nothing", so a `none`
+    read after the sandbox's shmcb line leaves shmcb in force (the first
+    run of bench/tls_resumption.py measured the cache where it meant its
+    absence). Written whole to a temporary file and moved over the old one.
+    """
+    text = config_path.read_text()
+    if not _CACHE_LINE.search(text) or not _TICKETS_LINE.search(text):
+        raise AdvisorError("no SSLSessionCache or SSLSessionTickets line of the sandbox's own: it serves plain HTTP",
+                           file=str(config_path), hint="start the sandbox with `staging up --tls`")
+    text = _CACHE_LINE.sub(lambda _: session_cache_line(run_dir, cache), text, count=1)
+    text = _TICKETS_LINE.sub(f"SSLSessionTickets {'on' if tickets else 'off'}", text, count=1)
+    fresh = config_path.with_name(config_path.name + ".new")
+    fresh.write_text(text)
+    fresh.replace(config_path)
+
+
+def session_resumption(config_path: Path) -> tuple[bool, bool]:
+    """(cache, tickets) as the sandbox's httpd.conf sets them."""
+    text = config_path.read_text()
+    cache, tickets = _CACHE_LINE.search(text), _TICKETS_LINE.search(text)
+    return (cache is not None and cache.group(0) != "SSLSessionCache none",
+            tickets is not None and tickets.group(0).endswith(" on"))
 
 
 def _is_ip(host: str) -> bool:
