@@ -40,6 +40,9 @@ def hardened(tmp_path_factory):
             if not os.path.islink(path):
                 os.chown(path, 0, 0)
                 os.chmod(path, 0o640)
+    # A main config anyone may read that includes one only root may.
+    (tree / "open.conf").write_text("ServerName open.example\nInclude /etc/apache2/ports.conf\n")
+    os.chmod(tree / "open.conf", 0o644)
     hosts = [("locked", tree), ("twin", tree)]
     build = lambda: fleet_topology.build(work / "net", hosts, users=netns_topology.LOGIN_USERS,  # noqa: E731
                                          root_refused={"locked"})
@@ -73,6 +76,10 @@ def test_a_deploy_user_with_become_reads_a_root_only_tree_as_root_does(hardened)
     # Without --become the same login cannot read the main config: one line naming it.
     assert_one_line_error(cli("lint", "--host", f"deploy@{locked}", *_ssh(topo), "--isolated", check=False),
                           f"deploy@{locked}:{MAIN}: ", "Permission denied", "--become")
+    # An included file only root may read: httpd's own line, at the Include, with the same hint.
+    assert_one_line_error(cli("lint", "--host", f"deploy@{locked}", "/etc/apache2/open.conf", *_ssh(topo),
+                              "--isolated", check=False),
+                          f"deploy@{locked}:/etc/apache2/open.conf:2: ", "ports.conf", "--become")
     # --become-user is who sudo runs the reading as: www-data may not read a root-only tree either,
     # and a user the host does not know is sudo's own refusal.
     assert_one_line_error(cli("lint", "--host", f"deploy@{locked}", "--become", "--become-user", "www-data",

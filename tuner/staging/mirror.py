@@ -169,6 +169,9 @@ def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
     if "refused" in answer:
         error = config_test_error(answer["refused"], config)
         error.file = f"{host}:{error.file}" if error.file else where
+        if "Permission denied" in answer["refused"]:
+            # An included file only root may read: httpd names the Include that failed.
+            error.hint = "the ssh user must be able to read the whole config tree: pass --become (sudo)"
         raise error
     if "unreadable" in answer:
         path = answer["unreadable"]

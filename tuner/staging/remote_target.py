@@ -8,6 +8,10 @@ default `apache2 -t -f CONFIG` or `httpd`; `--reload-cmd`, default
 `ps` there. Health and mod_status are read over HTTP from this machine, as
 for a local server.
 
+With `--become` the connection runs every one of these commands, reads and
+writes under `sudo -n` on the host (tuner/transport/ssh.py): nothing here
+changes, and the include keeps the owner and mode it had.
+
 The journal, the lock and the load record stay on this machine, in a
 directory named after the host and the managed file: after a run killed
 with -9, the next run against the same host finds the journal and puts the
