@@ -559,6 +559,10 @@ class _Reporter:
             self.console.print("  " + tls_line(result.tls), markup=False, highlight=False)
         if result.inputs.workload == "browser":
             self.console.print("  " + protocol_line(result.protocol_summary()), markup=False, highlight=False)
+        if result.http2 is not None:
+            from advisor.tuner.measure.h2_status import summary_line
+
+            self.console.print("  " + summary_line(result.http2), markup=False, highlight=False)
         for failure in result.slo_failures():
             self.console.print(f"  SLO: {failure}")
         for reason in result.invalid_reasons:

@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import socket
 import struct
-import threading
 import time
 from dataclasses import dataclass
+
+from advisor.tuner.measure.status import PeriodicReader
 
 FCGI_VERSION = 1
 FCGI_BEGIN_REQUEST, FCGI_END_REQUEST, FCGI_PARAMS, FCGI_STDIN, FCGI_STDOUT = 1, 3, 4, 5, 6
@@ -113,34 +114,16 @@ def read_status(socket_path: str, timeout: float = 1.0) -> FpmStatus | None:
         return None
 
 
-class FpmSampler:
+class FpmSampler(PeriodicReader[FpmStatus]):
     """Reads the status socket every `interval` seconds in a thread, at most
     `max_samples` times; `stop()` returns the readings with t from start."""
 
     def __init__(self, socket_path: str, interval: float = 1.0, max_samples: int = 600):
+        super().__init__("fpm-status", self._read, interval, max_samples)
         self.socket_path = socket_path
-        self.interval = interval
-        self.max_samples = max_samples
-        self.samples: list[FpmStatus] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._t0 = 0.0
 
-    def start(self) -> None:
-        self._t0 = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="fpm-status", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set() and len(self.samples) < self.max_samples:
-            status = read_status(self.socket_path, timeout=min(1.0, self.interval))
-            if status is not None:
-                status.t = status.t - self._t0
-                self.samples.append(status)
-            self._stop.wait(self.interval)
-
-    def stop(self) -> list[FpmStatus]:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
-        return list(self.samples)
+    def _read(self, elapsed: float) -> FpmStatus | None:
+        status = read_status(self.socket_path, timeout=min(1.0, self.interval))
+        if status is not None:
+            status.t = elapsed
+        return status

@@ -8,10 +8,14 @@ to import and the CLI must start fast.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
+from typing import Callable, Generic, TypeVar
 
 from advisor.errors import AdvisorError
+
+Reading = TypeVar("Reading")
 
 # Scoreboard keys as mod_status prints them.
 SCOREBOARD_KEYS = {
@@ -102,13 +106,55 @@ def parse_status(text: str) -> StatusSnapshot | None:
     )
 
 
-def fetch_status(url: str, timeout: float = 1.0, session=None) -> StatusSnapshot | None:
+def fetch_page(url: str, timeout: float = 1.0, session=None) -> str | None:
+    """The body of a 200 answer to GET `url`, or None (no answer, or another status)."""
     import requests
 
     try:
         response = (session or requests).get(url, timeout=timeout, verify=staging_verify(url))
     except requests.RequestException:
         return None
-    if response.status_code != 200:
-        return None
-    return parse_status(response.text)
+    return response.text if response.status_code == 200 else None
+
+
+def fetch_status(url: str, timeout: float = 1.0, session=None) -> StatusSnapshot | None:
+    page = fetch_page(url, timeout, session)
+    return parse_status(page) if page is not None else None
+
+
+class PeriodicReader(Generic[Reading]):
+    """Calls `read(elapsed seconds)` every `interval` seconds in a thread of
+    its own, at most `max_reads` times, and keeps the readings that are not
+    None; `stop()` returns them. The trial's other samplers (php-fpm's pool,
+    mod_http2's sessions) read beside the collector this way."""
+
+    def __init__(self, name: str, read: Callable[[float], Reading | None], interval: float = 1.0,
+                 max_reads: int = 600):
+        self.name = name
+        self.read = read
+        self.interval = interval
+        self.max_reads = max_reads
+        self.reads = 0  # attempts, answered or not
+        self.readings: list[Reading] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set() and self.reads < self.max_reads:
+            reading = self.read(time.monotonic() - self._t0)
+            self.reads += 1
+            if reading is not None:
+                self.readings.append(reading)
+            self._stop.wait(self.interval)
+
+    def stop(self) -> list[Reading]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        return list(self.readings)

@@ -138,6 +138,8 @@ class TrialResult:
     """Several load clients: each httperf's mean share of a core on its host."""
     tls: TlsTrial | None = None
     """HTTPS targets: the negotiated TLS, the handshakes the server counted, their CPU."""
+    http2: dict | None = None
+    """h2 and mix trials: mod_http2's sessions and streams as mod_status showed them (h2_status.summarize)."""
     server_cpu_s: float | None = None
     """The server's CPU seconds from the window's start to httperf's end (None: not readable)."""
 
@@ -406,6 +408,7 @@ class TrialResult:
             "warmup": asdict(self.warmup) if self.warmup else None,
             "pool": self.pool.to_dict() if self.pool else None,
             "tls": self.tls.to_dict() if self.tls else None,
+            "http2": self.http2,
             "server_cpu_s": round(self.server_cpu_s, 4) if self.server_cpu_s is not None else None,
             "server_cpu_per_reply_ms": (round(self.server_cpu_per_reply_ms, 4)
                                         if self.server_cpu_per_reply_ms is not None else None),

@@ -25,6 +25,7 @@ from advisor.tuner.trial.quiet_wait import remember_pool, wait_quiet
 from advisor.tuner.trial.result import TrialInputs, TrialResult, quota_headroom_pct
 from advisor.tuner.trial.verdict import (EXPLAINED_LABELS, ClientLimit, Verdict, closed_by_server, decide,
                                          explain_miss, fpm_verdict, handshake_verdict)
+from advisor.tuner.trial.h2_verdict import h2_limits_verdict, h2_sampler, h2_summary
 from advisor.tuner.trial.warmup import warm_up
 
 # Arlitt & Williamson call a run valid only when the clients sustain the
@@ -178,6 +179,9 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
                                cache_counters(_status_fields(getattr(collector, "final_status", None))),
                                cpu_before, cpu_after, result.replies, trial.load_window_s, own)
         trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
+    if run.http2 is not None:
+        trial.http2 = run.http2
+        trial.verdict = h2_limits_verdict(target, inputs, trial.verdict, run.http2, result.protocol)
     if trial.verdict.label in EXPLAINED_LABELS and not trial.measurement_reasons():
         _explain_a_miss(trial, target, pid, server_cpus, interval)
     return trial
@@ -258,6 +262,7 @@ class MeasuredRun:
     time_bound_s: float  # how long the load was let run
     samples: list[Sample]
     fpm_samples: list
+    http2: dict | None  # mod_http2's state through the window (h2 and mix trials)
     cpu_after: float | None  # httpd's CPU seconds at the end
     own_after: int | None  # the collector's own status connections (HTTPS only)
 
@@ -274,6 +279,7 @@ def _measured_run(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec, pi
 
         fpm_sampler = FpmSampler(fpm_socket, interval=interval, max_samples=int(600 / interval))
         fpm_sampler.start()
+    h2_watch = h2_sampler(target, inputs, interval)
     collector.start()
     process = start_load(target, spec, clients)
     if registry is not None:
@@ -294,6 +300,7 @@ def _measured_run(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec, pi
             httperf.forget(target.load_record, process.pid)
         samples = collector.stop()
         fpm_samples = fpm_sampler.stop() if fpm_sampler is not None else []
+        http2 = h2_summary(h2_watch)
         cpu_after = collector.httpd_cpu_seconds()
         own_after = getattr(collector, "final_status_connections", None) if tls_info else None
         pool = collector.pool_state()
@@ -302,7 +309,7 @@ def _measured_run(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec, pi
         if registry is not None and process in registry:
             registry.remove(process)
     return MeasuredRun(process=process, result=result, overran=overran, client_died=client_died,
-                       time_bound_s=limit, samples=samples, fpm_samples=fpm_samples, cpu_after=cpu_after,
+                       time_bound_s=limit, samples=samples, fpm_samples=fpm_samples, http2=http2, cpu_after=cpu_after,
                        own_after=own_after)
 
 

@@ -19,7 +19,7 @@ from advisor.tuner.measure.metrics import Sample
 LABELS = (
     "server CPU", "network", "disk", "worker pool exhausted", "keep-alive holding workers",
     "logging", "process churn", "name lookups", "memory/swap", "client-bound", "connections closed by server",
-    "php-fpm pool exhausted", "none",
+    "php-fpm pool exhausted", "h2 workers exhausted", "h2 streams per session capped", "none",
 )
 FPM_EXHAUSTED = "php-fpm pool exhausted"
 CLOSED_BY_SERVER = "connections closed by server"
