@@ -186,11 +186,15 @@ def test_no_host_linted_is_exit_2(fleet, tmp_path):
 def test_bad_inventories_and_limits_are_one_line(tmp_path):
     ini = tmp_path / "broken.ini"
     ini.write_text("[web]\nweb1 ansible_host=10.0.0.1\n[edge\nweb2\n")
+    # Ansible (the 'ansible' extra, installed where the suite runs) reads
+    # inventories and its message is given at the line; our reader's own
+    # messages, with Ansible hidden, are test_inventory_bad_input's.
     assert_one_line_error(cli("lint", "--inventory", str(ini), check=False),
-                          f"{ini}:3: not an inventory section header")
+                          f"{ini}:3: ", "ini inventory plugin cannot parse it")
     bad_vars = tmp_path / "vars.ini"
     bad_vars.write_text("[web]\nweb1\n[web:vars]\nansible_user\n")
-    assert_one_line_error(cli("lint", "--inventory", str(bad_vars), check=False), f"{bad_vars}:4: expected key=value")
+    assert_one_line_error(cli("lint", "--inventory", str(bad_vars), check=False), f"{bad_vars}:4: ",
+                          "Expected key=value")
     yml = tmp_path / "broken.yml"
     yml.write_text("all:\n  hosts:\n    web1:\n   web2: {}\n")
     assert_one_line_error(cli("lint", "--inventory", str(yml), check=False), f"{yml}:4: ")
