@@ -27,6 +27,8 @@ from typing import Any, Mapping, Sequence
 MPMS = ("prefork", "worker", "event")
 THREADED = ("worker", "event")
 ON_OFF = ("On", "Off")
+# `Protocols` as a mix's tune space searches it: h2 offered, or HTTP/1.1 alone.
+H2_PROTOCOL_CHOICES = ("h2 http/1.1", "http/1.1")
 
 Value = int | str
 
@@ -329,6 +331,11 @@ class Space:
             if d.unlimited_at_top and value == d.high:
                 value = 0
             out[d.name] = value
+        if "H2MaxWorkers" in out and "ThreadsPerChild" in out:
+            out["H2MaxWorkers"] = max(int(out["H2MaxWorkers"]), int(out["ThreadsPerChild"]))
+        if mpm == "prefork" and "Protocols" in out:
+            # mod_http2 does not run under prefork (AH10034): the point says what its visitors get.
+            out["Protocols"] = H2_PROTOCOL_CHOICES[-1]
         return out
 
     def directives(self, point: Mapping[str, Value], *, reload_safe: bool = False,

@@ -10,9 +10,9 @@ import re
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from advisor.errors import UsageError
-from advisor.tuner.search.space import (ALIASES, ASYNC_FACTOR_GUARD, CORE_DEFAULTS, DEFAULT_SOMAXCONN, MAX_SPAWN_RATE,
-                                        MCPC_ERROR_LIMIT, MCPC_TOP, MPMS, ON_OFF, THREADED, THREADS_PER_CHILD_GUARD,
-                                        Dimension, Space, Value, fix_dimension)
+from advisor.tuner.search.space import (ALIASES, ASYNC_FACTOR_GUARD, CORE_DEFAULTS, DEFAULT_SOMAXCONN,
+                                        H2_PROTOCOL_CHOICES, MAX_SPAWN_RATE, MCPC_ERROR_LIMIT, MCPC_TOP, MPMS, ON_OFF,
+                                        THREADED, THREADS_PER_CHILD_GUARD, Dimension, Space, Value, fix_dimension)
 
 if TYPE_CHECKING:
     from advisor.config.model import Config
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_mpm_switch: bool = False,
                  somaxconn: int = DEFAULT_SOMAXCONN, ram_why: str = "", over_tls: bool = False,
-                 http2: bool = False) -> Space:
+                 http2: bool = False, protocol: str | None = None) -> Space:
     """The search space for the config in use.
 
     `ram_workers`: how many workers RAM holds, from capacity's sizing
@@ -31,8 +31,12 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
     `over_tls`: every request of the trials is HTTPS, where EnableSendfile
     does nothing (TLS_LEAVES_OUT). `http2`: every visitor speaks HTTP/2
     (--protocol h2), which mod_http2 never negotiates under prefork
-    (AH10034): prefork is not a point of the MPM switch.
+    (AH10034): prefork is not a point of the MPM switch. `protocol` (h1, h2
+    or mix; h2 when only `http2` is given) adds mod_http2's dimensions when
+    the config loads it (h2_dimensions).
     """
+    protocol = protocol or ("h2" if http2 else "h1")
+    http2 = http2 or protocol == "h2"
     mpm = cfg.mpm
     if mpm not in MPMS:
         raise UsageError(
@@ -65,6 +69,9 @@ def derive_space(cfg: "Config", ram_workers: int | Mapping[str, int], *, allow_m
                             "of the peak, Almeida et al. at about 23 ms per connection"))
     else:
         notes.append("BufferedLogs left out: the config writes no access log, so there is nothing to buffer")
+    h2_dims, h2_notes = h2_dimensions(cfg, protocol, mpms)
+    dims.extend(h2_dims)
+    notes.extend(h2_notes)
     if kept is not None:
         notes.insert(0, kept)
     space = Space(mpm=mpm, dimensions=dims, start={}, notes=notes, ram_workers=dict(bounds),
@@ -216,6 +223,51 @@ TLS_LEAVES_OUT = {
 }
 
 
+HTTP2_MODULES = ("http2_module", "mod_http2.c")
+H2_SESSION_STREAMS_GUARD = (6, 400)
+H2_WORKERS_GUARD = (8, 96)
+
+
+def h2_dimensions(cfg: "Config", protocol: str, mpms: Sequence[str]) -> tuple[list[Dimension], list[str]]:
+    """mod_http2's dimensions for trials with HTTP/2 visitors, and the notes
+    on what is left out. Only with mod_http2 loaded and --protocol h2 or mix.
+
+    `Protocols` (h2 offered or not) is a dimension under a mix only: its
+    "off" point serves the HTTP/2 share HTTP/1.1, as a server without h2
+    does, which a mix measures; under h2 alone that point is refused (a
+    trial that asks for HTTP/2 and gets HTTP/1.1 is not measured). A prefork
+    point of a mix writes `Protocols http/1.1` (Space.settings): mod_http2
+    does not run there, and the line says what its visitors get."""
+    if protocol not in ("h2", "mix") or not any(name in cfg.modules for name in HTTP2_MODULES):
+        return [], []
+    dims: list[Dimension] = []
+    notes = ["H2WindowSize left out: it is the flow-control window of what a client uploads, and the browser "
+             "workload uploads nothing; replies go out under the client's window"]
+    threaded = tuple(m for m in mpms if m in THREADED)
+    if protocol == "mix" and not threaded:
+        notes.append("Protocols left out: prefork serves HTTP/1.1 whatever is offered (AH10034), so offering h2 "
+                     "or not is the same point")
+    elif protocol == "mix":
+        dims.append(Dimension("Protocols", "choice", choices=H2_PROTOCOL_CHOICES, guard=H2_PROTOCOL_CHOICES,
+                              why="h2 offered or not: without it the HTTP/2 share of a mix speaks HTTP/1.1 (six "
+                                  "connections and handshakes a visitor instead of one); prefork serves "
+                                  "HTTP/1.1 whatever is offered (AH10034)"))
+    else:
+        notes.append("Protocols left out: under --protocol h2 every visitor speaks HTTP/2, and a point that "
+                     "stops offering h2 would serve them HTTP/1.1, which an h2 trial refuses to measure")
+    if threaded:
+        dims.append(_int("H2MaxSessionStreams", *H2_SESSION_STREAMS_GUARD,
+                         "streams a visitor's connection may have open at once: 6, lint C209's floor (fewer "
+                         "than the six connections of an HTTP/1.1 browser); 100, mod_http2's documented "
+                         "default; 400, four times it", log=True, mpms=threaded))
+        dims.append(_int("H2MaxWorkers", *H2_WORKERS_GUARD,
+                         "mod_http2's threads a child (a stream runs on one until its reply is produced): "
+                         "8, the fewest ThreadsPerChild the search tries; 96, 3/2 of its most (64), mod_http2's "
+                         "default ratio (it logged workers_max=37 at 25 threads); raised to ThreadsPerChild "
+                         "when lower, as lint C209 asks", log=True, mpms=threaded))
+    return dims, notes
+
+
 def _writes_access_log(cfg: "Config") -> bool:
     """An access log anywhere in what httpd applies (server or a virtual host)."""
     if "log_config_module" not in cfg.modules and "mod_log_config.c" not in cfg.modules:
@@ -260,12 +312,17 @@ def _defaults_for(mpm: str) -> dict[str, Value]:
     for key, value in DEFAULTS.get(mpm, {}).items():
         if key in canonical:
             out[canonical[key]] = value
+    out["H2MaxSessionStreams"] = 100
+    if "ThreadsPerChild" in out:
+        out["H2MaxWorkers"] = int(out["ThreadsPerChild"]) * 3 // 2
     return out
 
 
 def _read_value(dim: Dimension, text: str) -> Value | None:
     if dim.name == "KeepAliveTimeout":
         return parse_timeout_ms(text)
+    if dim.name == "Protocols":
+        return H2_PROTOCOL_CHOICES[0] if "h2" in text.lower().split() else H2_PROTOCOL_CHOICES[1]
     if dim.kind == "choice":
         word = text.strip().lower()
         if dim.name == "HostnameLookups" and word == "double":

@@ -34,7 +34,8 @@ def read_space(target, settings: SessionSettings, work_dir: Path | None, protoco
     bounds, why = ram_workers(cfg, [m for m in mpms if m], settings.ram_bytes, docroot, host)
     space = derive_space(cfg, bounds, allow_mpm_switch=settings.allow_mpm_switch,
                          somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why,
-                         over_tls=target.base_url.lower().startswith("https:"), http2=http2)
+                         over_tls=target.base_url.lower().startswith("https:"), http2=http2,
+                         protocol=protocol)
     if settings.space_file:
         space = narrow_from_file(space, settings.space_file)
     leave_out_overridden(target, cfg, space)
