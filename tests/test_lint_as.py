@@ -67,7 +67,8 @@ def test_candidate_judged_in_its_tree_at_its_own_lines(tree, tmp_path):
     places = _places(result)
     assert {("E413", str(risky), 1), ("S504", str(risky), 5)} <= places
     assert not [p for p in places if "000-default" in p[1]]  # the replaced file is not read
-    assert ("S501", str(tree / "conf-enabled" / "security.conf"), 12) in places  # the rest as usual
+    # The tree's own findings are neither shown nor counted (S501 is a warning).
+    assert not [p for p in places if p[1] != str(risky)]
     assert default_site.read_bytes() == before
 
     # The same file named through sites-available, and a clean candidate: exit 0.
@@ -79,12 +80,13 @@ def test_candidate_judged_in_its_tree_at_its_own_lines(tree, tmp_path):
     assert ("S509", str(clean), 3) in places and not [p for p in places if "000-default" in p[1]]
 
     # A site deployed for the first time: the wildcard Include picks it up
-    # beside the default site (whose findings stay), text report at its path.
+    # beside the default site (whose findings, the tree's own, are not shown),
+    # text report at its path.
     result = lint_as(str(tree / "apache2.conf"), "--as", str(tree / "sites-enabled" / "shop.conf"), risky.name,
                      "--fail-on", "error", "--no-evidence", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
-    assert re.search(r"\nx\.conf\.tmp\n +1  error   E413 ", result.stdout), result.stdout
-    assert f"{default_site}\n" in result.stdout
+    assert re.match(r"x\.conf\.tmp\n +1  error   E413 ", result.stdout), result.stdout
+    assert str(default_site) not in result.stdout and "not shown and not counted" in result.stdout
     assert not (tree / "sites-enabled" / "shop.conf").exists()
 
     # The main config itself: Timeout 300 (R301) gone from the candidate's copy.
@@ -114,6 +116,40 @@ def test_a_candidate_httpd_or_the_reader_refuses_is_one_line_at_its_line(tree, t
     assert_one_line_error(result, f"{unclosed}:2: <VirtualHost> was not closed")
 
 
+@pytest.mark.httpd
+def test_the_exit_code_counts_what_the_candidate_brings(tree, tmp_path):
+    """The Debian tree has warnings of its own (S501, S504, R301...): at the
+    default --fail-on warning they refuse no candidate. A candidate's own
+    warning does, and so does one it causes in another file."""
+    require_httpd()
+    conf = tree / "conf-enabled" / "zz-site.conf"
+    clean = candidate(tmp_path, CLEAN)
+    result = lint_as(str(tree), "--as", str(tree / "sites-enabled" / "shop.conf"), str(clean), "--no-evidence")
+    assert result.returncode == 0, result.stdout + result.stderr
+    own = re.search(r"note: (\d+) findings of the tree as it is \(([A-Z0-9, ]+)\) not shown and not counted",
+                    result.stdout)
+    assert own and int(own.group(1)) >= 5 and {"S501", "S504", "R301"} <= set(own.group(2).split(", ")), result.stdout
+    assert "S501" not in result.stdout.split("note:")[0]
+
+    # Its own warning (S504 at line 5): exit 1, and only the candidate's findings shown.
+    risky = candidate(tmp_path, RISKY.replace("*:443", "*:80"), "risky.tmp")
+    result = lint_as(str(tree), "--as", str(tree / "sites-enabled" / "shop.conf"), str(risky), "--format", "json")
+    assert result.returncode == 1, result.stderr
+    assert _places(result) == {("S504", str(risky), 5), ("P110", str(risky), 5), ("S509", str(risky), 3)}
+
+    # A warning in apache2.conf that only the candidate causes: its KeepAliveTimeout
+    # made dead (E406) by the candidate's, read later in conf-enabled/.
+    line = (tree / "apache2.conf").read_text().split("\n").index("KeepAliveTimeout 5") + 1
+    later = candidate(tmp_path, "KeepAliveTimeout 3\n", "later.tmp")
+    result = lint_as(str(tree), "--as", str(conf), str(later), "--format", "json")
+    assert result.returncode == 1, result.stderr
+    assert _places(result) == {("E406", str(tree / "apache2.conf"), line)}
+    # The same value: E406 at info, below --fail-on; exit 0.
+    same = candidate(tmp_path, "KeepAliveTimeout 5\n", "same.tmp")
+    result = lint_as(str(tree), "--as", str(conf), str(same), "--format", "json")
+    assert result.returncode == 0 and [f["severity"] for f in json.loads(result.stdout)] == ["info"], result.stdout
+
+
 def test_bad_input_is_one_line_each(tree, tmp_path):
     clean = candidate(tmp_path, CLEAN)
     site = str(tree / "sites-enabled" / "shop.conf")
@@ -139,7 +175,7 @@ def test_bad_input_is_one_line_each(tree, tmp_path):
     result = lint_as(str(tree), "--as", "/srv/elsewhere/x.conf", str(clean))
     assert_one_line_error(result, "--as /srv/elsewhere/x.conf", "no Include of", "reads from /srv/elsewhere")
     result = lint_as("--host", "127.0.0.1", "--as", "sites-enabled/x.conf", str(clean))
-    assert_one_line_error(result, "--as does not go with --host or --inventory yet", "on the host itself")
+    assert_one_line_error(result, "with --host, --as PATH 'sites-enabled/x.conf' must be an absolute path on the host")
 
 
 def test_without_a_tree_and_no_distribution_config_is_one_line(tmp_path):

@@ -80,6 +80,8 @@ def _open_cache(options: LintOptions, config_path: str | None):
     """The result cache and this run's key in it, or None when not caching."""
     if not options.cache or os.environ.get("APACHE_ADVISOR_NO_CACHE") or options.log_paths:
         return None  # (a log grows without the config changing: its result is not kept)
+    if options.as_candidate is not None:
+        return None  # a candidate of the moment (its tree as it is may be kept: lint_as)
     from advisor.lint.cache import LintCache, default_directory, entry_key
 
     directory = options.cache_dir or default_directory()
@@ -201,6 +203,15 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     with_findings = list(dict.fromkeys(map(attrgetter("file"), findings)))
     findings = in_read_order(findings, read_order, with_findings, several_trees=len(options.paths) > 1)
     show_display_paths(findings, with_findings, wants_edits)
+    if options.as_candidate is not None:
+        from dataclasses import replace
+
+        from advisor.commands.lint_as import brought_by_candidate
+
+        # What the candidate brings counts; the tree's own findings (its lint as
+        # it is, from the cache when kept there) do not.
+        findings = brought_by_candidate(findings, notes, options.as_candidate[1],
+                                        lambda: run_lint(replace(options, as_candidate=None)).findings)
 
     fail_on = setup.fail_on
     worst = max_severity(findings)
@@ -512,7 +523,12 @@ def _lint_hosts(host_texts: list[str], inventory: str | None, limit: str | None,
     if options.config and not os.path.isfile(options.config):
         raise UsageError(f"config file {options.config} does not exist")
     setup = lint_setup(options, None if options.isolated else options.config or find_config_file())
-    run = fleet.lint_fleet(hosts, options, ssh_options, jobs, setup, host_facts)
+    if options.as_candidate is not None:
+        from advisor.commands.lint_as_host import lint_fleet_as
+
+        run = lint_fleet_as(hosts, options, ssh_options, jobs, setup, host_facts)
+    else:
+        run = fleet.lint_fleet(hosts, options, ssh_options, jobs, setup, host_facts)
     for read in run.failed:
         sys.stderr.write(f"apache-advisor: {read.error}\n")
     if run.groups:

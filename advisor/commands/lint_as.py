@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from advisor.errors import AdvisorError, UsageError
 
@@ -28,20 +28,19 @@ if TYPE_CHECKING:
 
 def prepared(options: LintOptions, pair: tuple[str, str], remote: bool) -> LintOptions:
     """The options of a lint `--as PATH CANDIDATE`: the tree to place it in
-    (the distribution's main config when none is named), PATH absolute, the
-    candidate readable. No cache: the candidate is a file of the moment."""
+    (the distribution's main config when none is named; with `remote`, the
+    hosts' Debian one), PATH absolute, the candidate readable."""
     target, candidate = pair
-    if remote:
-        # The reading would take the overlay (the host's copy is read under a
-        # root), but httpd's test of the candidate must run on the host, on a
-        # copy there: not built yet, and a validate without it proves less.
-        raise UsageError("--as does not go with --host or --inventory yet",
-                         hint="run `lint --as PATH CANDIDATE` on the host itself, as a validate step does")
     paths = list(options.paths)
     if len(paths) > 1:
         raise UsageError(f"--as places {candidate} in one tree, and {len(paths)} were named",
                          hint="name the one main config PATH replaces a file of")
-    if not paths:
+    if remote:
+        if not target.startswith("/"):
+            raise UsageError(f"with --host, --as PATH {target!r} must be an absolute path on the host",
+                             hint="name the file as the host's httpd reads it, e.g. "
+                                  "/etc/apache2/sites-enabled/shop.conf")
+    elif not paths:
         from advisor.lint.host import DEFAULT_MAIN_FILES
 
         present = [path for path in DEFAULT_MAIN_FILES if os.path.isfile(path)]
@@ -59,20 +58,23 @@ def prepared(options: LintOptions, pair: tuple[str, str], remote: bool) -> LintO
     except OSError as exc:
         raise UsageError(f"cannot read the candidate: {exc.strerror}", candidate,
                          hint="pass the rendered file, readable by this user: Ansible's %s") from None
-    return replace(options, paths=paths, as_candidate=(os.path.normpath(os.path.abspath(target)), candidate),
-                   cache=False)
+    target = os.path.normpath(target if remote else os.path.abspath(target))
+    # (The lint with the candidate is never cached, lint.py's _open_cache: the
+    # candidate is a file of the moment; the lint of the tree as it is may be.)
+    return replace(options, paths=paths, as_candidate=(target, candidate))
 
 
 def load_with_candidate(path: str, load: LoadOptions, pair: tuple[str, str],
-                        notes: list[str]) -> tuple[Config, Overlay]:
-    """The tree of `path` read with the candidate in PATH's place, judged
-    by httpd on a copy; one line (exit 2) when PATH is not part of the
-    tree, or when the reader or httpd refuses the candidate."""
+                        notes: list[str], aliases: tuple[str, ...] = ()) -> tuple[Config, Overlay]:
+    """The tree of `path` read with the candidate in PATH's place (and in
+    `aliases`', the paths the host resolves to PATH), judged by httpd on a
+    copy when the tree is this machine's; one line (exit 2) when PATH is not
+    part of the tree, or when the reader or httpd refuses the candidate."""
     from advisor.config.loader import load_config
     from advisor.config.overlay import Overlay
 
     target, candidate = pair
-    overlay = Overlay.of(target, candidate, load.root)
+    overlay = Overlay.of(target, candidate, load.root, aliases)
     try:
         config = load_config(path, replace(load, overlay=overlay))
     except AdvisorError as error:
@@ -126,19 +128,56 @@ def check_with_httpd(config: Config, overlay: Overlay, notes: list[str]) -> None
         data = handle.read()
     contents = {path: data for path in overlay.replaced}
     refused = refusal(command, config.main_file, config.server_root, config.files, contents)
-    if refused is None:
-        return
+    if refused is not None:
+        raise refused_error(os.path.basename(command.argv[0]), refused, overlay, lambda: refusal(
+            command, config.main_file, config.server_root, config.files, {}) is not None)
+
+
+def refused_error(name: str, refused: tuple[str | None, int | None, str], overlay: Overlay,
+                  refused_as_is: Callable[[], bool]) -> UsageError:
+    """httpd's complaint about the tree with the candidate as one line: at
+    the candidate's line when it is in the candidate, else saying whether
+    httpd refuses the tree even without it (`refused_as_is` tells)."""
     file, line, message = refused
-    name = os.path.basename(command.argv[0])
     error = UsageError(f"{name} refuses the tree with this file as {overlay.target}: {message}", file, line,
                        hint="httpd would not start with it; fix it before it is deployed")
-    if file is not None and (file in overlay.replaced
+    if file is not None and (file in overlay.replaced or file in overlay.aliases
                              or os.path.realpath(file) == os.path.realpath(overlay.target)):
         error.file = overlay.candidate
-    elif refusal(command, config.main_file, config.server_root, config.files, {}) is not None:
+    elif refused_as_is():
         error.message = f"{name} refuses the tree even as it is now: {message}"
         error.hint = "make httpd accept the tree first; the candidate is not what it refused"
-    raise error
+    return error
+
+
+def brought_by_candidate(findings: list, notes: list[str], candidate: str,
+                         as_it_is: Callable[[], list]) -> list:
+    """The findings the candidate brings: every one in the candidate, and
+    those elsewhere that the tree as it is (`as_it_is()` lints it) does not
+    have, by code, file, line and message. The tree's own findings are left
+    out (a note counts them): a tree with a warning today would otherwise
+    refuse every candidate at the default --fail-on."""
+    try:
+        before = {(f.code, f.file, f.line, f.message) for f in as_it_is()}
+    except AdvisorError as error:
+        notes.append(f"the tree without the candidate could not be linted ({error.render()}): "
+                     "every finding is counted")
+        return findings
+    # The candidate's name as the report shows it (relative when below the
+    # working directory): once per file, not per finding.
+    whole = os.path.abspath(candidate)
+    named = {file for file in {f.file for f in findings} if os.path.abspath(file) == whole}
+    kept, own = [], set()
+    for finding in findings:
+        if finding.file in named or (finding.code, finding.file, finding.line, finding.message) not in before:
+            kept.append(finding)
+        else:
+            own.add(finding.code)
+    if len(kept) < len(findings):
+        count = len(findings) - len(kept)
+        notes.append(f"{count} finding{'s' if count != 1 else ''} of the tree as it is ({', '.join(sorted(own))}) "
+                     "not shown and not counted: they are not the candidate's (lint the tree alone to see them)")
+    return kept
 
 
 def show_at_candidate(findings: list, files: list[str], overlay: Overlay) -> None:

@@ -32,9 +32,14 @@ class Overlay:
     """(device, inode) of PATH as the tree has it now; None when it does not exist yet."""
     replaced: list[str] = field(default_factory=list)
     """The paths the reading took from the candidate (PATH, or a link to it)."""
+    aliases: tuple[str, ...] = ()
+    """Other paths of the tree that are PATH, as the host resolves them: a
+    host's tree is read from a local copy where its links are plain files,
+    so the file they are cannot be told by its inode here."""
 
     @classmethod
-    def of(cls, target: str, candidate: str, root: str | None = None) -> "Overlay":
+    def of(cls, target: str, candidate: str, root: str | None = None,
+           aliases: tuple[str, ...] = ()) -> "Overlay":
         """The overlay of `candidate` on `target` (absolute, normalised);
         `root` stands for the host's `/` when the tree is a copy."""
         target = os.path.normpath(target)
@@ -43,11 +48,11 @@ class Overlay:
             identity: tuple[int, int] | None = (info.st_dev, info.st_ino)
         except OSError:
             identity = None
-        return cls(target, candidate, identity)
+        return cls(target, candidate, identity, aliases=tuple(aliases))
 
     def source(self, path: str, local: str) -> str:
         """The file to open for the tree's `path`, found at `local`."""
-        if path != self.target:
+        if path != self.target and path not in self.aliases:
             if self.identity is None:
                 return local
             try:
