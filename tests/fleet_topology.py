@@ -13,6 +13,7 @@ teardown are those of tests/netns_topology.py, whose helpers this reuses.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -53,6 +54,8 @@ class Fleet:
     nodes: list[FleetNode] = field(default_factory=list)
     users: tuple = ()
     """netns_topology.LoginUser: the deploy users every host has besides root."""
+    cpu_group: "CpuGroup | None" = None
+    """Where every host's sshd runs, with all it starts: their CPU read exactly."""
     _created_ns: list[str] = field(default_factory=list)
     _root_link_made: bool = False
 
@@ -101,11 +104,12 @@ def debian_tree(target: Path, run_dir: Path, mpm: str = "event") -> Path:
 
 
 def build(work: Path, trees: list[tuple], subnet_base: str = SUBNET_BASE, *, users=(),
-          root_refused=()) -> Fleet:
+          root_refused=(), cpu_group: "CpuGroup | None" = None) -> Fleet:
     """Hosts named and given trees by `trees` [(name, directory[, setup shell])],
     with the login `users` (netns_topology.LoginUser) besides root; the hosts
-    named in `root_refused` refuse root's login. Everything made is removed
-    again when building fails half-way."""
+    named in `root_refused` refuse root's login; every sshd (and so every
+    session, python3 and httpd it starts) in `cpu_group` when given.
+    Everything made is removed again when building fails half-way."""
     base.check_requirements()
     if len(trees) > 200:
         raise base.TopologyUnavailable("at most 200 hosts")
@@ -121,7 +125,7 @@ def build(work: Path, trees: list[tuple], subnet_base: str = SUBNET_BASE, *, use
     os.chmod(work, 0o700)
     fleet = Fleet(tag=tag, prefix=prefix, work=work, hub=f"ff-hub-{tag}", hub_addr=f"{prefix}.1",
                   root_link=f"ff{tag}h", user_key=work / "user_key", known_hosts=work / "known_hosts",
-                  users=tuple(users))
+                  users=tuple(users), cpu_group=cpu_group)
     for index, (name, tree, *setup) in enumerate(trees, start=1):
         fleet.nodes.append(FleetNode(name, f"ff-{index}-{tag}", f"{prefix}.{10 + index}", tree,
                                      work / f"{name}_host_key", setup[0] if setup else "",
@@ -177,13 +181,74 @@ def _sshds(fleet: Fleet) -> None:
         # sshd and what `setup` starts, not this machine's other httpds.
         users = base.login_users_setup(fleet.work, fleet.users, authorized)
         script = f"{mount}{users}{node.setup}\nexec {sshd}"
-        node.sshd = subprocess.Popen(["ip", "netns", "exec", node.netns, "unshare", "--pid", "--fork", "--mount-proc",
-                                      "--kill-child", "sh", "-c", script],
+        namespaced = ["ip", "netns", "exec", node.netns, "unshare", "--pid", "--fork", "--mount-proc",
+                      "--kill-child", "sh", "-c", script]
+        node.sshd = subprocess.Popen(_in_group(fleet.cpu_group) + namespaced,
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=open(fleet.work / f"sshd_{node.name}.log", "wb"))
     fleet.known_hosts.write_text("".join(known))
     for node in fleet.nodes:
         base._wait_listening(node, fleet.work / f"sshd_{node.name}.log")  # type: ignore[arg-type]
+
+
+@dataclass
+class CpuGroup:
+    """A cgroup that only counts CPU time (no limit): cgroup v2's cpu.stat, which
+    every v2 group has without a controller enabled, else v1's cpuacct. Time of
+    processes that have exited is kept, so one reading after a run holds all
+    the run's processes, daemonised ones included."""
+
+    path: Path
+    version: int
+
+    @classmethod
+    def create(cls, name: str) -> "CpuGroup":
+        for root, version in ((Path("/sys/fs/cgroup"), 2), (Path("/sys/fs/cgroup/unified"), 2),
+                              (Path("/sys/fs/cgroup/cpuacct"), 1), (Path("/sys/fs/cgroup/cpu,cpuacct"), 1)):
+            marker = root / ("cgroup.procs" if version == 2 else "cpuacct.usage")
+            if version == 2 and not (root / "cgroup.controllers").exists():
+                continue
+            if marker.exists():
+                path = root / name
+                path.mkdir()
+                return cls(path, version)
+        raise base.TopologyUnavailable("no cgroup v2 hierarchy nor v1 cpuacct to count CPU time in")
+
+    def usage_s(self) -> float:
+        from advisor.tuner.measure.cgroup import read_usage
+
+        used = read_usage(str(self.path), self.version)
+        if used is None:
+            raise RuntimeError(f"cannot read the CPU time of {self.path}")
+        return used
+
+    def pids(self) -> list[int]:
+        return [int(line) for line in (self.path / "cgroup.procs").read_text().split()]
+
+    def remove(self) -> None:
+        """Delete the group; processes still in it are killed first (they were started for it)."""
+        import signal
+        import time
+
+        if not self.path.exists():
+            return
+        if self.version == 2 and (self.path / "cgroup.kill").exists():
+            (self.path / "cgroup.kill").write_text("1")
+        else:
+            for pid in self.pids():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while self.pids() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.path.rmdir()
+
+
+def _in_group(group: CpuGroup | None) -> list[str]:
+    """A command prefix that moves the shell into `group`, then execs the rest."""
+    if group is None:
+        return []
+    return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.path / "cgroup.procs")]
 
 
 def fake_httpd(work: Path, child_user: str | None, children: int = 1) -> str:
