@@ -117,8 +117,11 @@ def _read_host(host: FleetHost, ssh_options: list[str], work: Path) -> HostRead:
         return read
     conn = None
     try:
-        conn = SshConnection(host.spec, options=list(ssh_options), identity=host.identity, become=host.become)
-        conn.connect(probe=False)  # one round trip per host: the reading program says when python3 is missing
+        # One command per host: no master (multiplex=False) and no probe, one
+        # round trip; the reading program says when python3 is missing.
+        conn = SshConnection(host.spec, options=list(ssh_options), identity=host.identity, become=host.become,
+                             multiplex=False)
+        conn.connect(probe=False)
         root = work / hashlib.sha1(host.name.encode()).hexdigest()[:16]
         files, facts = read_host_tree(conn, host.config, root, with_facts=True, label=host.name)
         digest = hashlib.sha256()

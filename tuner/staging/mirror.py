@@ -12,6 +12,7 @@ model, its findings and its errors keep the host's paths.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import shutil
@@ -136,9 +137,12 @@ def write_mirror(files: dict[str, bytes], root: Path) -> Path:
     root.parent.mkdir(parents=True, exist_ok=True)
     fresh = Path(tempfile.mkdtemp(prefix=root.name + ".new.", dir=root.parent))
     try:
+        made: set[Path] = set()
         for path, data in files.items():
             local = fresh / path.lstrip("/")
-            local.parent.mkdir(parents=True, exist_ok=True)
+            if local.parent not in made:  # a tree's files share a few directories
+                local.parent.mkdir(parents=True, exist_ok=True)
+                made.add(local.parent)
             local.write_bytes(data)
         old = root.with_name(root.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
@@ -152,8 +156,9 @@ def write_mirror(files: dict[str, bytes], root: Path) -> Path:
     return root
 
 
-def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
-    """The program's answer as host path -> bytes; AdvisorError with what to do otherwise."""
+def decode_answer(stdout: str, host: str, config: str) -> tuple[dict[str, bytes], dict]:
+    """The program's answer as host path -> bytes, and the facts it holds ({}
+    without); AdvisorError with what to do otherwise."""
     from advisor.tuner.staging.httpd_binary import config_test_error
 
     where = f"{host}:{config}"
@@ -179,7 +184,29 @@ def decode_answer(stdout: str, host: str, config: str) -> dict[str, bytes]:
                            file=f"{host}:{path}",
                            hint="the ssh user must be able to read the whole config tree: pass --become "
                                 "(sudo) or log in as a user that may read it")
-    return {path: base64.b64decode(text) for path, text in answer["files"].items()}
+    return {path: base64.b64decode(text) for path, text in answer["files"].items()}, answer.get("facts", {})
+
+
+@functools.lru_cache(maxsize=2)
+def _reading_program(with_facts: bool) -> str:
+    """The program read_host_tree sends, built once a process: a fleet sends it
+    to every host, and inspect's tokenizing of the functions' source cost a
+    good part of the controller's time per host."""
+    import inspect
+
+    from advisor.lint.host import collect_live_facts
+
+    shipped = [collect_config_tree] + ([collect_httpd_facts, collect_live_facts] if with_facts else [])
+    # With the facts, one httpd run lists the files, the modules and the run-time
+    # paths together (each run of httpd is a good part of a small host's answer).
+    return ("import json, os, sys\n\n" + "\n\n".join(inspect.getsource(f) for f in shipped)
+            + ("\n\nanswer = collect_config_tree(sys.argv[1], ('DUMP_MODULES', 'DUMP_RUN_CFG'))\n"
+               "if 'files' in answer:\n    dumped = answer.pop('dump')\n"
+               "    answer['facts'] = collect_httpd_facts(sys.argv[1], answer['binary'], dumped)\n"
+               "    answer['facts']['live'] = collect_live_facts(sys.argv[1], answer['binary'], "
+               "sorted(answer['files']), dumped)\n" if with_facts
+               else "\n\nanswer = collect_config_tree(sys.argv[1])\n")
+            + "print(json.dumps(answer))\n")
 
 
 def read_host_tree(conn, config: str, root: Path, with_facts: bool = False,
@@ -188,28 +215,13 @@ def read_host_tree(conn, config: str, root: Path, with_facts: bool = False,
     their host paths), and with `with_facts` what collect_httpd_facts and
     collect_live_facts (advisor/lint/host.py) found there: one program, one round trip over `conn` (an SshConnection).
     Errors name the host by `label` (default: its ssh destination)."""
-    import inspect
-
-    from advisor.lint.host import collect_live_facts
-
-    shipped = [collect_config_tree] + ([collect_httpd_facts, collect_live_facts] if with_facts else [])
-    # With the facts, one httpd run lists the files, the modules and the run-time
-    # paths together (each run of httpd is a good part of a small host's answer).
-    program = ("import json, os, sys\n\n" + "\n\n".join(inspect.getsource(f) for f in shipped)
-               + ("\n\nanswer = collect_config_tree(sys.argv[1], ('DUMP_MODULES', 'DUMP_RUN_CFG'))\n"
-                  "if 'files' in answer:\n    dumped = answer.pop('dump')\n"
-                  "    answer['facts'] = collect_httpd_facts(sys.argv[1], answer['binary'], dumped)\n"
-                  "    answer['facts']['live'] = collect_live_facts(sys.argv[1], answer['binary'], "
-                  "sorted(answer['files']), dumped)\n" if with_facts
-                  else "\n\nanswer = collect_config_tree(sys.argv[1])\n")
-               + "print(json.dumps(answer))\n")
+    program = _reading_program(with_facts)
     # -S: the program needs the standard library alone, and site's start-up is
     # a good part of a small host's answer time.
     result = conn.run(["python3", "-S", "-c", program, config], timeout=90)
     if result.returncode == 127 and not result.stdout:
         raise AdvisorError(f"python3 not found on {label or conn.spec}: the config tree is read with it",
                            hint="install it on the host (apt-get install python3-minimal)")
-    files = decode_answer(result.stdout, label or str(conn.spec), config)
-    facts = json.loads(result.stdout).get("facts", {}) if with_facts else {}
+    files, facts = decode_answer(result.stdout, label or str(conn.spec), config)
     write_mirror(files, root)
     return files, facts
