@@ -224,3 +224,48 @@ def test_overlay_places_a_new_file_where_httpd_would_read_it(tmp_path):
     assert not picks_up("/t/*/s/*.conf", "/t/x/a.conf", "")
     assert picks_up(str(tmp_path / "sites" / "b.d"), str(tmp_path / "sites" / "b.d" / "new"), "")
     assert not picks_up("/nowhere/b.d", "/nowhere/b.d/new", "")
+
+
+def test_the_hosts_program_leaves_no_directory_when_hung_up(tree, tmp_path):
+    """`lint --host --as` sends advisor/commands/lint_as_host.py's program to
+    the host; its copy of the tree goes when ssh hangs up or it is told to
+    stop mid-test. Run here as the host would run it, with an `apache2` on
+    PATH that waits (so the hang-up lands while httpd's test runs)."""
+    import base64
+    import glob
+    import inspect
+    import signal
+    import time
+
+    from advisor.commands.lint_as_host import SHIPPED
+    from advisor.config import LoadOptions, load_config
+
+    fake = tmp_path / "bin" / "apache2"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nexec sleep 30\n")
+    fake.chmod(0o755)
+    config = load_config(str(tree / "apache2.conf"), LoadOptions())
+    request = json.dumps({"main": config.main_file, "server_root": config.server_root, "files": config.files,
+                          "target": str(tree / "sites-enabled" / "shop.conf"),
+                          "candidate": base64.b64encode(CLEAN.encode()).decode()})
+    program = ("from __future__ import annotations\nimport base64, json, os, sys\n\n"
+               + "\n\n".join(inspect.getsource(f) for f in SHIPPED)
+               + "\n\nprint(json.dumps(check_on_host(json.load(sys.stdin))))\n")
+    env = dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}", TMPDIR=str(tmp_path))
+    for stop in (signal.SIGHUP, signal.SIGTERM):
+        (tmp_path / "pid").unlink(missing_ok=True)
+        process = subprocess.Popen(["python3", "-S", "-c", program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, env=env)
+        process.stdin.write(request.encode())
+        process.stdin.close()
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        made = glob.glob(f"{tmp_path}/apache-advisor-validate-*")
+        assert len(made) == 1 and os.stat(made[0]).st_mode & 0o777 == 0o700
+        assert (Path(made[0]) / "tree1" / "sites-enabled" / "shop.conf").read_text() == CLEAN
+        process.send_signal(stop)
+        assert process.wait(timeout=20) == 128 + stop
+        with pytest.raises(ProcessLookupError):  # the waiting `apache2` ended with it
+            os.kill(int((tmp_path / "pid").read_text()), 0)
+        assert not glob.glob(f"{tmp_path}/apache-advisor-validate-*")
