@@ -163,6 +163,22 @@ def _tickets_off(ctx: LintContext, host: TlsHost) -> Directive | None:
     return None
 
 
+def session_cache_line(ctx: LintContext) -> Directive | None:
+    """The SSLSessionCache line whose cache httpd uses. mod_ssl's `none` and
+    `nonenotnull` set no cache of their own and leave an earlier line's in
+    place (on the sandbox: shmcb, then none, and TLS 1.2 reconnects still
+    resumed, bench/tls_resumption.py), so a cache line before them stays in
+    effect; `none` alone means no cache (its line is returned)."""
+    lines = ctx.raw_directives("SSLSessionCache")
+    stores = [node for node in lines if node.args and node.args[0].lower() not in ("none", "nonenotnull")]
+    return stores[-1] if stores else ctx.server_value("SSLSessionCache")
+
+
+def has_session_cache(ctx: LintContext) -> bool:
+    line = session_cache_line(ctx)
+    return line is not None and bool(line.args) and line.args[0].lower() not in ("none", "nonenotnull")
+
+
 def socache_missing(ctx: LintContext, node: Directive) -> tuple[str, ...] | None:
     """For an SSLSessionCache/SSLStaplingCache line whose provider's module is
     not loaded: that module's names (httpd then refuses the line); else None."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.lint.context import LintContext
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._tls import TlsHost, socache_missing, ssl_absent, tickets_off, tls_hosts, who
+from ._tls import TlsHost, session_cache_line, socache_missing, ssl_absent, tickets_off, tls_hosts, who
 
 FIX = "SSLSessionCache shmcb:/var/run/apache2/ssl_scache(512000)"
 
@@ -13,7 +13,8 @@ DOC = Doc(
     summary="TLS hosts without a usable SSLSessionCache: reconnecting clients cannot resume",
     what=(
         "When a server has SSLEngine on, reads SSLSessionCache (a server-wide setting) and "
-        "flags `none`, a cache type whose socache module is not loaded (httpd refuses that "
+        "flags `none` (when no earlier line set a cache: mod_ssl's `none` leaves an earlier "
+        "line's cache in effect), a cache type whose socache module is not loaded (httpd refuses that "
         "line), and, in a whole config, no SSLSessionCache at all, saying when the line that "
         "sets one sits in a section httpd skips (an <IfModule> of a socache module that is "
         "not loaded). A warning when a TLS host has session tickets off (then nothing "
@@ -84,7 +85,7 @@ def check(ctx: LintContext, report: Report) -> None:
         severity = "info"
         outcome = ("resumption rests on session tickets alone, which S521 asks to turn off; "
                    "a client without a ticket makes a full handshake on every new connection")
-    cache = ctx.server_value("SSLSessionCache")
+    cache = session_cache_line(ctx)
     if cache is None:
         if ctx.complete:
             report(hosts[0].engine, f"No SSLSessionCache in effect{_skipped_line(ctx)}: {outcome}.",

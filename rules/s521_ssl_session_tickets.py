@@ -7,8 +7,8 @@ from advisor.lint.context import LintContext
 from advisor.lint.edits import add_directive, set_value
 from advisor.lint.rule import Doc, Report, Rule
 
-from ._tls import (Setting, TlsHost, is_on, noting_assumed_version, setting, ssl_absent, tickets_off, tls_hosts,
-                   who)
+from ._tls import (Setting, TlsHost, has_session_cache, is_on, noting_assumed_version, setting, ssl_absent,
+                   tickets_off, tls_hosts, who)
 from .s505_ssl_protocol import DEFAULT_24, admitted
 
 FIX = "SSLSessionTickets off"
@@ -115,7 +115,7 @@ def check(ctx: LintContext, report: Report) -> None:
             defaulted.append(host)
         elif is_on(node):
             explicit.setdefault(node, []).append(host.label)
-    cache_note = ("" if ctx.server_value("SSLSessionCache") is not None else
+    cache_note = ("" if has_session_cache(ctx) else
                   " Add an SSLSessionCache too: with tickets off and no cache nothing resumes (P115).")
     for node, labels in explicit.items():
         report(node, f"SSLSessionTickets on for {who(labels)}: the ticket key lives until httpd "
