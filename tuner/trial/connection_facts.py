@@ -118,10 +118,32 @@ def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs 
             causes.append(at(timeout) + f" (no longer than the sessions' {think:g} s think time)")
     except (ValueError, IndexError):
         pass
-    cache = cfg.server_value("SSLSessionCache")
-    if cache is None or cache.raw_args.strip().lower() in ("none", "nonenotnull"):
+    # mod_ssl's `none` sets no cache of its own: a cache line before it stays in effect.
+    caches = [node for node in cfg.server_directives("SSLSessionCache")
+              if node.args and node.args[0].lower() not in ("none", "nonenotnull")]
+    if not caches:
+        cache = cfg.server_value("SSLSessionCache")
         causes.append(at(cache) if cache is not None else "no SSLSessionCache: no session can be resumed")
     return causes
+
+
+def session_tickets_on(target: StagingTarget) -> str | None:
+    """Where the server's TLS session tickets are on (its SSLSessionTickets
+    line, or httpd's default when none is written), or None when they are
+    off or the config cannot be read. A resumption by ticket leaves mod_ssl's
+    cache counters: with TLS 1.2 the cache stores nothing, with TLS 1.3 it
+    stores one session per resumed handshake as if it were half a full one
+    (bench/tls_resumption.py, 2026-12-07), so the trial cannot count its
+    handshakes from them."""
+    cfg = _config_in_effect(target)
+    if cfg is None:
+        return None
+    tickets = cfg.server_value("SSLSessionTickets")
+    if tickets is None:
+        return "SSLSessionTickets on (httpd's default: no line sets it)"
+    if tickets.raw_args.strip().lower() == "off":
+        return None
+    return f"{tickets.file}:{tickets.line}: SSLSessionTickets {tickets.raw_args.strip()}"
 
 
 def cap_after(directives: list[str], cap: ConnectionCap | None) -> ConnectionCap | None:

@@ -18,7 +18,8 @@ from advisor.tuner.load.remote_clients import GroupRun
 from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.tls_probe import TlsTrial, cache_counters, calibrate, count_handshakes, probe
 from advisor.tuner.staging.target import StagingTarget
-from advisor.tuner.trial.connection_facts import config_facts, connection_cap, session_connections, tls_causes
+from advisor.tuner.trial.connection_facts import (config_facts, connection_cap, session_connections, session_tickets_on,
+                                                  tls_causes)
 from advisor.tuner.trial.load_process import LoadSpec, load_result, start_load
 from advisor.tuner.trial.poolcheck import POOL_LABELS, PoolCheck, check_pool
 from advisor.tuner.trial.quiet_wait import remember_pool, wait_quiet
@@ -177,7 +178,8 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
         own = own_after - own_before if own_before is not None and own_after is not None else None
         trial.tls = _tls_trial(tls_info, tls_cost, inputs, tls_before,
                                cache_counters(_status_fields(getattr(collector, "final_status", None))),
-                               cpu_before, cpu_after, result.replies, trial.load_window_s, own)
+                               cpu_before, cpu_after, result.replies, trial.load_window_s, own,
+                               session_tickets_on(target))
         trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
     if run.http2 is not None:
         trial.http2 = run.http2
@@ -446,12 +448,18 @@ def _status_fields(snapshot) -> dict[str, str] | None:
 
 def _tls_trial(info, cost, inputs: TrialInputs, before: dict[str, int] | None, after: dict[str, int] | None,
                cpu_before: float | None, cpu_after: float | None, replies: int, window_s: float,
-               own_connections: int | None = None) -> TlsTrial:
+               own_connections: int | None = None, tickets_on: str | None = None) -> TlsTrial:
     """The trial's TLS figures from the two readings of the server's counters,
-    less the full handshakes of the collector's own status connections."""
+    less the full handshakes of the collector's own status connections.
+    `tickets_on`: where the server's session tickets are on; then nothing is
+    counted (resumptions by ticket leave the cache counters)."""
     full = resumed = None
     counted_by = "not counted: mod_status shows no SSL session cache counters (SSLSessionCache none, or no access)"
-    if before is not None and after is not None:
+    if tickets_on is not None:
+        counted_by = (f"not counted: {tickets_on}: resumptions by ticket leave mod_ssl's cache counters (with TLS "
+                      "1.3 each still stores a session, as if half a full handshake), so they cannot tell full "
+                      "from resumed handshakes; SSLSessionTickets off (lint S521) makes them count")
+    elif before is not None and after is not None:
         full, resumed = count_handshakes(before, after, info.version)
         full = max(0, full - (own_connections or 0))
         counted_by = ("mod_status SSL session cache counters: resumed = CacheRetrieveHitCount, full from "
