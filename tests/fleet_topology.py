@@ -270,6 +270,16 @@ def fake_httpd(work: Path, child_user: str | None, children: int = 1) -> str:
     return f"({shlex.quote(str(parent))} -c {inner} &)\n"
 
 
+def plain_root_home(work: Path) -> str:
+    """Setup shell that gives root an empty home on the host: bash, run by sshd,
+    sources ~/.bashrc for every command, and this machine's (pyenv's init)
+    costs a session about 0.1 s of CPU and puts pyenv's python3 first on PATH,
+    where a Debian host runs /usr/bin/python3."""
+    home = work / "plain-root-home"
+    home.mkdir(mode=0o700, exist_ok=True)
+    return f"mount --bind {shlex.quote(str(home))} /root\n"
+
+
 def passwd_with_shell(work: Path, user: str, shell: str) -> str:
     """Setup shell that shows the host a /etc/passwd where `user` logs in with `shell`."""
     lines = []

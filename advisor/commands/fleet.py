@@ -18,7 +18,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from advisor.errors import AdvisorError, UsageError
 
@@ -150,8 +150,9 @@ def _named(name: str, text: str) -> str:
 
 
 def read_hosts(hosts: list[FleetHost], ssh_options: list[str], jobs: int, work: Path,
-               progress: bool) -> list[HostRead]:
-    """Every host read, `jobs` at a time, in the order given."""
+               progress: bool, arrived: Callable[[int, HostRead], None] | None = None) -> list[HostRead]:
+    """Every host read, `jobs` at a time, in the order given; `arrived` is
+    called in this thread with each host's position and reading as it comes."""
     results: dict[int, HostRead] = {}
     bar = None
     if progress:
@@ -165,7 +166,10 @@ def read_hosts(hosts: list[FleetHost], ssh_options: list[str], jobs: int, work: 
             futures = {pool.submit(_read_host, host, ssh_options, work): position
                        for position, host in enumerate(hosts)}
             for future in as_completed(futures):
-                results[futures[future]] = future.result()
+                position = futures[future]
+                results[position] = future.result()
+                if arrived is not None:
+                    arrived(position, results[position])
                 if bar is not None:
                     bar.advance(task)
     finally:
@@ -258,11 +262,25 @@ def lint_fleet(hosts: list[FleetHost], options, ssh_options: list[str], jobs: in
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if progress is None:
         progress = sys.stderr.isatty()
-    with tempfile.TemporaryDirectory(prefix="apache-advisor-fleet-") as work:
-        reads = read_hosts(hosts, ssh_options, jobs, Path(work), progress)
-        groups, failed = group_reads(reads)
-        for group in groups:
+    by_digest: dict[str, tuple[int, HostGroup]] = {}
+
+    def lint_on_arrival(position: int, read: HostRead) -> None:
+        # Linting while the other hosts are being read keeps the cores busy
+        # (after the last reading only its own lint is left). A group is linted
+        # with its first host in the order given, as it is reported: a host
+        # that comes in after a later one of its group makes it linted again.
+        known = by_digest.get(read.digest) if read.digest is not None else None
+        if read.error is None and (known is None or position < known[0]):
+            group = HostGroup([read.host], read)
             _lint_group(group, options, setup, facts_of)
+            by_digest[read.digest] = (position, group)  # type: ignore[index]
+
+    with tempfile.TemporaryDirectory(prefix="apache-advisor-fleet-") as work:
+        reads = read_hosts(hosts, ssh_options, jobs, Path(work), progress, lint_on_arrival)
+    groups, failed = group_reads(reads)
+    for group in groups:
+        done = by_digest[group.read.digest][1]  # type: ignore[index]
+        group.findings, group.files, group.error, group.notes = done.findings, done.files, done.error, done.notes
     linted = [group for group in groups if group.error is None]
     broken = [group for group in groups if group.error is not None]
     for group in broken:
