@@ -3,7 +3,8 @@
 each, tests/fleet_topology.py) linted with `lint --host ... --jobs J`, the
 controller's CPU per host and the wall time against the CPU bound.
 
-    sudo python bench/fleet_lint.py [--hosts 50] [--jobs 8] [--runs 3] [--singles] [--profile FILE]
+    sudo python bench/fleet_lint.py [--hosts 50] [--jobs 8] [--runs 3] [--singles] [--breakdown]
+                                    [--profile FILE] [--ssh-option OPTION]...
 
 Every host's tree differs by one comment line, so none is grouped with
 another: every host is read and linted. Two cgroups count CPU time exactly,
@@ -18,7 +19,10 @@ shows up there, and a second ratio counts it in the bound); the summary is the m
 Issue 59's goals: controller CPU per host at most 0.15 s, wall / bound at
 most 1.3 (50 hosts, --jobs 8).
 
---singles also times each host linted alone (median of --runs) and prints
+Each host is a plain Debian host: root's home there is empty, so ssh's bash
+does not source this machine's ~/.bashrc (pyenv's init, 0.1 s a command).
+--breakdown also runs one bare `ssh HOST true` a host and splits each side's
+CPU into the connection and the rest. --singles also times each host linted alone (median of --runs) and prints
 the fleet run against the slowest (issue 32's ratio). --profile FILE runs one
 more fleet lint under cProfile and writes its stats to FILE (read them with
 `python -m pstats FILE`). Needs root, iproute2, openssh-server and Debian's
@@ -51,6 +55,8 @@ class Run:
     hosts: float
     others: float
     """CPU seconds the rest of the machine used during the run."""
+    process: float = float("nan")
+    """The lint process's own CPU seconds (its threads; not its ssh clients)."""
 
     def bound(self, cores: int) -> float:
         return (self.hosts + self.controller) / cores
@@ -69,13 +75,14 @@ def _machine_busy_s() -> float:
 
 
 def lint(topo, nodes, jobs: int, timeout: float, controller: fleet_topology.CpuGroup,
-         profile: Path | None = None) -> Run:
+         profile: Path | None = None, ssh_options: tuple[str, ...] = ()) -> Run:
     """One `lint --host` of `nodes`, run in the `controller` group: its wall
     time and the CPU each side used."""
-    argv = [sys.executable] + (["-c", _PROFILED, str(profile)] if profile is not None else ["-m", "advisor"])
+    own = Path(tempfile.mkstemp(prefix="fleet-bench-self-")[1])
+    argv = [sys.executable] + (["-c", _PROFILED, str(profile)] if profile is not None else ["-c", _MEASURED, str(own)])
     argv += ["lint", "--isolated", "--fail-on", "never", "--format", "json",
              "--identity", str(topo.user_key), "--jobs", str(jobs)]
-    for option in topo.ssh_options():
+    for option in [*ssh_options, *topo.ssh_options()]:
         argv += ["--ssh-option", option]
     for node in nodes:
         argv += ["--host", f"root@{node.addr}"]
@@ -93,8 +100,27 @@ def lint(topo, nodes, jobs: int, timeout: float, controller: fleet_topology.CpuG
     used_controller = controller.usage_s() - before[0]
     used_hosts = topo.cpu_group.usage_s() - before[1]
     others = _machine_busy_s() - before[2] - used_controller - used_hosts
-    return Run(elapsed, used_controller, used_hosts, max(0.0, others))
+    process = float(own.read_text() or "nan")
+    own.unlink()
+    return Run(elapsed, used_controller, used_hosts, max(0.0, others), process)
 
+
+# The lint process's own CPU, read as it leaves (by os._exit, past atexit):
+# the controller's CPU less this is its ssh clients'.
+_MEASURED = """
+import resource, sys
+import advisor.cli as cli
+out = sys.argv.pop(1)
+sys.argv[0] = 'apache-advisor'
+leave = cli._exit_now
+def measured(code):
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    with open(out, 'w') as handle:
+        handle.write(repr(used.ru_utime + used.ru_stime))
+    leave(code)
+cli._exit_now = measured
+cli.main()
+"""
 
 # cProfile sees only the thread it runs in, and lint leaves with os._exit:
 # each host's reading (a thread of the pool) gets a profiler of its own, and
@@ -124,6 +150,30 @@ stats.dump_stats(out)
 """
 
 
+def breakdown(topo, controller: fleet_topology.CpuGroup, ssh_options: tuple[str, ...], runs: list[Run]) -> None:
+    """One `ssh HOST true` a host, one at a time, as lint's ssh would run it:
+    the ssh client's CPU and the host's (sshd, the login shell) for a bare
+    connection; the rest of a lint's CPU is the tool's own work and, on the
+    hosts, the reading program with its httpd runs."""
+    hosts = len(topo.nodes)
+    before = (controller.usage_s(), topo.cpu_group.usage_s())
+    for node in topo.nodes:
+        argv = ["ssh", "-o", "BatchMode=yes"] + [part for option in [*ssh_options, *topo.ssh_options()]
+                                                 for part in ("-o", option)]
+        argv += ["-o", "ControlMaster=no", "-i", str(topo.user_key), "-o", "IdentitiesOnly=yes",
+                 "--", f"root@{node.addr}", "true"]
+        subprocess.run(fleet_topology._in_group(controller) + argv, check=True, capture_output=True, timeout=60)
+    client = (controller.usage_s() - before[0]) / hosts
+    session = (topo.cpu_group.usage_s() - before[1]) / hosts
+    lint_controller, lint_hosts = _median(runs, "controller") / hosts, _median(runs, "hosts") / hosts
+    print(f"a bare ssh connection (ssh HOST true, {hosts} hosts one at a time): ssh client {client:.3f} s, "
+          f"the host's sshd and shell {session:.3f} s; so of the fleet lint's CPU a host, the controller's "
+          f"{lint_controller:.3f} s is {client:.3f} s ssh and {lint_controller - client:.3f} s the rest "
+          f"(the lint process: reading the answer, writing the copy, linting; and its start-up spread over "
+          f"the hosts), the host's {lint_hosts:.3f} s is {session:.3f} s connection and "
+          f"{lint_hosts - session:.3f} s the reading program with its httpd runs")
+
+
 def _median(runs: list[Run], attribute: str) -> float:
     return statistics.median(getattr(run, attribute) for run in runs)
 
@@ -132,14 +182,16 @@ def report(runs: list[Run], hosts: int, jobs: int, cores: int) -> None:
     for number, run in enumerate(runs, start=1):
         bound = run.bound(cores)
         print(f"run {number}: wall {run.wall:.2f} s; controller CPU {run.controller:.2f} s "
-              f"({run.controller / hosts:.3f} s a host); hosts' CPU {run.hosts:.2f} s "
+              f"({run.controller / hosts:.3f} s a host: the lint process {run.process / hosts:.3f} s, "
+              f"its ssh clients {(run.controller - run.process) / hosts:.3f} s); hosts' CPU {run.hosts:.2f} s "
               f"({run.hosts / hosts:.3f} s a host); bound {bound:.2f} s; wall / bound {run.wall / bound:.2f}; "
               f"other processes' CPU meanwhile {run.others:.2f} s "
               f"(wall / bound with it {run.wall / run.shared_bound(cores):.2f})")
     wall, controller, hosts_cpu = _median(runs, "wall"), _median(runs, "controller"), _median(runs, "hosts")
     ratio = statistics.median(run.wall / run.bound(cores) for run in runs)
     print(f"{hosts} hosts at --jobs {jobs}, median of {len(runs)}: wall {wall:.2f} s; "
-          f"controller CPU {controller / hosts:.3f} s a host (goal <= 0.15); "
+          f"controller CPU {controller / hosts:.3f} s a host (goal <= 0.15; the lint process "
+          f"{_median(runs, 'process') / hosts:.3f} s, ssh {statistics.median(r.controller - r.process for r in runs) / hosts:.3f} s); "
           f"hosts' CPU {hosts_cpu / hosts:.3f} s a host; wall / bound {ratio:.2f} (goal <= 1.3); "
           f"other processes' CPU {_median(runs, 'others'):.2f} s "
           f"(wall / bound with it {statistics.median(run.wall / run.shared_bound(cores) for run in runs):.2f}); "
@@ -154,6 +206,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--singles", action="store_true", help="also time each host alone (issue 32's ratio)")
     parser.add_argument("--profile", type=Path, help="one more fleet lint under cProfile, its stats written here")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="also time one bare ssh command a host: what the connection alone costs each side")
+    parser.add_argument("--ssh-option", action="append", default=[], metavar="OPTION",
+                        help="passed to lint's --ssh-option, e.g. KexAlgorithms=curve25519-sha256")
     args = parser.parse_args()
     if not 1 <= args.hosts <= 200 or not 1 <= args.runs <= 20:
         raise SystemExit("--hosts 1..200 and --runs 1..20")
@@ -172,23 +228,26 @@ def main() -> None:
             for index in range(1, args.hosts + 1):
                 tree = fleet_topology.debian_tree(work / f"tree-{index}", run)
                 (tree / "conf-enabled" / "host.conf").write_text(f"# host {index}\nServerTokens Prod\n")
-                trees.append((f"h{index}", tree))
+                trees.append((f"h{index}", tree, fleet_topology.plain_root_home(work)))
             built = time.perf_counter()
             topo = fleet_topology.build(work / "net", trees, cpu_group=hosts_group)
             print(f"built {args.hosts} hosts in {time.perf_counter() - built:.1f} s "
                   f"(CPU counted in {hosts_group.path} and {controller.path})")
-            lint(topo, topo.nodes[:1], 1, 120, controller)  # warm the page cache, untimed
-            runs = [lint(topo, topo.nodes, args.jobs, 600, controller) for _ in range(args.runs)]
+            options = tuple(args.ssh_option)
+            lint(topo, topo.nodes[:1], 1, 120, controller, ssh_options=options)  # warm the page cache, untimed
+            runs = [lint(topo, topo.nodes, args.jobs, 600, controller, ssh_options=options) for _ in range(args.runs)]
             report(runs, args.hosts, args.jobs, cores)
+            if args.breakdown:
+                breakdown(topo, controller, tuple(args.ssh_option), runs)
             if args.singles:
-                singles = sorted((statistics.median(lint(topo, [node], 1, 120, controller).wall
+                singles = sorted((statistics.median(lint(topo, [node], 1, 120, controller, ssh_options=options).wall
                                                     for _ in range(args.runs)), node.name) for node in topo.nodes)
                 slowest, name = singles[-1]
                 print(f"single host (median of {args.runs}): fastest {singles[0][0]:.2f} s, "
                       f"median {statistics.median(t for t, _ in singles):.2f} s, slowest {slowest:.2f} s ({name}); "
                       f"fleet / slowest single host {_median(runs, 'wall') / slowest:.2f}")
             if args.profile is not None:
-                lint(topo, topo.nodes, args.jobs, 600, controller, profile=args.profile.resolve())
+                lint(topo, topo.nodes, args.jobs, 600, controller, profile=args.profile.resolve(), ssh_options=options)
                 print(f"profile of one more fleet lint: {args.profile}")
             left = topo.close()
             topo = None
