@@ -33,6 +33,7 @@ also after a failure.
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import statistics
 import subprocess
@@ -57,6 +58,10 @@ class Run:
     """CPU seconds the rest of the machine used during the run."""
     process: float = float("nan")
     """The lint process's own CPU seconds (its threads; not its ssh clients)."""
+    reading: float = float("nan")
+    """Of `process`: the hosts' readings (starting ssh, decoding, writing the copies)."""
+    linting: float = float("nan")
+    """Of `process`: the trees' lints (reading the copy, the rules)."""
 
     def bound(self, cores: int) -> float:
         return (self.hosts + self.controller) / cores
@@ -100,23 +105,38 @@ def lint(topo, nodes, jobs: int, timeout: float, controller: fleet_topology.CpuG
     used_controller = controller.usage_s() - before[0]
     used_hosts = topo.cpu_group.usage_s() - before[1]
     others = _machine_busy_s() - before[2] - used_controller - used_hosts
-    process = float(own.read_text() or "nan")
+    written = own.read_text()  # empty under --profile
+    process, reading, linting = ast.literal_eval(written) if written else (float("nan"),) * 3
     own.unlink()
-    return Run(elapsed, used_controller, used_hosts, max(0.0, others), process)
+    return Run(elapsed, used_controller, used_hosts, max(0.0, others), process, reading, linting)
 
 
 # The lint process's own CPU, read as it leaves (by os._exit, past atexit):
-# the controller's CPU less this is its ssh clients'.
+# the controller's CPU less this is its ssh clients'. Each host's reading
+# (the ssh client started and waited for, the answer decoded, the copy
+# written) and each tree's lint are timed by the CPU clock of their thread.
 _MEASURED = """
-import resource, sys
+import resource, sys, time
 import advisor.cli as cli
+from advisor.commands import fleet
 out = sys.argv.pop(1)
 sys.argv[0] = 'apache-advisor'
+steps = {'read': 0.0, 'lint': 0.0}
+def timed(name, step):
+    def run(*args, **kwargs):
+        started = time.thread_time()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            steps[name] += time.thread_time() - started
+    return run
+fleet._read_host = timed('read', fleet._read_host)
+fleet._lint_group = timed('lint', fleet._lint_group)
 leave = cli._exit_now
 def measured(code):
     used = resource.getrusage(resource.RUSAGE_SELF)
     with open(out, 'w') as handle:
-        handle.write(repr(used.ru_utime + used.ru_stime))
+        handle.write(repr((used.ru_utime + used.ru_stime, steps['read'], steps['lint'])))
     leave(code)
 cli._exit_now = measured
 cli.main()
@@ -192,6 +212,9 @@ def report(runs: list[Run], hosts: int, jobs: int, cores: int) -> None:
     print(f"{hosts} hosts at --jobs {jobs}, median of {len(runs)}: wall {wall:.2f} s; "
           f"controller CPU {controller / hosts:.3f} s a host (goal <= 0.15; the lint process "
           f"{_median(runs, 'process') / hosts:.3f} s, ssh {statistics.median(r.controller - r.process for r in runs) / hosts:.3f} s); "
+          f"of the lint process a host: reading {_median(runs, 'reading') / hosts:.4f} s, linting "
+          f"{_median(runs, 'linting') / hosts:.4f} s, the rest (start-up, the report) "
+          f"{statistics.median(r.process - r.reading - r.linting for r in runs) / hosts:.4f} s; "
           f"hosts' CPU {hosts_cpu / hosts:.3f} s a host; wall / bound {ratio:.2f} (goal <= 1.3); "
           f"other processes' CPU {_median(runs, 'others'):.2f} s "
           f"(wall / bound with it {statistics.median(run.wall / run.shared_bound(cores) for run in runs):.2f}); "
