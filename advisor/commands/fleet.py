@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shutil
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -23,6 +25,8 @@ from typing import Any, Callable
 from advisor.errors import AdvisorError, UsageError
 
 DEFAULT_CONFIG = "/etc/apache2/apache2.conf"
+SCRATCH = "/dev/shm"
+SCRATCH_ROOM = 128 << 20  # bytes free there before the copies go there
 
 
 @dataclass(frozen=True)
@@ -248,6 +252,27 @@ def _lint_group(group: HostGroup, options, setup, facts_of) -> None:
     group.notes = list(dict.fromkeys(notes + list(result.notes)))
 
 
+def _scratch_dir() -> str | None:
+    """Where the hosts' copies are written: /dev/shm (memory) when TMPDIR does
+    not say where and it has room, else the usual temporary directory. Each
+    copy is a few dozen small files written once, read once and deleted, and
+    on a journalled /tmp shared with other work the file creations cost the
+    controller more CPU than the lint of the tree (50 ms against 8 ms a host,
+    measured on ext4 with another job writing)."""
+    if os.environ.get("TMPDIR"):
+        return None
+    try:
+        room = os.statvfs(SCRATCH)
+    except OSError:
+        return None
+    # Copies are deleted once linted, so about `jobs` trees exist at a time (a
+    # Debian tree is 0.1 MB); a small /dev/shm (a container's 64 MB) is left
+    # to what else uses it.
+    if room.f_bavail * room.f_frsize < SCRATCH_ROOM or not os.access(SCRATCH, os.W_OK | os.X_OK):
+        return None
+    return SCRATCH
+
+
 def lint_fleet(hosts: list[FleetHost], options, ssh_options: list[str], jobs: int, setup, facts_of,
                progress: bool | None = None) -> FleetRun:
     """Read every host, lint each distinct tree once, and say the exit code:
@@ -274,8 +299,10 @@ def lint_fleet(hosts: list[FleetHost], options, ssh_options: list[str], jobs: in
             group = HostGroup([read.host], read)
             _lint_group(group, options, setup, facts_of)
             by_digest[read.digest] = (position, group)  # type: ignore[index]
+        if read.root is not None:  # linted or not needed: the copies on disk stay `jobs` trees
+            shutil.rmtree(read.root, ignore_errors=True)
 
-    with tempfile.TemporaryDirectory(prefix="apache-advisor-fleet-") as work:
+    with tempfile.TemporaryDirectory(prefix="apache-advisor-fleet-", dir=_scratch_dir()) as work:
         reads = read_hosts(hosts, ssh_options, jobs, Path(work), progress, lint_on_arrival)
     groups, failed = group_reads(reads)
     for group in groups:
