@@ -7,25 +7,31 @@ controller's CPU per host and the wall time against the CPU bound.
                                     [--profile FILE] [--ssh-option OPTION]...
 
 Every host's tree differs by one comment line, so none is grouped with
-another: every host is read and linted. Two cgroups count CPU time exactly,
-exited and daemonised processes included: the controller's (the lint process,
-its ssh clients and their ControlMaster processes) and the hosts' (every
-sshd, with the sessions, python3 and httpd runs it starts). On this machine
-both sides share the same cores, so the least wall time the run can take is
-the CPU bound: (hosts' CPU + controller's CPU) / cores. Each run prints its
-wall time, both CPU figures, the bound, wall / bound, and the CPU that other
-processes of the machine used meanwhile (from /proc/stat: a shared machine
-shows up there, and a second ratio counts it in the bound); the summary is the median of --runs, the hosts built once.
-Issue 59's goals: controller CPU per host at most 0.15 s, wall / bound at
+another: every host is read and linted. Each host is a plain Debian host:
+root's home there is empty, so the bash sshd runs does not source this
+machine's ~/.bashrc (pyenv's init, 0.1 s a command, and pyenv's python3).
+
+Two cgroups count CPU time exactly, exited and daemonised processes
+included: the controller's (the lint process and its ssh clients) and the
+hosts' (every sshd, with the sessions, python3 and httpd runs it starts).
+Here both sides share the same cores, so the least wall time the run can
+take is the CPU bound: (hosts' CPU + controller's CPU) / cores. Each run
+prints its wall time; the controller's CPU split into the lint process (read
+as it leaves) and its ssh clients, and the lint process's into the hosts'
+readings, the trees' lints and the rest (each by its thread's CPU clock);
+the hosts' CPU; the bound and wall / bound; and the CPU other processes of
+the machine used meanwhile (from /proc/stat), with a second ratio that
+counts it in the bound: on a shared machine the first ratio measures the
+others. The summary is the median of --runs, the hosts built once. Issue
+59's goals: the controller's CPU at most 0.15 s a host, wall / bound at
 most 1.3 (50 hosts, --jobs 8).
 
-Each host is a plain Debian host: root's home there is empty, so ssh's bash
-does not source this machine's ~/.bashrc (pyenv's init, 0.1 s a command).
---breakdown also runs one bare `ssh HOST true` a host and splits each side's
-CPU into the connection and the rest. --singles also times each host linted alone (median of --runs) and prints
-the fleet run against the slowest (issue 32's ratio). --profile FILE runs one
-more fleet lint under cProfile and writes its stats to FILE (read them with
-`python -m pstats FILE`). Needs root, iproute2, openssh-server and Debian's
+--breakdown also runs one bare `ssh HOST true` a host: what a connection
+alone costs the ssh client and the host. --ssh-option is passed to lint
+(e.g. KexAlgorithms=curve25519-sha256). --singles also times each host
+linted alone (median of --runs) and prints the fleet run against the
+slowest (issue 32's ratio). --profile FILE runs one more fleet lint under
+cProfile and writes its stats to FILE (`python -m pstats FILE`). Needs root, iproute2, openssh-server and Debian's
 apache2, like the netns tests. Everything it builds is removed at the end,
 also after a failure.
 """
@@ -173,8 +179,8 @@ stats.dump_stats(out)
 def breakdown(topo, controller: fleet_topology.CpuGroup, ssh_options: tuple[str, ...], runs: list[Run]) -> None:
     """One `ssh HOST true` a host, one at a time, as lint's ssh would run it:
     the ssh client's CPU and the host's (sshd, the login shell) for a bare
-    connection; the rest of a lint's CPU is the tool's own work and, on the
-    hosts, the reading program with its httpd runs."""
+    connection; the rest of the hosts' CPU in a lint is the reading program
+    with its httpd runs. (The controller's side splits in every run already.)"""
     hosts = len(topo.nodes)
     before = (controller.usage_s(), topo.cpu_group.usage_s())
     for node in topo.nodes:
@@ -185,13 +191,11 @@ def breakdown(topo, controller: fleet_topology.CpuGroup, ssh_options: tuple[str,
         subprocess.run(fleet_topology._in_group(controller) + argv, check=True, capture_output=True, timeout=60)
     client = (controller.usage_s() - before[0]) / hosts
     session = (topo.cpu_group.usage_s() - before[1]) / hosts
-    lint_controller, lint_hosts = _median(runs, "controller") / hosts, _median(runs, "hosts") / hosts
+    lint_hosts = _median(runs, "hosts") / hosts
     print(f"a bare ssh connection (ssh HOST true, {hosts} hosts one at a time): ssh client {client:.3f} s, "
-          f"the host's sshd and shell {session:.3f} s; so of the fleet lint's CPU a host, the controller's "
-          f"{lint_controller:.3f} s is {client:.3f} s ssh and {lint_controller - client:.3f} s the rest "
-          f"(the lint process: reading the answer, writing the copy, linting; and its start-up spread over "
-          f"the hosts), the host's {lint_hosts:.3f} s is {session:.3f} s connection and "
-          f"{lint_hosts - session:.3f} s the reading program with its httpd runs")
+          f"the host's sshd and shell {session:.3f} s; so of the hosts' {lint_hosts:.3f} s a host in the "
+          f"fleet lint, about {session:.3f} s is the connection and {lint_hosts - session:.3f} s the reading "
+          f"program with its httpd runs")
 
 
 def _median(runs: list[Run], attribute: str) -> float:
