@@ -31,9 +31,10 @@ alone costs the ssh client and the host. --ssh-option is passed to lint
 (e.g. KexAlgorithms=curve25519-sha256). --singles also times each host
 linted alone (median of --runs) and prints the fleet run against the
 slowest (issue 32's ratio). --profile FILE runs one more fleet lint under
-cProfile and writes its stats to FILE (`python -m pstats FILE`). Needs root, iproute2, openssh-server and Debian's
-apache2, like the netns tests. Everything it builds is removed at the end,
-also after a failure.
+cProfile and writes its stats to FILE (`python -m pstats FILE`).
+
+Needs root, iproute2, openssh-server and Debian's apache2, like the netns
+tests. Everything it builds is removed at the end, also after a failure.
 """
 
 from __future__ import annotations
