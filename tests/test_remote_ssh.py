@@ -69,6 +69,20 @@ def test_one_master_carries_every_command(netns_topology):
 
 
 @pytest.mark.netns
+def test_a_connection_without_multiplexing_makes_no_master(netns_topology):
+    # What a fleet's reading uses: one command a host, so no master to fork and end.
+    topo = netns_topology
+    spec = HostSpec(topo.server.addr, "root")
+    conn = SshConnection(spec, options=topo.ssh_options(), identity=str(topo.user_key), connect_timeout_s=5,
+                         multiplex=False)
+    conn.connect(probe=False)
+    assert topo.server.addr in conn.run("hostname -I", check=True).stdout.split()
+    assert not conn.control_path.exists() and not _master_processes(conn)
+    assert "ControlMaster=no" in conn.base_argv() and not any(a.startswith("ControlPath=") for a in conn.base_argv())
+    conn.close()  # nothing to end
+
+
+@pytest.mark.netns
 def test_files_are_read_and_replaced_atomically(netns_topology, tmp_path):
     topo = netns_topology
     conn = connection(topo, topo.server)
