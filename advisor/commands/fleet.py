@@ -202,13 +202,35 @@ def group_reads(reads: list[HostRead]) -> tuple[list[HostGroup], list[HostRead]]
     return list(groups.values()), failed
 
 
+def host_facts_read(config, facts: dict, name: str, options, setup, facts_of, notes: list[str]):
+    """The rules' facts for a host's tree: lint's own from the options and
+    settings, then what was read on the host (its MPM, its RAM or the
+    memory limit below it, its live state)."""
+    from advisor.lint.values import format_bytes
+
+    host_facts, _ = facts_of(config, replace(options, live=False), setup.file_settings.host,
+                             setup.enabled_codes, notes)
+    host_facts.live = facts.get("live")
+    setup.apply_to(host_facts)
+    if host_facts.mpm is None and facts.get("mpm"):
+        host_facts.mpm = facts["mpm"]
+    if options.ram is None and "ram" not in setup.file_settings.host:
+        ram, limit = facts.get("ram"), facts.get("memory_limit")
+        if limit is not None and (ram is None or limit < ram):
+            host_facts.ram, host_facts.ram_source = limit, f"{name}'s memory limit ({format_bytes(limit)})"
+            notes.append(f"memory limit {format_bytes(limit)} read on {name} (below its RAM)")
+        elif ram is not None:
+            host_facts.ram, host_facts.ram_source = ram, f"{name}'s RAM"
+            notes.append(f"RAM {format_bytes(ram)} read on {name}")
+    return host_facts
+
+
 def _lint_group(group: HostGroup, options, setup, facts_of) -> None:
     """Lint the group's tree once, with the first host's facts."""
     from advisor.commands.options import parse_defines
     from advisor.config.load_options import LoadOptions
     from advisor.config.loader import load_config
     from advisor.lint.engine import lint_config
-    from advisor.lint.values import format_bytes
 
     read = group.read
     facts = read.facts
@@ -221,20 +243,7 @@ def _lint_group(group: HostGroup, options, setup, facts_of) -> None:
     try:
         config = load_config(read.host.config, load)
         notes: list[str] = []
-        host_facts, _ = facts_of(config, replace(options, live=False), setup.file_settings.host,
-                               setup.enabled_codes, notes)
-        host_facts.live = facts.get("live")
-        setup.apply_to(host_facts)
-        if host_facts.mpm is None and facts.get("mpm"):
-            host_facts.mpm = facts["mpm"]
-        if options.ram is None and "ram" not in setup.file_settings.host:
-            ram, limit = facts.get("ram"), facts.get("memory_limit")
-            if limit is not None and (ram is None or limit < ram):
-                host_facts.ram, host_facts.ram_source = limit, f"{name}'s memory limit ({format_bytes(limit)})"
-                notes.append(f"memory limit {format_bytes(limit)} read on {name} (below its RAM)")
-            elif ram is not None:
-                host_facts.ram, host_facts.ram_source = ram, f"{name}'s RAM"
-                notes.append(f"RAM {format_bytes(ram)} read on {name}")
+        host_facts = host_facts_read(config, facts, name, options, setup, facts_of, notes)
         result = lint_config(config, host_facts, setup.enabled, known_codes=setup.known_codes,
                              settings=setup.file_settings)
     except AdvisorError as error:

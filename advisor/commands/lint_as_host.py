@@ -19,7 +19,7 @@ import base64
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from advisor.errors import AdvisorError, UsageError
@@ -337,6 +337,7 @@ class TreeAsIs:
     def lint_group(self, group, config, overlay, options, setup, facts_of) -> None:
         """The group's tree linted with the candidate, and kept: what the
         candidate brings (its lint as it is tells the tree's own findings)."""
+        from advisor.commands import fleet
         from advisor.commands.lint_as import brought_by_candidate, show_at_candidate
         from advisor.lint.engine import lint_config
 
@@ -344,7 +345,7 @@ class TreeAsIs:
         found = []
         for tree in (config, self.config):
             notes: list[str] = []
-            facts = host_facts_read(tree, group.read.facts, name, options, setup, facts_of, notes)
+            facts = fleet.host_facts_read(tree, group.read.facts, name, options, setup, facts_of, notes)
             found.append(lint_config(tree, facts, setup.enabled, known_codes=setup.known_codes,
                                      settings=setup.file_settings, edits=False))
             if tree is config:
@@ -360,24 +361,3 @@ class TreeAsIs:
         group.files = list(dict.fromkeys(result.files))
 
 
-def host_facts_read(config, facts: dict, name: str, options, setup, facts_of, notes: list[str]):
-    """The rules' facts for a host's tree: lint's own from the options and
-    settings, then what was read on the host (its MPM, its RAM or the
-    memory limit below it, its live state)."""
-    from advisor.lint.values import format_bytes
-
-    host_facts, _ = facts_of(config, replace(options, live=False), setup.file_settings.host,
-                             setup.enabled_codes, notes)
-    host_facts.live = facts.get("live")
-    setup.apply_to(host_facts)
-    if host_facts.mpm is None and facts.get("mpm"):
-        host_facts.mpm = facts["mpm"]
-    if options.ram is None and "ram" not in setup.file_settings.host:
-        ram, limit = facts.get("ram"), facts.get("memory_limit")
-        if limit is not None and (ram is None or limit < ram):
-            host_facts.ram, host_facts.ram_source = limit, f"{name}'s memory limit ({format_bytes(limit)})"
-            notes.append(f"memory limit {format_bytes(limit)} read on {name} (below its RAM)")
-        elif ram is not None:
-            host_facts.ram, host_facts.ram_source = ram, f"{name}'s RAM"
-            notes.append(f"RAM {format_bytes(ram)} read on {name}")
-    return host_facts
