@@ -371,9 +371,20 @@ class CandidateLint:
         # Another MPM: the admin's LoadModule line cannot be taken back by a
         # later one (httpd refuses two MPMs), so the candidate is judged on
         # its own with the MPM it asks for. Its pool directives are what an
-        # MPM switch puts at stake.
-        return (f"LoadModule mpm_{mpm}_module /usr/lib/apache2/modules/mod_mpm_{mpm}.so\n"
+        # MPM switch puts at stake. The switch leaves the tree's other
+        # modules loaded: without them a candidate's mod_http2 lines
+        # (H2MaxWorkers) read as E401 errors, and every worker and event
+        # point of an HTTP/2 mix was refused unseen (issue 57).
+        loads = "".join(f'LoadModule {name} "{path}"\n' for name, path in self._other_modules())
+        return (f"LoadModule mpm_{mpm}_module /usr/lib/apache2/modules/mod_mpm_{mpm}.so\n{loads}"
                 f'Include "{candidate}"\n')
+
+    def _other_modules(self) -> list[tuple[str, str]]:
+        """(module, file) of each module the admin's tree loads besides its MPM."""
+        from advisor.config.modules import MPM_NAMES
+
+        return [(node.args[0], node.args[1]) for node in self.cfg.raw.directives("LoadModule")
+                if getattr(node, "active", True) and len(node.args) == 2 and node.args[0] not in MPM_NAMES]
 
     def _options(self, LoadOptions):
         if self._frozen is not None:
