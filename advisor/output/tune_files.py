@@ -142,6 +142,19 @@ def _figure_checks(checks: Mapping | None, unit: str) -> list[str]:
     return out + [""]
 
 
+def _lint_refused(entries: list[dict[str, Any]]) -> list[str]:
+    """The points the candidate lint refused before any trial, each with its first error."""
+    if not entries:
+        return []
+    out = ["### Points lint refused", "", f"{len(entries)} point(s) the search proposed were never tried: "
+           "the candidate lint called them errors, and the search was told they were poor.", ""]
+    rows = [[e.get("mpm", ""), e.get("origin", ""),
+             ", ".join(f"{k} {v}" for k, v in (e.get("changed") or {}).items()) or "(the starting point)",
+             str(e.get("first_error", "")) + (f" (and {e['errors'] - 1} more)" if e.get("errors", 0) > 1 else "")]
+            for e in entries]
+    return out + _table(["MPM", "proposed as", "changed from start", "first error"], rows) + [""]
+
+
 def _percent(ratio: float | None) -> str:
     return "-" if ratio is None else f"{(ratio - 1.0) * 100:+.1f} %"
 
@@ -158,7 +171,9 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
              f"- Recommendation: {len(rec.changes)} directive(s), in [{include_name}]({include_name})."),
             f"- Gain over the starting config: {gain_sentence(report.gain)}.",
             f"- Bottleneck: {report.verdict_line}.",
-            f"- Search: {len(report.trials)} trials, stopped by {facts.stop_reason or 'the budget'}.", ""]
+            f"- Search: {len(report.trials)} trials, stopped by {facts.stop_reason or 'the budget'}"
+            + (f"; lint refused {len(report.lint_refused)} point(s), never tried (see Points lint refused)."
+               if report.lint_refused else "."), ""]
 
     out += ["## Plan", ""]
     out += _table(["", ""], [
@@ -191,6 +206,7 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
     if "convergence" in plots:
         out += ["", f"![objective per trial, best so far and the start level]({plots['convergence']})"]
     out.append("")
+    out += _lint_refused(report.lint_refused)
     out += _figure_checks(report.figure_checks, unit)
 
     out += ["## Recommendation", ""]

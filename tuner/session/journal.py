@@ -3,6 +3,7 @@
     {"kind": "header", "version": 1, "space": {...}, "workload": {...}, "objective": {...}, "seed": 0, ...}
     {"kind": "trial", "trial": 1, "point": {...}, "objective": 812.4, "valid": true, "verdict": "...", ...}
     {"kind": "gain", "index": 1, "role": "start", "point": {...}, "objective": 640.2, "valid": true, ...}
+    {"kind": "lint refusal", "point": {...}, "origin": "mpm", "errors": ["candidate line 15: E401 ..."]}
 
 Each line is written with one write() on a file opened for appending and is
 fsynced before the next trial starts, so after a crash or kill -9 the file
@@ -29,6 +30,8 @@ from typing import Any, Mapping
 
 from advisor.errors import AdvisorError, UsageError
 from advisor.tuner.search.optimizer import Observation
+from advisor.tuner.session.refusals import KIND as REFUSAL_KIND
+from advisor.tuner.session.refusals import LintRefusal
 
 JOURNAL_NAME = "journal.jsonl"
 VERSION = 1
@@ -68,6 +71,8 @@ class JournalContents:
     """Length of the file up to the end of the last complete line."""
     gain_runs: list["GainRun"] = field(default_factory=list)
     ablation_runs: list["GainRun"] = field(default_factory=list)
+    lint_refusals: list[LintRefusal] = field(default_factory=list)
+    """Points the candidate lint refused before any trial (refusals.py)."""
 
 
 @dataclass
@@ -153,10 +158,11 @@ def read_journal(path: str | os.PathLike) -> JournalContents:
         trials = [Observation.from_dict(r) for _, r in records[1:] if r.get("kind") == "trial"]
         gain_runs = [GainRun.from_dict(r) for _, r in records[1:] if r.get("kind") == "gain"]
         ablation_runs = [GainRun.from_dict(r) for _, r in records[1:] if r.get("kind") == "ablation"]
+        refusals = [LintRefusal.from_dict(r) for _, r in records[1:] if r.get("kind") == REFUSAL_KIND]
     except (KeyError, TypeError, ValueError) as exc:
         raise UsageError(f"journal entry lacks {exc}", file=str(path),
                          hint="the journal was edited or damaged; start a new session") from None
-    return JournalContents(header, trials, torn, good_bytes, gain_runs, ablation_runs)
+    return JournalContents(header, trials, torn, good_bytes, gain_runs, ablation_runs, refusals)
 
 
 def _differences(mine: Any, theirs: Any, prefix: str = "") -> list[str]:
@@ -198,6 +204,7 @@ class EarlierRuns:
     trials: list[Observation] = field(default_factory=list)
     gain_runs: list[GainRun] = field(default_factory=list)
     ablation_runs: list[GainRun] = field(default_factory=list)
+    lint_refusals: list[LintRefusal] = field(default_factory=list)
 
 
 def open_journal(session_dir: str | os.PathLike, header: JournalHeader, *, resume: bool
@@ -207,7 +214,8 @@ def open_journal(session_dir: str | os.PathLike, header: JournalHeader, *, resum
     if resume:
         journal, contents = Journal.resume(session_dir, space=header.space, workload=header.workload,
                                            objective=header.objective)
-        return journal, EarlierRuns(list(contents.trials), list(contents.gain_runs), list(contents.ablation_runs))
+        return journal, EarlierRuns(list(contents.trials), list(contents.gain_runs), list(contents.ablation_runs),
+                                    list(contents.lint_refusals))
     return Journal.create(session_dir, header), EarlierRuns()
 
 
@@ -256,6 +264,9 @@ class Journal:
 
     def append_gain(self, run: GainRun) -> None:
         self._append(run.to_dict())
+
+    def append_refusal(self, refusal: LintRefusal) -> None:
+        self._append(refusal.to_dict())
 
     def _append(self, record: Mapping[str, Any]) -> None:
         try:

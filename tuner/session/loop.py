@@ -302,14 +302,14 @@ class TuneSession:
         if self.managed is None or self.space is None:
             raise RuntimeError("TuneSession.run needs open() and prepare() first")
         journal, earlier = open_journal(self.settings.session_dir, self.journal_header(), resume=self.settings.resume)
-        searcher = make_session_searcher(self.space, self.settings, earlier.trials)
+        searcher = make_session_searcher(self.space, self.settings, earlier.trials, earlier.lint_refusals)
         runner = self.make_objective(searcher)
         for obs in earlier.trials:
             runner.learn(obs)
         began = time.monotonic()
         context = self.context()
-        result = run_trials(context, searcher, runner, journal, earlier.trials, began,
-                            raise_if_signalled=self.raise_if_signalled, eta=self.eta)
+        result = run_trials(context, searcher, runner, journal, earlier.trials, began, eta=self.eta,
+                            raise_if_signalled=self.raise_if_signalled, lint_refused=earlier.lint_refusals)
         runner.on_start = None
         if result.best is None:
             raise AdvisorError(f"no trial measured the server ({result.stop_reason})",
@@ -320,7 +320,7 @@ class TuneSession:
         attributed = attribute(context, runner, journal, earlier.ablation_runs, simplified, normal)
         confirmed = confirm(context, runner, journal, earlier.gain_runs, attributed, normal)
         advice = advise(context, runner, journal, confirmed, attributed.ablations)
-        report = self.report(result, advice, attributed.ablations, time.monotonic() - began)
+        report = self.report(result, advice, attributed.ablations, time.monotonic() - began, earlier.lint_refusals)
         self.record_pace(normal)
         return SessionOutcome(report, result, result.observations, advice.winner, advice.replicates, normal)
 
@@ -347,8 +347,8 @@ class TuneSession:
         return SessionContext(self.space, self.lint, self.settings, self.events, workload_name=self.workload.name,
                               rtt_ms=self.objective.rtt_ms)
 
-    def report(self, result: SearchResult, advice: Advice, ablations, elapsed: float):
-        """The report's data (advisor.tuner.session.report_data.TuneReport)."""
+    def report(self, result: SearchResult, advice: Advice, ablations, elapsed: float, refused=()):
+        """The report's data (report_data.TuneReport); `refused`: the points lint refused (refusals.py)."""
         from advisor.tuner.session.report_data import SessionFacts, build_report
 
         s = self.settings
@@ -360,7 +360,7 @@ class TuneSession:
                              target=str(self.target.base_url), round_trip=self.objective.rtt_text())
         return build_report(self.cfg, self.space, result.observations, advice.winner, facts,
                             replicates=advice.replicates, seed=s.seed, notes=advice.notes or [], ablations=ablations,
-                            suppressions=advice.suppressions or {}, lint=self.lint)
+                            suppressions=advice.suppressions or {}, lint=self.lint, lint_refused=refused)
 
     def record_pace(self, normal: bool) -> None:
         """Keep what this session's runs cost here, for the next plan."""

@@ -21,6 +21,7 @@ from advisor.tuner.search.surrogate import (MIN_TRIALS_FOR_SURROGATE, Curve, Sen
                                             sensitivities)
 from advisor.tuner.session.figure_check import check_figures, later_runs
 from advisor.tuner.session.gain import Gain, Replicates, measure_gain
+from advisor.tuner.session.refusals import LintRefusal, refusals_summary
 
 if TYPE_CHECKING:
     from advisor.config.model import Config
@@ -475,6 +476,9 @@ class TuneReport:
     """Set when the session could not tell its points apart: it then recommends nothing."""
     figure_checks: dict[str, Any] | None = None
     """session/figure_check.py FigureChecks.to_dict(): the searched figures against their points' later runs."""
+    lint_refused: list[dict[str, Any]] = field(default_factory=list)
+    """Each point the candidate lint refused before any trial (refusals.LintRefusal.report_entry):
+    mpm, origin, changed (from the start), first_error, errors (how many)."""
 
     @property
     def verdict_line(self) -> str:
@@ -500,12 +504,14 @@ class TuneReport:
 def build_report(cfg: "Config", space: Space, observations: Sequence[Observation], winner: Mapping[str, Value],
                  facts: SessionFacts, *, replicates: Replicates | None = None, surrogate: Surrogate | None = None,
                  seed: int = 0, notes: Sequence[str] = (), ablations=None,
-                 suppressions: Mapping[str, str] | None = None, lint=None) -> TuneReport:
+                 suppressions: Mapping[str, str] | None = None, lint=None,
+                 lint_refused: Sequence[LintRefusal] = ()) -> TuneReport:
     """Everything the report says, decided once.
 
     `winner`: the point recommended (the search's best less the changes the
     trials do not back: session/simplify.py); `notes`: what that left out and why.
     `replicates`: the interleaved runs of start and winner after the search.
+    `lint_refused`: the points lint refused, never tried (refusals.py).
     `surrogate`: a model to ask (Surrogate.from_optimizer); by default a GP
     is fitted to the observations and the replicates, which tell it the
     noise of a trial.
@@ -520,6 +526,10 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
         surrogate = Surrogate.fit(space, observations, extra=runs, seed=seed)
     gain = None
     notes = list(notes)
+    refused = [refusal.report_entry(space) for refusal in lint_refused]
+    refused_line = refusals_summary(refused)
+    if refused_line is not None:
+        notes.append(refused_line)
     if replicates is not None and min(len(replicates.start), len(replicates.winner)) >= 2:
         try:
             gain = measure_gain(replicates)
@@ -567,6 +577,7 @@ def build_report(cfg: "Config", space: Space, observations: Sequence[Observation
         lint_comparison=lint_comparison(lint, winner, suppressions or {}) if lint is not None else None,
         no_response=unresponsive,
         figure_checks=check_figures(space, observations, later_runs(space, winner, replicates, ablations)).to_dict(),
+        lint_refused=refused,
     )
 
 
