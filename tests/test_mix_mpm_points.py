@@ -5,7 +5,9 @@ under prefork: the candidate lint judged each worker and event point on a
 tree of one LoadModule line, where the point's mod_http2 lines
 (H2MaxSessionStreams, H2MaxWorkers) read as E401, and run_search refused
 them without a word. The tree here is the sandbox's as `staging up --mpm
-prefork --tls --h2` writes it, read by the real reader; no httpd runs."""
+prefork --tls --h2` writes it, read by the real reader; no httpd runs. A
+point lint does refuse is told on the console, journalled and listed in the
+report (the simulated host answers the trials)."""
 
 from __future__ import annotations
 
