@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from advisor.config.model import Directive, Section
 from advisor.lint.context import LintContext
+from advisor.lint.values import NO_SESSION_CACHE, session_cache_in_effect
 
 from ._served import owned
 
@@ -164,19 +165,14 @@ def _tickets_off(ctx: LintContext, host: TlsHost) -> Directive | None:
 
 
 def session_cache_line(ctx: LintContext) -> Directive | None:
-    """The SSLSessionCache line whose cache httpd uses. mod_ssl's `none` and
-    `nonenotnull` set no cache of their own and leave an earlier line's in
-    place (on the sandbox: shmcb, then none, and TLS 1.2 reconnects still
-    resumed, bench/tls_resumption.py), so a cache line before them stays in
-    effect; `none` alone means no cache (its line is returned)."""
-    lines = ctx.raw_directives("SSLSessionCache")
-    stores = [node for node in lines if node.args and node.args[0].lower() not in ("none", "nonenotnull")]
-    return stores[-1] if stores else ctx.server_value("SSLSessionCache")
+    """The SSLSessionCache line whose cache httpd uses (SSLSessionCache is
+    server-wide: every active line is the server's)."""
+    return session_cache_in_effect(ctx.raw_directives("SSLSessionCache"))
 
 
 def has_session_cache(ctx: LintContext) -> bool:
     line = session_cache_line(ctx)
-    return line is not None and bool(line.args) and line.args[0].lower() not in ("none", "nonenotnull")
+    return line is not None and bool(line.args) and line.args[0].lower() not in NO_SESSION_CACHE
 
 
 def socache_missing(ctx: LintContext, node: Directive) -> tuple[str, ...] | None:

@@ -69,3 +69,17 @@ def format_seconds(value: float) -> str:
 
 def plural(count: int, word: str, many: str | None = None) -> str:
     return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+NO_SESSION_CACHE = ("none", "nonenotnull")
+
+
+def session_cache_in_effect(lines: list) -> object | None:
+    """Of a server's SSLSessionCache lines in reading order, the one whose
+    cache httpd uses. mod_ssl's `none` and `nonenotnull` configure no cache
+    of their own and leave an earlier line's in place (on the sandbox: shmcb,
+    then none, and TLS 1.2 reconnects still resumed, bench/tls_resumption.py),
+    so the last line naming a cache wins; with none such, the last line
+    (`none`: no cache), or None when there is no line."""
+    stores = [node for node in lines if node.args and node.args[0].lower() not in NO_SESSION_CACHE]
+    return stores[-1] if stores else (lines[-1] if lines else None)

@@ -10,6 +10,7 @@ whether a session's calls each get a connection of their own
 
 from __future__ import annotations
 
+from advisor.lint.values import NO_SESSION_CACHE, session_cache_in_effect
 from advisor.tuner.measure.tls_probe import TlsTrial
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.result import TrialInputs
@@ -118,11 +119,8 @@ def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs 
             causes.append(at(timeout) + f" (no longer than the sessions' {think:g} s think time)")
     except (ValueError, IndexError):
         pass
-    # mod_ssl's `none` sets no cache of its own: a cache line before it stays in effect.
-    caches = [node for node in cfg.server_directives("SSLSessionCache")
-              if node.args and node.args[0].lower() not in ("none", "nonenotnull")]
-    if not caches:
-        cache = cfg.server_value("SSLSessionCache")
+    cache = session_cache_in_effect(cfg.server_directives("SSLSessionCache"))
+    if cache is None or cache.raw_args.strip().lower() in NO_SESSION_CACHE:
         causes.append(at(cache) if cache is not None else "no SSLSessionCache: no session can be resumed")
     return causes
 
