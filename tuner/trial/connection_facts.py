@@ -17,7 +17,7 @@ from advisor.tuner.trial.result import TrialInputs
 from advisor.tuner.trial.verdict import ConfigFacts, ConnectionCap
 
 
-def _config_in_effect(target: StagingTarget):
+def config_in_effect(target: StagingTarget):
     """The target's config read with the config model, or None when it cannot be read."""
     from advisor.config.loader import load_config
     from advisor.errors import AdvisorError
@@ -33,7 +33,7 @@ def config_facts(target: StagingTarget) -> ConfigFacts:
     """The per-connection costs the config in effect sets at server scope
     (MaxConnectionsPerChild N > 0, HostnameLookups On or Double), with the
     file:line of each; `read` False when the config cannot be read."""
-    cfg = _config_in_effect(target)
+    cfg = config_in_effect(target)
     if cfg is None:
         return ConfigFacts(read=False)
     facts = ConfigFacts()
@@ -58,7 +58,7 @@ def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     (N > 0), at server scope, with the file and line that set it. None when
     the config cannot be read: the verdict then says nothing about it.
     """
-    cfg = _config_in_effect(target)
+    cfg = config_in_effect(target)
     if cfg is None:
         return None
     keepalive = cfg.server_value("KeepAlive")
@@ -74,7 +74,8 @@ def connection_cap(target: StagingTarget) -> ConnectionCap | None:
     return None
 
 
-def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs | None = None) -> list[str]:
+def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs | None = None,
+               cfg=None) -> list[str]:
     """What makes an HTTPS trial's handshakes: config lines (file:line) and the workload.
 
     KeepAlive Off or a small MaxKeepAliveRequests close connections that a
@@ -84,19 +85,13 @@ def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs 
     handshake. Read with the config model, at server scope; empty when the
     config cannot be read.
     """
-    from advisor.config.loader import load_config
-    from advisor.errors import AdvisorError
-
     causes: list[str] = []
     if inputs is not None and not inputs.wsess and inputs.num_calls == 1:
         causes.append("the workload: one request per connection, each a new visitor (--num-calls 1, no sessions)")
     if inputs is not None and inputs.tls_resume == "never":
         causes.append("the workload: --tls-resume never (every connection a full handshake)")
-    try:
-        source = target.config_source()
-        cfg = load_config(*source) if source is not None else None
-    except (AdvisorError, OSError):
-        cfg = None
+    if cfg is None:
+        cfg = config_in_effect(target)
     if cfg is None:
         return causes
 
@@ -125,7 +120,7 @@ def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs 
     return causes
 
 
-def session_tickets_on(target: StagingTarget) -> str | None:
+def session_tickets_on(target: StagingTarget, cfg=None) -> str | None:
     """Where the server's TLS session tickets are on (its SSLSessionTickets
     line, or httpd's default when none is written), or None when they are
     off or the config cannot be read. A resumption by ticket leaves mod_ssl's
@@ -133,7 +128,8 @@ def session_tickets_on(target: StagingTarget) -> str | None:
     stores one session per resumed handshake as if it were half a full one
     (bench/tls_resumption.py, 2026-12-07), so the trial cannot count its
     handshakes from them."""
-    cfg = _config_in_effect(target)
+    if cfg is None:
+        cfg = config_in_effect(target)
     if cfg is None:
         return None
     tickets = cfg.server_value("SSLSessionTickets")

@@ -18,8 +18,8 @@ from advisor.tuner.load.remote_clients import GroupRun
 from advisor.tuner.measure.metrics import MetricsCollector, Sample
 from advisor.tuner.measure.tls_probe import TlsTrial, cache_counters, calibrate, count_handshakes, probe
 from advisor.tuner.staging.target import StagingTarget
-from advisor.tuner.trial.connection_facts import (config_facts, connection_cap, session_connections, session_tickets_on,
-                                                  tls_causes)
+from advisor.tuner.trial.connection_facts import (config_facts, config_in_effect, connection_cap, session_connections,
+                                                  session_tickets_on, tls_causes)
 from advisor.tuner.trial.load_process import LoadSpec, load_result, start_load
 from advisor.tuner.trial.poolcheck import POOL_LABELS, PoolCheck, check_pool
 from advisor.tuner.trial.quiet_wait import remember_pool, wait_quiet
@@ -176,11 +176,12 @@ def _run_pinned(target, inputs, pid, server_cpus, parts, interval, on_tick, regi
     if tls_info is not None:
         own_after = run.own_after
         own = own_after - own_before if own_before is not None and own_after is not None else None
+        cfg = config_in_effect(target)  # read once for the tickets and the causes of handshakes
         trial.tls = _tls_trial(tls_info, tls_cost, inputs, tls_before,
                                cache_counters(_status_fields(getattr(collector, "final_status", None))),
                                cpu_before, cpu_after, result.replies, trial.load_window_s, own,
-                               session_tickets_on(target))
-        trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs))
+                               session_tickets_on(target, cfg))
+        trial.verdict = handshake_verdict(trial.verdict, trial.tls, tls_causes(target, trial.tls, inputs, cfg))
     if run.http2 is not None:
         trial.http2 = run.http2
         trial.verdict = h2_limits_verdict(target, inputs, trial.verdict, run.http2, result.protocol)
