@@ -80,6 +80,11 @@ def test_an_h2_trial_is_one_connection_a_visitor_with_its_requests_as_streams_as
     assert parts["h2"]["connections"] == 3 and logged["HTTP/2.0"] == parts["h2"]["replies"]
     assert logged["HTTP/1.1"] == parts["http/1.1"]["replies"] > 0
     assert len({port for protocol, port in mix_rows if protocol == "HTTP/2.0"}) == 3
+    # Each trial counts the requests its visits were to send, assets included:
+    # at 3 visitors a second nothing is lost, so every planned request was logged.
+    for document, rows in ((h2, h2_rows), (h1, h1_rows), (mix, mix_rows)):
+        assert document["errors"]["requests_planned"] == len(rows) == document["httperf"]["replies"]
+        assert document["errors"]["pct"] == 0.0
 
 
 def test_an_h2_trial_on_prefork_is_refused_and_a_mix_there_is_served_http1():

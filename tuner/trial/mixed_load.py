@@ -33,6 +33,12 @@ def check_share(share: float | None, protocol: str) -> float:
     return float(share)
 
 
+def visitors_split(total: int, share: float) -> tuple[int, int]:
+    """(visitors on HTTP/2, visitors on HTTP/1.1) of a mixed run: each side at least one."""
+    on_h2 = min(total - 1, max(1, round(share * total))) if total > 1 else 1
+    return on_h2, max(1, total - on_h2)
+
+
 @dataclass(frozen=True)
 class MixSpec:
     """The two load generators' runs of one mixed trial."""
@@ -44,9 +50,7 @@ class MixSpec:
     @classmethod
     def split(cls, h1: httperf.HttperfSpec, h2: h2load.H2loadSpec, share: float) -> "MixSpec":
         """The rate and the visitors divided by the share (each side at least one visitor)."""
-        total = h2.visitors
-        on_h2 = min(total - 1, max(1, round(share * total))) if total > 1 else 1
-        sessions = max(1, total - on_h2)
+        on_h2, sessions = visitors_split(h2.visitors, share)
         h1_part = replace(h1, rate=h1.rate * (1 - share),
                           wsess=(sessions, h1.wsess[1], h1.wsess[2]) if h1.wsess else None,
                           num_conns=sessions)
