@@ -168,10 +168,16 @@ def load_text(target, probes: ProbeSettings, objective: ObjectiveSpec, workload:
     peak = p.max_rate if objective.kind == "peak" else objective.rate
     clients = settings.clients
     described = target.describe()
+    tool = {"h2": "h2load", "mix": "h2load and httperf"}.get(objective.protocol, "httperf")
+    requests_per_session: float = workload.calls
+    if workload.name == "browser":  # a visit's pages bring their assets
+        from advisor.tuner.load.browser_pages import ASSETS_PER_PAGE
+
+        requests_per_session = workload.calls * (1 + ASSETS_PER_PAGE)
     text = offered_load_text(described.get("url", "?"),
                              settings.client_cpus if settings.client_here else None, peak,
-                             workload.unit, workload.calls,
-                             generators=clients.describe() if clients is not None else None)
+                             workload.unit, requests_per_session,
+                             generators=clients.describe() if clients is not None else None, tool=tool)
     tls = described.get("tls")
     if isinstance(tls, dict):
         resume = ("each visitor's later connections resume its TLS session" if p.tls_resume == "session"

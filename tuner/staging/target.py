@@ -431,7 +431,7 @@ class SandboxTarget(StagingTarget):
 
 
 def offered_load_text(url: object, client_cpus: list[int] | None, peak_rate: float, unit: str,
-                      calls: int, generators: str | None = None) -> str:
+                      calls: float, generators: str | None = None, tool: str = "httperf") -> str:
     """One line for the admin before any load: the target, the load generators
     and the highest rate any trial may offer (all of them together)."""
     cores = ""
@@ -439,7 +439,7 @@ def offered_load_text(url: object, client_cpus: list[int] | None, peak_rate: flo
         listed = ",".join(map(str, client_cpus))
         cores = f" (here on cores {listed})" if generators else f" on cores {listed}"
     requests = f" ({peak_rate * calls:,.6g} requests/s)" if calls > 1 else ""
-    return f"{generators or 'httperf on this host'}{cores} -> {url}, at most {peak_rate:,.6g} {unit}{requests}"
+    return f"{generators or f'{tool} on this host'}{cores} -> {url}, at most {peak_rate:,.6g} {unit}{requests}"
 
 
 def read_text_or_none(path: Path) -> str | None:
