@@ -136,6 +136,30 @@ def read_net_dev(net_dir: str) -> dict[str, tuple[int, int]]:
     return counters
 
 
+def process_sched(pid: int) -> tuple[float, float] | None:
+    """(CPU seconds a live process has used, seconds its threads waited on a
+    run queue for a core), summed over its threads from schedstat."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    ran = waited = 0
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
+                fields = handle.read().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended between listing and reading
+    return ran / 1e9, waited / 1e9
+
+
+CLIENT_IDLE_SHARE = 0.1
+"""Below this share of a sample spent running or waiting to run, the load
+generator was idle (h2load between a few visitors' requests): it asked the
+core for too little to say whether it got it."""
+
+
 def process_runtime(pid: int) -> float | None:
     """CPU seconds a live process has used, to the nanosecond.
 
@@ -395,7 +419,7 @@ class MetricsCollector(threading.Thread):
         self._status_conn_closed = True  # no connection yet: the first read opens one
         self._watcher: ChildWatcher | None = None
         self._shaped: list[str] = []
-        self._client_cpu: tuple[float, float] | None = None
+        self._client_cpu: tuple[float, float, float] | None = None
 
     # The collector keeps one persistent connection to mod_status, opened
     # before the load starts: when every worker is busy or holding a
@@ -595,12 +619,20 @@ class MetricsCollector(threading.Thread):
             fds = process.num_fds()
         except psutil.Error:
             return None, None
-        runtime = process_runtime(self.client_pid)
-        now, total = time.monotonic(), runtime if runtime is not None else usage.user + usage.system
+        # The share of the time it wanted a core that it got: httperf
+        # busy-polls, so for it that is its share of the wall time; h2load
+        # sleeps between requests, and its share of the wall time says how
+        # busy the load was, not whether other programs took its core.
+        sched = process_sched(self.client_pid)
+        now = time.monotonic()
+        ran, waited = sched if sched is not None else (usage.user + usage.system, 0.0)
         pct = None
         if self._client_cpu is not None:
-            pct = round(100.0 * (total - self._client_cpu[1]) / max(1e-3, now - self._client_cpu[0]), 1)
-        self._client_cpu = (now, total)
+            then, ran_before, waited_before = self._client_cpu
+            wanted = (ran - ran_before) + (waited - waited_before)
+            if wanted >= CLIENT_IDLE_SHARE * max(1e-3, now - then):
+                pct = round(100.0 * (ran - ran_before) / wanted, 1)
+        self._client_cpu = (now, ran, waited)
         return pct, fds
 
 
