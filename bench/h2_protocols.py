@@ -125,7 +125,18 @@ def main() -> None:
     parser.add_argument("--slo-ms", type=float, default=200.0, help="mean reply time bound (round trips added)")
     parser.add_argument("--seed", type=int, default=57)
     parser.add_argument("--json", help="write each cell's figures here, one JSON line each")
+    parser.add_argument("--table-from", nargs="+", metavar="JSONL",
+                        help="print the table of cells saved by --json (several runs' rounds together); no load")
     args = parser.parse_args()
+    if args.table_from:
+        saved: dict[tuple[str, str], list[dict]] = {(mpm, protocol): [] for mpm in MPMS for protocol in PROTOCOLS}
+        for path in args.table_from:
+            for line in Path(path).read_text().splitlines():
+                cell = json.loads(line)
+                saved[(cell["mpm"], cell["protocol"])].append(cell)
+        args.rounds = max(len(cells) for cells in saved.values())
+        table(saved, args)
+        return
     rng = random.Random(args.seed)
     base = Path(tempfile.mkdtemp(prefix="advisor-h2-"))
     base.chmod(0o755)  # the workers (www-data) enter the sandboxes
