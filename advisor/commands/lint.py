@@ -49,6 +49,12 @@ class LintRun:
         """(cache, key, token) of the entry holding this result, when there is one."""
         self.save_later: Any = None
         """Saves the entry in a process that outlives this one (run_lint's save_later)."""
+        self.edits_later: Any = None
+        """An EditsLater when the findings lack the edits the cache keeps:
+        the save works them out (lint_later.add_edits), after the answer."""
+        self.report_later: Any = None
+        """(variant, pieces) of a report made whole, for the save to keep
+        beside the entry."""
 
     @property
     def findings(self) -> list:
@@ -120,15 +126,27 @@ def run_lint(options: LintOptions, *, save_later: bool = False) -> LintRun:
                            saved=(cache, key, hit.token),
                            afresh=lambda: _lint_afresh(options, config_path, record=False)[0])
     started_ns = time.time_ns()
-    run, recorder, probed_host = _lint_afresh(options, config_path, record=opened is not None)
+    run, recorder, probed_host = _lint_afresh(options, config_path, record=opened is not None,
+                                              edits_later=save_later)
     if opened is not None and recorder is not None and not probed_host and cache.admits(recorder, started_ns):
         from advisor.lint.cache import CachedResult, new_token
 
         token = new_token()
 
         def save() -> bool:
+            if run.edits_later is not None:
+                from advisor.commands.lint_later import add_edits
+
+                if not add_edits(run.edits_later):
+                    return False
             result = CachedResult(_cached_rows(run.findings), run.notes, run.files, run.exit_code, token)
-            return cache.store(key, recorder, result, started_ns)
+            if not cache.store(key, recorder, result, started_ns):
+                return False
+            if run.report_later is not None:
+                variant, pieces = run.report_later
+                for _ in cache.storing_report(key, token, variant, pieces):
+                    pass
+            return True
 
         # A report made now is kept under the token the entry will have.
         run.saved = (cache, key, token)
@@ -187,7 +205,11 @@ def lint_setup(options: LintOptions, config_path: str | None) -> LintSetup:
     return LintSetup(file_settings, enabled, enabled_codes, known_codes, fail_on, tls_profile)
 
 
-def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
+def _lint_afresh(options: LintOptions, config_path: str | None, record: bool, edits_later: bool = False):
+    """A lint of the trees themselves: (run, recorder, whether the host was
+    probed). With `edits_later`, a result to be saved after the answer is
+    made without the edits the cache keeps, unless the command shows them
+    (run.edits_later says how the save adds them)."""
     from operator import attrgetter
 
     from advisor.commands.lint_paths import in_read_order, show_display_paths
@@ -195,14 +217,16 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
 
     setup = lint_setup(options, config_path)
     load, recorder = _load_options(options, setup.file_settings.host, record)
-    wants_edits = options.edits or recorder is not None
-    findings, notes, files, trees, probed_host = _lint_trees(options, setup, load, recorder, wants_edits)
+    wants_edits = options.edits or (recorder is not None and not edits_later)
+    findings, notes, files, trees, probed_host, linted = _lint_trees(options, setup, load, recorder,
+                                                                      wants_edits)
     # Files in the order httpd reads them (main file first), then by line.
     read_order = {path: position for position, path in enumerate(dict.fromkeys(files))}
     # The files that have findings, in the engine's order (by name).
     with_findings = list(dict.fromkeys(map(attrgetter("file"), findings)))
     findings = in_read_order(findings, read_order, with_findings, several_trees=len(options.paths) > 1)
-    show_display_paths(findings, with_findings, wants_edits)
+    shown: dict[str, str] = {}
+    show_display_paths(findings, with_findings, wants_edits, shown)
     if options.as_candidate is not None:
         from dataclasses import replace
 
@@ -218,6 +242,10 @@ def _lint_afresh(options: LintOptions, config_path: str | None, record: bool):
     failed = (fail_on != "never" and worst is not None
               and SEVERITY_RANK[worst] >= SEVERITY_RANK[fail_on])
     run = LintRun(findings, notes, list(dict.fromkeys(files)), 1 if failed else 0, trees)
+    if recorder is not None and not wants_edits:
+        from advisor.commands.lint_later import EditsLater
+
+        run.edits_later = EditsLater(linted, setup, with_findings, shown)
     return run, recorder, probed_host
 
 
@@ -243,10 +271,11 @@ def _load_options(options: LintOptions, host: dict[str, Any], record: bool) -> t
 
 
 def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recorder: InputRecorder | None,
-                wants_edits: bool) -> tuple[list, list[str], list[str], list[tuple[str, str]], bool]:
+                wants_edits: bool) -> tuple[list, list[str], list[str], list[tuple[str, str]], bool, list]:
     """Every PATH read and linted: (findings, notes, files, trees, whether
-    this host was probed for facts)."""
+    this host was probed for facts, each tree's LintedTree)."""
     from advisor.commands.lint_facts import host_facts
+    from advisor.commands.lint_later import LintedTree
     from advisor.config.loader import load_config
     from advisor.lint.engine import lint_config
 
@@ -258,6 +287,7 @@ def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recor
     files: list[str] = []
     trees: list[tuple[str, str]] = []
     probed_host = False
+    linted: list[LintedTree] = []
     for path in options.paths:
         overlay = None
         if options.as_candidate is None:
@@ -279,7 +309,8 @@ def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recor
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
         trees.append((config.main_file, config.server_root))
-    return findings, notes, files, trees, probed_host
+        linted.append(LintedTree(config, facts, result.findings))
+    return findings, notes, files, trees, probed_host, linted
 
 
 def write_atomically(path: str, text: str | Iterable[str]) -> None:
@@ -331,6 +362,13 @@ def report_text(run: LintRun, options: LintOptions) -> Iterable[str] | None:
             return saved
     made = render(run, options, colour=False)
     if run.saved is not None and made is not None:
+        if run.save_later is not None and isinstance(made, tuple):
+            # Made whole (text, GitHub, statistics): the save keeps its copy
+            # after the answer. JSON and SARIF are copied as they are
+            # written: made again there, they would cost the save (and a
+            # lint waiting for it) as much as the report did here.
+            run.report_later = (variant, made)
+            return made
         cache, key, token = run.saved
         return cache.storing_report(key, token, variant, made)
     return made

@@ -60,16 +60,21 @@ def in_read_order(findings: list, read_order: dict[str, int], with_findings: lis
     return findings
 
 
-def show_display_paths(findings: list, with_findings: list[str], wants_edits: bool) -> None:
+def show_display_paths(findings: list, with_findings: list[str], wants_edits: bool,
+                       shown: dict[str, str] | None = None) -> None:
     """Name each finding's file, and its edit's, as reports show them (in
-    place). `with_findings` lists the files that have findings."""
+    place). `with_findings` lists the files that have findings; `shown`,
+    when given, keeps each file's name as shown (an earlier call's: the
+    edits a save adds later are named with the very strings the findings
+    were, so the cache entry is the bytes it would have been)."""
     from advisor.lint.edits import Edit
 
     # Once per file, not per finding; and for a plain absolute path below
     # the working directory, a slice instead of relpath (a mass-hosting tree
     # has tens of thousands of findings in as many files). A fix's file is
     # its finding's file in nearly every case: the same table serves it.
-    shown: dict[str, str] = {}
+    if shown is None:
+        shown = {}
     cwd = os.getcwd().rstrip(os.sep)
     below = cwd + os.sep
 
