@@ -105,11 +105,16 @@ def test_the_timing_script_sends_assets_after_the_page_and_thinks_between_pages(
 
 def test_a_report_reads_as_httperf_would_for_the_trial(tmp_path):
     log = tmp_path / "requests.tsv"
-    log.write_text("1796638157611216\t200\t2000\n1796638157611217\t200\t4000\n1796638157611218\t-1\t9000\n")
+    rows = ["1796638157611216\t200\t2000", "1796638157611217\t200\t4000", "1796638157611218\t-1\t9000"]
+    log.write_text("\n".join(rows + ["1796638157611219\t200\t3000"] * 9) + "\n")  # the 12 requests done
     spec = h2load.H2loadSpec(script="/s.tsv", visitors=3, rate=3, binary="/usr/bin/h2load")
     report = h2load.parse(REPORT.replace("0 errored", "2 errored"))
     result = h2load.as_httperf(report, spec, h2load.RequestLog.read(log))
     assert result.reply_time_ms == pytest.approx(3.0)  # the failed stream (-1) is not a reply
+    # A log holding other runs' rows besides (h2load appends) is not this run's:
+    # h2load's own mean time for a request (1.73 ms) stands instead.
+    log.write_text("\n".join(rows * 2 + ["1796638157611219\t200\t3000"] * 9) + "\n")
+    assert h2load.as_httperf(report, spec, h2load.RequestLog.read(log)).reply_time_ms == pytest.approx(1.73)
     assert result.replies == 12 and result.reply_rate == pytest.approx(12 / 0.22404)
     assert result.error_total == 2 and result.bad_status == 0
     # Each failure spoils at most one visit: at least one of the three completed.

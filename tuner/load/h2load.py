@@ -189,9 +189,18 @@ class RequestLog:
         return statistics.fmean(done) / 1000 if done else None
 
 
+def _fresh_log(spec: H2loadSpec) -> None:
+    """h2load appends to its --log-file: without this, every run of a session
+    after the first read the earlier runs' rows too (an overloaded probe's
+    400 ms replies in each later probe's mean)."""
+    if spec.log_file:
+        Path(spec.log_file).unlink(missing_ok=True)
+
+
 def start(spec: H2loadSpec, record: Path | None = None) -> subprocess.Popen:
     """Start h2load as httperf is started: it dies with this process, in a process group of its own
     that `record` notes, so that a later run ends it if this one was killed."""
+    _fresh_log(spec)
     argv, preexec = httperf.with_death_signal(spec.argv())
     try:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -223,7 +232,10 @@ def as_httperf(report: H2loadReport, spec: H2loadSpec, log: RequestLog | None) -
     """
     failures = report.requests.get("errored", 0) + report.requests.get("timeout", 0)
     answered = sum(report.status.values())
-    mean_ms = log.mean_ms() if log is not None else None
+    # The log is this run's only when it holds as many rows as the run
+    # finished requests; else h2load's own mean speaks for it.
+    own_log = log is not None and len(log.statuses) == report.requests.get("done", len(log.statuses))
+    mean_ms = log.mean_ms() if own_log else None
     if mean_ms is None:
         mean_ms = report.times_ms.get("request", {}).get("mean", 0.0)
     duration = report.finished_s
@@ -245,6 +257,7 @@ def as_httperf(report: H2loadReport, spec: H2loadSpec, log: RequestLog | None) -
 
 def run(spec: H2loadSpec, timeout: float) -> H2loadReport:
     """Run h2load to its end and read its report; a run that never connected is an error."""
+    _fresh_log(spec)
     try:
         done = subprocess.run(spec.argv(), capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
