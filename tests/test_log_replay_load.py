@@ -67,7 +67,7 @@ def test_tune_runs_end_to_end_on_a_replayed_log(tmp_path):
     with SandboxRun(mpm="prefork") as run:
         result = cli("tune", "--workdir", str(run.dir), "--report", str(report), "--workload", f"log:{log}",
                      "--space", str(space), "--budget", "2", "--objective", "throughput", "--speedup", "100",
-                     "--duration", "2", "--gain-replicates", "0", "--retries", "2", "--yes",
+                     "--duration", "2", "--gain-replicates", "0", "--retries", "2", "--warmup", "0", "--yes",
                      "--server-cpus", "0", "--client-cpus", "1", check=False)
         run.assert_stock_restored()
     assert result.returncode in (0, 1), result.stderr
