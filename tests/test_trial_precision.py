@@ -85,6 +85,8 @@ def test_the_interface_keys_and_the_text():
     assert set(d["components"]) == {"bracket", "capacity", "reference"}
     assert figure_text(1234.5, "replies/s", {"rel_sd": 0.04, "bound": None}) == "1,234.5 replies/s ± 4 %"
     assert figure_text(1234.5, "replies/s", None) == "1,234.5 replies/s"
+    # A point none of whose probes met the SLO (KeepAlive Off 50 ms away: every reply pays its handshakes).
+    assert figure_text(0.0, "replies/s", {"rel_sd": 0.3, "bound": None}) == "0.0 replies/s (no rate met the SLO)"
 
 
 def test_a_later_measure_agrees_within_two_deviations():

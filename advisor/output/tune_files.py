@@ -123,8 +123,11 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     return out
 
 
-def _spread(uncertainty: Mapping | None) -> str:
-    """" ± 4 %" after a trial's figure (" ± 4 %, at least" for a floor); "" without a measured one."""
+def _spread(uncertainty: Mapping | None, figure: float | None = None) -> str:
+    """" ± 4 %" after a trial's figure (" ± 4 %, at least" for a floor); "" without a measured one.
+    A figure of 0 is a knee search none of whose probes met the SLO: no share of it is a spread."""
+    if figure is not None and figure <= 0:
+        return " (no rate met the SLO)"
     if not isinstance(uncertainty, Mapping) or uncertainty.get("rel_sd") is None:
         return ""
     floor = ", at least" if uncertainty.get("bound") == "lower" else ""
@@ -198,7 +201,7 @@ def render_markdown(report: "TuneReport", plots: Mapping[str, str] | None = None
                                  ("invalid", not row.valid),
                                  ("stopped early below the incumbent", row.upper_bound)) if on]
         changed = ", ".join(f"{k} {v}" for k, v in row.changed.items()) or "(the starting point)"
-        figure = ("≤ " if row.upper_bound else "") + _number(row.objective) + _spread(row.uncertainty)
+        figure = ("≤ " if row.upper_bound else "") + _number(row.objective) + _spread(row.uncertainty, row.objective)
         rows.append([row.trial, figure, _number(row.best_so_far), row.verdict,
                      ", ".join(marks), changed])
     header = ["trial", f"objective ({unit})", f"best mean so far ({unit})", "bottleneck", "", "changed from start"]

@@ -220,6 +220,8 @@ def readings_from_probes(probes: Sequence[Any], counts: Any = None, reads_speed:
 def figure_text(value: float, unit: str, uncertainty: Mapping[str, Any] | None) -> str:
     """"1,234.5 replies/s ± 4 %", "at least 1,234.5 replies/s (± 3 %)", or the plain figure without one."""
     text = f"{value:,.1f} {unit}".rstrip()
+    if value <= 0:  # a knee search none of whose probes met the SLO: no share of 0 is a spread
+        return f"{text} (no rate met the SLO)"
     if not isinstance(uncertainty, Mapping) or uncertainty.get("rel_sd") is None:
         return text
     pct = 100.0 * float(uncertainty["rel_sd"])
