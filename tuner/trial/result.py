@@ -152,38 +152,7 @@ class TrialResult:
     @property
     def interference(self) -> dict[str, object]:
         """How much other programs took from the server's and the client's cores."""
-        cores = self.inputs.server_cpus
-        foreign = [f for f in (foreign_cpu(s, cores) for s in self.samples) if f is not None]
-        # The first reading of httperf's CPU spans its start-up; the last may
-        # span its exit.
-        client = [s.httperf_cpu_pct for s in self.samples[1:-1] if s.httperf_cpu_pct is not None]
-        info: dict[str, object] = {
-            "server_foreign_cpu_pct_mean": round(statistics.fmean(foreign), 1) if foreign else None,
-            "server_foreign_cpu_pct_max": round(max(foreign), 1) if foreign else None,
-            "httperf_cpu_pct_mean": round(statistics.fmean(client), 1) if client else None,
-            "httperf_cpu_pct_min": round(min(client), 1) if client else None,
-        }
-        reasons = []
-        # Under a CPU quota the server needs only part of its core: others
-        # disturb it only when they eat into that part.
-        headroom = quota_headroom_pct(self.inputs.server_cpu_quota_pct)
-        if foreign and statistics.fmean(foreign) >= FOREIGN_MEAN_PCT + headroom:
-            reasons.append(f"other programs used {statistics.fmean(foreign):.0f} % of the server's cores on average")
-        elif foreign and max(foreign) >= FOREIGN_PEAK_PCT + headroom:
-            reasons.append(f"other programs used {max(foreign):.0f} % of the server's cores in one sample")
-        if client and statistics.fmean(client) < HTTPERF_STARVED_PCT:
-            reasons.append(f"httperf got only {statistics.fmean(client):.0f} % of its core on average")
-        elif client and min(client) < HTTPERF_STARVED_PEAK_PCT:
-            reasons.append(f"httperf got only {min(client):.0f} % of its core in one sample")
-        if self.client_cpu_pct:
-            # Several clients: each one's mean over its run (no per-second series there).
-            info["load_clients_cpu_pct"] = dict(self.client_cpu_pct)
-            for name, share in self.client_cpu_pct.items():
-                if share is not None and share < HTTPERF_STARVED_PCT:
-                    reasons.append(f"httperf on load client {name} got only {share:.0f} % of its core on average")
-        info["disturbed"] = bool(reasons)
-        info["reasons"] = reasons
-        return info
+        return interference_of(self)
 
     @property
     def invalid_reasons(self) -> list[str]:
@@ -425,6 +394,43 @@ class TrialResult:
             "started": self.started,
             "wall_s": round(self.wall_s, 2),
         }
+
+
+def interference_of(result: "TrialResult") -> dict[str, object]:
+    """How much other programs took from the server's and the client's cores."""
+    cores = result.inputs.server_cpus
+    foreign = [f for f in (foreign_cpu(s, cores) for s in result.samples) if f is not None]
+    # The first reading of httperf's CPU spans its start-up; the last may
+    # span its exit.
+    client = [s.httperf_cpu_pct for s in result.samples[1:-1] if s.httperf_cpu_pct is not None]
+    info: dict[str, object] = {
+        "server_foreign_cpu_pct_mean": round(statistics.fmean(foreign), 1) if foreign else None,
+        "server_foreign_cpu_pct_max": round(max(foreign), 1) if foreign else None,
+        "httperf_cpu_pct_mean": round(statistics.fmean(client), 1) if client else None,
+        "httperf_cpu_pct_min": round(min(client), 1) if client else None,
+    }
+    reasons = []
+    # Under a CPU quota the server needs only part of its core: others
+    # disturb it only when they eat into that part.
+    headroom = quota_headroom_pct(result.inputs.server_cpu_quota_pct)
+    if foreign and statistics.fmean(foreign) >= FOREIGN_MEAN_PCT + headroom:
+        reasons.append(f"other programs used {statistics.fmean(foreign):.0f} % of the server's cores on average")
+    elif foreign and max(foreign) >= FOREIGN_PEAK_PCT + headroom:
+        reasons.append(f"other programs used {max(foreign):.0f} % of the server's cores in one sample")
+    tool = "h2load" if result.inputs.protocol == "h2" else "httperf"  # a mix watches its httperf
+    if client and statistics.fmean(client) < HTTPERF_STARVED_PCT:
+        reasons.append(f"{tool} got only {statistics.fmean(client):.0f} % of its core on average")
+    elif client and min(client) < HTTPERF_STARVED_PEAK_PCT:
+        reasons.append(f"{tool} got only {min(client):.0f} % of its core in one sample")
+    if result.client_cpu_pct:
+        # Several clients: each one's mean over its run (no per-second series there).
+        info["load_clients_cpu_pct"] = dict(result.client_cpu_pct)
+        for name, share in result.client_cpu_pct.items():
+            if share is not None and share < HTTPERF_STARVED_PCT:
+                reasons.append(f"httperf on load client {name} got only {share:.0f} % of its core on average")
+    info["disturbed"] = bool(reasons)
+    info["reasons"] = reasons
+    return info
 
 
 def quota_headroom_pct(quota_pct: float | None) -> float:
