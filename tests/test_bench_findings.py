@@ -46,10 +46,11 @@ KNEE_TOLERANCE = 0.2
 
 
 def _knee(run: SandboxRun, directives: list[str], *, num_calls: int = 1, start: float = 250.0,
-          max_rate: float = KNEE_MAX_RATE, tolerance: float = KNEE_TOLERANCE, step: float = 2.0) -> dict:
+          max_rate: float = KNEE_MAX_RATE, tolerance: float = KNEE_TOLERANCE, step: float = 2.0,
+          warmup_s: float | None = None) -> dict:
     target = SandboxTarget(run.sandbox)
     inputs = TrialInputs(workload="1k", uri="/1k.html", rate=start, duration_s=2.0, num_calls=num_calls,
-                         timeout_s=2.0, server_cpus=[0], client_cpus=[1], directives=directives)
+                         timeout_s=2.0, server_cpus=[0], client_cpus=[1], directives=directives, warmup_s=warmup_s)
     with ManagedConfig(target) as managed:
         managed.apply(directives)
         knee = knee_search(target, inputs, start_rate=start, max_rate=max_rate, min_rate=10, tolerance=tolerance,
@@ -176,18 +177,30 @@ def test_keepalive_with_8_requests_per_connection_beats_keepalive_off():
     with SandboxRun(mpm="prefork", cpu_quota_pct=KEEPALIVE_QUOTA_PCT) as run:
         # Three rounds: the absolute peaks move with what else the machine
         # runs (3,500 to 8,000/s for Off here); the ratio within a run holds.
-        # Each arm's first search starts a doubling below the knees seen here (Off
-        # 6,800-11,300 replies/s; On 1,100-2,000 connections/s, x8 replies): a
-        # slower machine only halves from there, a faster one doubles on.
-        # (Off from 2,000/s spent a probe more on a rate every run passed.)
         # Both arms bracket their peaks within 10 %: at 20 % each median
         # could sit up to a fifth below its peak, and a true ratio of 1.5
         # then measured anywhere from 1.25 to 1.8 (a fresh-clone CI run
         # read 1.20 with On bracketed at 1,707-2,000 sessions/s).
-        off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 4000.0,
-                                 "tolerance": 0.1},
+        # Each arm's first search starts a little below the knees measured
+        # on 2026-12-07 (Off 2,470-2,640 replies/s; On 487-563 sessions/s,
+        # x8 replies) and moves by 1.25 first, squared on each further move
+        # the same way: a faster machine is still reached in a few probes
+        # (1.25, 1.56, then doubling). Started above them (Off 4,000/s, On
+        # 1,000/s) an overloaded prefork served less than its capacity (On:
+        # 348 of 1,000 sessions/s, peak near 500), and each first search
+        # took 8 probes, 16 of the test's 27.
+        # No warm-up: half a core sets both peaks, with a few of the pool's
+        # 40 children busy (PREFORK_POOL; none retired), so a warm-up had no
+        # pool to grow and ended at its 1.2 s least or at the server's full
+        # CPU, 1.2 to 2.9 s of each probe's 4. (A pool the load fills does
+        # need it: a 200 ms endpoint's 32 workers, fresh from a reload,
+        # served 51 of 80/s without one, test_slow_endpoint.py 79 with.)
+        # Both changes together: 132.7 -> 84.3 s, 27 -> 25 probes, the
+        # ratio 1.82 and 1.70 (2026-12-07, the same hour).
+        off, on = _compare(run, {"directives": PREFORK_POOL + ["KeepAlive Off"], "num_calls": 1, "start": 2000.0,
+                                 "step": 1.25, "tolerance": 0.1, "warmup_s": 0},
                            {"directives": PREFORK_POOL + ["KeepAlive On", "MaxKeepAliveRequests 100"], "num_calls": 8,
-                            "start": 1000.0, "tolerance": 0.1}, rounds=3)
+                            "start": 400.0, "step": 1.25, "tolerance": 0.1, "warmup_s": 0}, rounds=3)
     peak_off = statistics.median(r["reply_rate"] for r in off)
     peak_on = statistics.median(r["reply_rate"] for r in on)
     print(f"\nKeepAlive Off:\n{_brief(off)}\nKeepAlive On x8:\n{_brief(on)}")
