@@ -309,7 +309,7 @@ def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recor
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
         trees.append((config.main_file, config.server_root))
-        linted.append(LintedTree(config, facts, result.findings))
+        linted.append(LintedTree(config, facts, result.findings, result.edits_left_out))
     return findings, notes, files, trees, probed_host, linted
 
 

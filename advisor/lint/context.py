@@ -230,9 +230,11 @@ class LintContext:
     def __init__(self, config: Config, facts: HostFacts, wants_edits: bool = True) -> None:
         self.config = config
         self.facts = facts
-        self.wants_edits = wants_edits
-        """Whether findings carry their mechanical edit (`fix`, SARIF, the
-        result cache need it; a text or JSON report does not show it)."""
+        self._wants_edits = wants_edits
+        self.edits_declined = 0
+        """How often a rule asked `wants_edits` and was told no: the engine
+        names the rules that did (LintResult.edits_left_out), so a save that
+        adds the edits later runs only them again."""
         self.raw = TreeIndex.build(config.raw, with_order=False)
         if config.effective_sections is not None:
             # Built while reading: its directives are the raw tree's (no second walk).
@@ -249,6 +251,15 @@ class LintContext:
         and did not have, when the config shows it would have mattered (S519:
         HTTP/2 offered, httpd's patch level unknown). The engine adds them to
         the run's notes."""
+
+    @property
+    def wants_edits(self) -> bool:
+        """Whether findings carry their mechanical edit (`fix`, SARIF, the
+        result cache need it; a text or JSON report does not show it). Only
+        a rule about to make an edit asks."""
+        if not self._wants_edits:
+            self.edits_declined += 1
+        return self._wants_edits
 
     # ---- facts -----------------------------------------------------------
 

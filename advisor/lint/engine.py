@@ -45,6 +45,9 @@ class LintResult:
     """Things the reader should know: rules skipped for lack of a host fact,
     where host facts came from."""
     files: list[str]
+    edits_left_out: set[str] = field(default_factory=set)
+    """The rules that would have given a finding an edit had the run wanted
+    edits (`lint_config(edits=False)`)."""
 
 
 def _read_if_marked(path: str) -> str | None:
@@ -248,6 +251,11 @@ def lint_config(
 
     def run(rule: Rule) -> None:
         rule.check(ctx, runner(rule))
+        if ctx.edits_declined:
+            edits_left_out.add(rule.code)
+            ctx.edits_declined = 0
+
+    edits_left_out: set[str] = set()
 
     skipped: dict[str, list[str]] = {}
     for rule in enabled:
@@ -285,7 +293,7 @@ def lint_config(
     kept.extend(f for f in post_findings if not path_ignored(f.file, f.code, settings))
     _sort_findings(kept)
     _drop_repeats(kept)
-    return LintResult(kept, notes, list(config.files))
+    return LintResult(kept, notes, list(config.files), edits_left_out)
 
 
 _CODE, _LINE, _FILE = attrgetter("code"), attrgetter("line"), attrgetter("file")
