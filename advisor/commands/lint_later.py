@@ -56,9 +56,9 @@ def add_edits(later: EditsLater) -> bool:
 
     setup = later.setup
     for tree in later.trees:
-        # Only the rules that asked to make an edit run again (on a tree of
-        # hosts with fixes: the two whose findings have them, not the dozen
-        # with findings); never a post rule: it reads the others' findings.
+        # Only the rules that asked to make an edit run again (on the speed
+        # benchmark's fixable tree four, not the dozen with findings); never
+        # a post rule: it reads the others' findings.
         rules = [rule for rule in setup.enabled if rule.code in tree.edits_left_out and not rule.post]
         if not rules:
             continue
