@@ -108,7 +108,7 @@ def _brief(results: list[dict]) -> str:
 def test_max_connections_per_child_10_has_a_clearly_lower_peak_than_0():
     """Arlitt & Williamson 5.1.3: a small per-child limit turns prefork into a forking server.
 
-    The unlimited arm stops at 2,000/s (a lower bound by design): it only has
+    The unlimited arm stops at 1,000/s (a lower bound by design): it only has
     to stay far above the limited one, whose peak is bracketed by failing
     probes the verdict puts down to process churn.
     """
@@ -116,16 +116,21 @@ def test_max_connections_per_child_10_has_a_clearly_lower_peak_than_0():
     two_cores()
     with SandboxRun(mpm="prefork") as run:
         # The unlimited arm starts at its cap: it passed 250, 500 and 1,000/s
-        # in every run here, and only its passing 2,000/s counts (a failure
-        # there still bisects down to a measured peak). The limited arm
+        # in every run here, and only its passing 1,000/s counts (a failure
+        # there still bisects down to a measured peak). That cap is over
+        # four times the limited arm's highest peak seen (54 to 108
+        # replies/s), room enough for the factor of two asserted; at 2,000/s
+        # the pool of 40 grew, and each probe's warm-up waited 3.9 s for it
+        # to settle. At 1,000/s it runs none: nothing asserted hangs on the
+        # pool of a lower bound. The limited arm
         # starts below the peaks seen here (54 to 108 replies/s) and doubles
         # once past them. Started above them it collapsed: at 120/s it
         # served 15-20 replies/s, so the next probe went down to 95 % of
         # that, one more crept up by 5 %, and the pool took 11-12 s to calm
         # after the collapse (7 probes and 45 s a search, where 4 or 5
         # probes bracket the peak from below).
-        unlimited, limited = _compare(run, {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 0"], "max_rate": 2000,
-                                            "start": 2000.0},
+        unlimited, limited = _compare(run, {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 0"], "max_rate": 1000,
+                                            "start": 1000.0, "warmup_s": 0},
                                       {"directives": PREFORK_POOL + ["MaxConnectionsPerChild 10"], "max_rate": 2000,
                                        "start": 40.0})
     peak_0 = statistics.median(r["reply_rate"] for r in unlimited)
