@@ -299,8 +299,11 @@ def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recor
         facts, probed = host_facts(config, options, host, enabled_codes, notes, recorder)
         setup.apply_to(facts)
         probed_host = probed_host or probed
+        # Without edits for a result to be saved: the save adds them later,
+        # from this run's context.
+        edits_later = recorder is not None and not wants_edits
         result = lint_config(config, facts, enabled, known_codes=known_codes, settings=file_settings,
-                             edits=wants_edits)
+                             edits=wants_edits, keep_context=edits_later)
         if overlay is not None:
             from advisor.commands.lint_as import show_at_candidate
 
@@ -309,7 +312,8 @@ def _lint_trees(options: LintOptions, setup: LintSetup, load: LoadOptions, recor
         notes.extend(note for note in result.notes if note not in notes)
         files.extend(result.files)
         trees.append((config.main_file, config.server_root))
-        linted.append(LintedTree(config, facts, result.findings, result.edits_left_out))
+        if edits_later:
+            linted.append(LintedTree(config, facts, result.findings, result.edits_left_out, result.context))
     return findings, notes, files, trees, probed_host, linted
 
 

@@ -261,6 +261,10 @@ class LintContext:
             self.edits_declined += 1
         return self._wants_edits
 
+    @wants_edits.setter
+    def wants_edits(self, wanted: bool) -> None:
+        self._wants_edits = wanted
+
     # ---- facts -----------------------------------------------------------
 
     @property

@@ -48,6 +48,10 @@ class LintResult:
     edits_left_out: set[str] = field(default_factory=set)
     """The rules that would have given a finding an edit had the run wanted
     edits (`lint_config(edits=False)`)."""
+    context: LintContext | None = None
+    """With `lint_config(keep_context=True)`, the run's context (its indexes
+    and shared computations): a second run of some rules on the same tree
+    can start from it."""
 
 
 def _read_if_marked(path: str) -> str | None:
@@ -217,12 +221,21 @@ def lint_config(
     known_codes: set[str],
     settings: FileSettings | None = None,
     edits: bool = True,
+    context: LintContext | None = None,
+    keep_context: bool = False,
 ) -> LintResult:
     """Run the rules on one tree. `edits=False` leaves out each finding's
     mechanical edit (its `fix` text stays): a report that never shows the
-    edits need not locate them (two per host on a tree of hosts with fixes)."""
+    edits need not locate them (two per host on a tree of hosts with fixes).
+    `context`, an earlier run's on this tree and facts (kept with
+    `keep_context`), saves building the indexes again."""
     settings = settings or FileSettings()
-    ctx = LintContext(config, facts, wants_edits=edits)
+    if context is None:
+        ctx = LintContext(config, facts, wants_edits=edits)
+    else:
+        ctx = context
+        ctx.wants_edits = edits
+        ctx.notes = []
     enabled = list(rules)
     notes: list[str] = []
     findings: list[Finding] = []
@@ -293,7 +306,7 @@ def lint_config(
     kept.extend(f for f in post_findings if not path_ignored(f.file, f.code, settings))
     _sort_findings(kept)
     _drop_repeats(kept)
-    return LintResult(kept, notes, list(config.files), edits_left_out)
+    return LintResult(kept, notes, list(config.files), edits_left_out, ctx if keep_context else None)
 
 
 _CODE, _LINE, _FILE = attrgetter("code"), attrgetter("line"), attrgetter("file")
