@@ -13,12 +13,18 @@ from advisor.tuner.session.session_context import SessionSettings
 from advisor.tuner.staging.target import HostKernel
 
 
-def read_space(target, settings: SessionSettings, work_dir: Path | None, protocol: str = "h1"):
+def read_space(target, settings: SessionSettings, work_dir: Path | None, objective, workload):
     """(the config in use, its LoadOptions, the space derived from it): bounded
     by the RAM sizing of the target's host, narrowed by `--space`; with HTTP/2
     visitors only (`protocol` h2) the MPM switch leaves prefork out; a mix
-    keeps it (its HTTP/2 share falls back to HTTP/1.1 there)."""
+    keeps it (its HTTP/2 share falls back to HTTP/1.1 there). With HTTP/2
+    visitors the keep-alive stays open across a visit's think time
+    (space_derive.keep_h2_connections_open)."""
+    protocol = objective.protocol
     http2 = protocol == "h2"
+    h2_idle_ms = None
+    if protocol in ("h2", "mix") and workload.think_s:
+        h2_idle_ms = 1000.0 * workload.think_s + objective.rtt_ms  # between a visit's pages
     from advisor.tuner.search.space import DEFAULT_SOMAXCONN
     from advisor.tuner.search.space_derive import derive_space, mpm_kept_by
     from advisor.tuner.search.space_narrow import narrow_from_file
@@ -35,7 +41,7 @@ def read_space(target, settings: SessionSettings, work_dir: Path | None, protoco
     space = derive_space(cfg, bounds, allow_mpm_switch=settings.allow_mpm_switch,
                          somaxconn=host.somaxconn or DEFAULT_SOMAXCONN, ram_why=why,
                          over_tls=target.base_url.lower().startswith("https:"), http2=http2,
-                         protocol=protocol)
+                         protocol=protocol, h2_idle_ms=h2_idle_ms)
     if settings.space_file:
         space = narrow_from_file(space, settings.space_file)
     leave_out_overridden(target, cfg, space)

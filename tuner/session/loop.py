@@ -201,7 +201,7 @@ class TuneSession:
         the server."""
         from advisor.tuner.search.space_lint import CandidateLint
 
-        cfg, options, space = read_space(self.target, self.settings, self.work_dir, self.objective.protocol)
+        cfg, options, space = read_space(self.target, self.settings, self.work_dir, self.objective, self.workload)
         self.cfg, self.space = cfg, space
         self.load_pace(space)
         sandbox = getattr(self.target, "sandbox", None)
