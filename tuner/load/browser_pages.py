@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 
 from advisor.tuner.load.workload import ALMEIDA_WORKLOAD_A
 
@@ -134,3 +135,39 @@ def h2load_timing_script(visit: Visit, base_uri: str, think_s: float, rtt_ms: fl
         lines.extend(f"{offset + delay:.3f}\t{asset}" for asset in page.assets)
         offset += delay + rtt_ms + 1000.0 * think_s
     return "\n".join(lines) + "\n"
+
+
+SESSION_LOG_VISITS = 400
+"""Visits in httperf's session log of a browser trial (it cycles through them)."""
+
+
+def visitors_split(total: int, share: float) -> tuple[int, int]:
+    """(visitors on HTTP/2, visitors on HTTP/1.1) of a mixed run: each side at least one."""
+    on_h2 = min(total - 1, max(1, round(share * total))) if total > 1 else 1
+    return on_h2, max(1, total - on_h2)
+
+
+@lru_cache(maxsize=8)
+def _visit_requests(pages: int) -> tuple[int, tuple[int, ...]]:
+    """(the requests of the one visit h2load's script repeats, the requests of
+    each visit httperf's session log cycles through) for visits of `pages` pages."""
+    h2_visit = make_visits(1, pages)[0].requests
+    return h2_visit, tuple(visit.requests for visit in make_visits(SESSION_LOG_VISITS, pages))
+
+
+def planned_requests(visitors: int, pages: int, served: str, h2_share: float = 0.0) -> int:
+    """The requests a browser trial's visitors were to send, page and assets
+    alike, by the protocol its replies came over ("h2", "mix", else HTTP/1.1:
+    a mix on a server that does not speak h2 is all HTTP/1.1 visits)."""
+    h2_visit, h1_visits = _visit_requests(pages)
+
+    def over_h1(sessions: int) -> int:  # httperf cycles through the log from its first visit
+        full, rest = divmod(sessions, len(h1_visits))
+        return full * sum(h1_visits) + sum(h1_visits[:rest])
+
+    if served == "mix":
+        on_h2, on_h1 = visitors_split(visitors, h2_share)
+        return on_h2 * h2_visit + over_h1(on_h1)
+    if served == "h2":
+        return visitors * h2_visit
+    return over_h1(visitors)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from functools import lru_cache
 from pathlib import Path
 
 from advisor.errors import AdvisorError, UsageError
@@ -22,7 +21,7 @@ from advisor.tuner.trial.result import TrialInputs
 
 PROTOCOLS = ("h1", "h2", "mix")
 BROWSER_WORKLOAD = "browser"
-SESSION_LOG_VISITS = 400
+SESSION_LOG_VISITS = browser_pages.SESSION_LOG_VISITS
 """Distinct visits in httperf's session log (it reuses them round-robin past the end)."""
 
 
@@ -83,35 +82,6 @@ def h2_spec(inputs: TrialInputs, base_url: str, visitors: int | None = None) -> 
     return h2load.H2loadSpec(script=str(script), visitors=visitors or inputs.num_conns, rate=inputs.rate,
                              log_file=str(directory / "h2load-requests.tsv"), client_cpus=inputs.client_cpus,
                              inactivity_timeout_s=inputs.timeout_s + visit_s)
-
-
-@lru_cache(maxsize=8)
-def _visit_requests(pages: int) -> tuple[int, tuple[int, ...]]:
-    """(the requests of the one visit h2load's script repeats, the requests of
-    each visit httperf's session log cycles through) for visits of `pages` pages."""
-    h2_visit = browser_pages.make_visits(1, pages)[0].requests
-    return h2_visit, tuple(visit.requests for visit in browser_pages.make_visits(SESSION_LOG_VISITS, pages))
-
-
-def planned_requests(inputs: TrialInputs, served: str) -> int:
-    """The requests a browser trial's visitors were to send, page and assets
-    alike, by the protocol its replies came over ("h2", "mix", else HTTP/1.1:
-    a mix on a server that does not speak h2 is all HTTP/1.1 visits)."""
-    from advisor.tuner.trial.mixed_load import visitors_split
-
-    visitors, pages = inputs.wsess[0], inputs.wsess[1]
-    h2_visit, h1_visits = _visit_requests(pages)
-
-    def over_h1(sessions: int) -> int:  # httperf cycles through the log from its first visit
-        full, rest = divmod(sessions, len(h1_visits))
-        return full * sum(h1_visits) + sum(h1_visits[:rest])
-
-    if served == "mix":
-        on_h2, on_h1 = visitors_split(visitors, inputs.h2_share)
-        return on_h2 * h2_visit + over_h1(on_h1)
-    if served == "h2":
-        return visitors * h2_visit
-    return over_h1(visitors)
 
 
 def sized(spec: h2load.H2loadSpec, visitors: int) -> h2load.H2loadSpec:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from advisor.errors import UsageError
 from advisor.tuner.load import h2load, httperf
+from advisor.tuner.load.browser_pages import visitors_split
 from advisor.tuner.load.remote_clients import merge
 
 
@@ -31,12 +32,6 @@ def check_share(share: float | None, protocol: str) -> float:
         raise UsageError(f"--h2-share {share:g} is not a share strictly between 0 and 1",
                          hint="0 is --protocol h1 and 1 is --protocol h2; a mix is in between, e.g. 0.6")
     return float(share)
-
-
-def visitors_split(total: int, share: float) -> tuple[int, int]:
-    """(visitors on HTTP/2, visitors on HTTP/1.1) of a mixed run: each side at least one."""
-    on_h2 = min(total - 1, max(1, round(share * total))) if total > 1 else 1
-    return on_h2, max(1, total - on_h2)
 
 
 @dataclass(frozen=True)

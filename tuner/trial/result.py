@@ -208,9 +208,10 @@ class TrialResult:
         if shape is not None:
             return max(1, shape.requests_for(self.inputs.wsess[0]))
         if self.inputs.wsess and self.inputs.workload == "browser":
-            from advisor.tuner.trial.browser_load import planned_requests
+            from advisor.tuner.load.browser_pages import planned_requests
 
-            return max(1, planned_requests(self.inputs, self.httperf.protocol))
+            visitors, pages, _think = self.inputs.wsess
+            return max(1, planned_requests(visitors, pages, self.httperf.protocol, self.inputs.h2_share))
         if self.inputs.wsess:
             return max(1, self.inputs.wsess[0] * self.inputs.wsess[1])
         return max(1, self.inputs.num_conns * self.inputs.num_calls)
