@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from advisor.config.model import Directive, Section
 from advisor.lint.context import LintContext
-from advisor.lint.values import NO_SESSION_CACHE, session_cache_in_effect
+from advisor.lint.values import names_a_cache, session_cache_in_effect
 
 from ._served import owned
 
@@ -172,7 +172,7 @@ def session_cache_line(ctx: LintContext) -> Directive | None:
 
 def has_session_cache(ctx: LintContext) -> bool:
     line = session_cache_line(ctx)
-    return line is not None and bool(line.args) and line.args[0].lower() not in NO_SESSION_CACHE
+    return line is not None and names_a_cache(line)
 
 
 def socache_missing(ctx: LintContext, node: Directive) -> tuple[str, ...] | None:

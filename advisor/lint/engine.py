@@ -213,6 +213,38 @@ def _drop_repeats(found: list[Finding]) -> None:
     found[:] = kept
 
 
+def _context(config: Config, facts: HostFacts, edits: bool, earlier: LintContext | None) -> LintContext:
+    """The run's context: a new one, or an earlier run's on the same tree
+    (its indexes kept) with this run's wish for edits and no notes yet."""
+    if earlier is None:
+        return LintContext(config, facts, wants_edits=edits)
+    earlier.wants_edits = edits
+    earlier.notes = []
+    return earlier
+
+
+def _reporter(rule: Rule, settings: FileSettings, into: list[Finding]):
+    """The `report` a rule calls for each finding, appending to `into`."""
+    # Looked up once per rule, not per finding: a rule may report once for
+    # each of 20,000 hosts.
+    code = rule.code
+    configured = settings.severity.get(code)
+    default_level = rule.severity
+    default_evidence = rule.doc.evidence
+    append = into.append
+
+    def report(at: Location, message: str, *, fix: str | None = None,
+               severity: str | None = None, evidence: str | None = None,
+               edit=None, related: tuple[str, int] | None = None) -> None:
+        if isinstance(at, tuple):
+            file, line = at
+        else:
+            file, line = at.file, at.line
+        append(Finding(code, configured or severity or default_level, message, file, line,
+                       evidence or default_evidence, fix, edit, related))
+    return report
+
+
 def lint_config(
     config: Config,
     facts: HostFacts,
@@ -230,40 +262,15 @@ def lint_config(
     `context`, an earlier run's on this tree and facts (kept with
     `keep_context`), saves building the indexes again."""
     settings = settings or FileSettings()
-    if context is None:
-        ctx = LintContext(config, facts, wants_edits=edits)
-    else:
-        ctx = context
-        ctx.wants_edits = edits
-        ctx.notes = []
+    ctx = _context(config, facts, edits, context)
     enabled = list(rules)
     notes: list[str] = []
     findings: list[Finding] = []
     # Where `report` puts findings: the main list, then the post rules' own.
     sink: list[list[Finding]] = [findings]
 
-    def runner(rule: Rule):
-        # Looked up once per rule, not per finding: a rule may report once
-        # for each of 20,000 hosts.
-        code = rule.code
-        configured = settings.severity.get(code)
-        default_level = rule.severity
-        default_evidence = rule.doc.evidence
-        append = sink[0].append
-
-        def report(at: Location, message: str, *, fix: str | None = None,
-                   severity: str | None = None, evidence: str | None = None,
-                   edit=None, related: tuple[str, int] | None = None) -> None:
-            if isinstance(at, tuple):
-                file, line = at
-            else:
-                file, line = at.file, at.line
-            append(Finding(code, configured or severity or default_level, message, file, line,
-                           evidence or default_evidence, fix, edit, related))
-        return report
-
     def run(rule: Rule) -> None:
-        rule.check(ctx, runner(rule))
+        rule.check(ctx, _reporter(rule, settings, sink[0]))
         if ctx.edits_declined:
             edits_left_out.add(rule.code)
             ctx.edits_declined = 0

@@ -74,6 +74,11 @@ def plural(count: int, word: str, many: str | None = None) -> str:
 NO_SESSION_CACHE = ("none", "nonenotnull")
 
 
+def names_a_cache(line) -> bool:
+    """Whether an SSLSessionCache line configures a cache (not `none` or `nonenotnull`)."""
+    return bool(line.args) and line.args[0].lower() not in NO_SESSION_CACHE
+
+
 def session_cache_in_effect(lines: list) -> object | None:
     """Of a server's SSLSessionCache lines in reading order, the one whose
     cache httpd uses. mod_ssl's `none` and `nonenotnull` configure no cache
@@ -81,5 +86,5 @@ def session_cache_in_effect(lines: list) -> object | None:
     then none, and TLS 1.2 reconnects still resumed, bench/tls_resumption.py),
     so the last line naming a cache wins; with none such, the last line
     (`none`: no cache), or None when there is no line."""
-    stores = [node for node in lines if node.args and node.args[0].lower() not in NO_SESSION_CACHE]
+    stores = [node for node in lines if names_a_cache(node)]
     return stores[-1] if stores else (lines[-1] if lines else None)

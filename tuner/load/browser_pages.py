@@ -138,7 +138,7 @@ def h2load_timing_script(visit: Visit, base_uri: str, think_s: float, rtt_ms: fl
 
 
 SESSION_LOG_VISITS = 400
-"""Visits in httperf's session log of a browser trial (it cycles through them)."""
+"""Distinct visits in httperf's session log of a browser trial (it reuses them round-robin past the end)."""
 
 
 def visitors_split(total: int, share: float) -> tuple[int, int]:

@@ -167,18 +167,8 @@ def process_runtime(pid: int) -> float | None:
     children that each ran 3 ms in a sample all read 0. The scheduler's
     own per-thread total (schedstat, first field) has no such truncation.
     """
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    total = 0
-    for tid in threads:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as handle:
-                total += int(handle.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # the thread ended between listing and reading
-    return total / 1e9
+    sched = process_sched(pid)
+    return sched[0] if sched is not None else None
 
 
 def read_child_count(pid: int | None) -> int | None:

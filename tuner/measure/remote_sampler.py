@@ -30,7 +30,7 @@ from advisor.tuner.transport.ssh import SshConnection
 
 # Sent verbatim: each of these uses only the standard library and the others.
 SHIPPED = (metrics._read, metrics.read_cpu_ticks, metrics.read_kv, metrics.read_tcp_ext, metrics.read_net_dev,
-           metrics.process_runtime, metrics.read_listener, metrics.read_time_wait, metrics.read_disk_ticks,
+           metrics.process_sched, metrics.process_runtime, metrics.read_listener, metrics.read_time_wait, metrics.read_disk_ticks,
            metrics.read_loadavg, metrics.proc_snapshot, metrics._in_netns, metrics.link_capacities,
            metrics.qdisc_stats, metrics.ChildWatcher, cgroup.read_throttling)
 

@@ -6,8 +6,8 @@ dimensions and the Space itself)."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 from advisor.errors import UsageError

@@ -21,8 +21,6 @@ from advisor.tuner.trial.result import TrialInputs
 
 PROTOCOLS = ("h1", "h2", "mix")
 BROWSER_WORKLOAD = "browser"
-SESSION_LOG_VISITS = browser_pages.SESSION_LOG_VISITS
-"""Distinct visits in httperf's session log (it reuses them round-robin past the end)."""
 
 
 class ProtocolNotNegotiated(AdvisorError):
@@ -56,7 +54,7 @@ def visit_shape(inputs: TrialInputs) -> tuple[int, float]:
 def browser_session_log(inputs: TrialInputs) -> str:
     """httperf's --wsesslog file of visits (HTTP/1.1)."""
     pages, think = visit_shape(inputs)
-    visits = browser_pages.make_visits(SESSION_LOG_VISITS, pages)
+    visits = browser_pages.make_visits(browser_pages.SESSION_LOG_VISITS, pages)
     path = _work_dir(inputs) / f"browser-{pages}p-{think:g}s.sesslog"
     return _write_once(path, browser_pages.httperf_session_log(visits, think))
 

@@ -10,7 +10,7 @@ whether a session's calls each get a connection of their own
 
 from __future__ import annotations
 
-from advisor.lint.values import NO_SESSION_CACHE, session_cache_in_effect
+from advisor.lint.values import names_a_cache, session_cache_in_effect
 from advisor.tuner.measure.tls_probe import TlsTrial
 from advisor.tuner.staging.target import StagingTarget
 from advisor.tuner.trial.result import TrialInputs
@@ -115,7 +115,7 @@ def tls_causes(target: StagingTarget, tls: TlsTrial | None, inputs: TrialInputs 
     except (ValueError, IndexError):
         pass
     cache = session_cache_in_effect(cfg.server_directives("SSLSessionCache"))
-    if cache is None or cache.raw_args.strip().lower() in NO_SESSION_CACHE:
+    if cache is None or not names_a_cache(cache):
         causes.append(at(cache) if cache is not None else "no SSLSessionCache: no session can be resumed")
     return causes
 
