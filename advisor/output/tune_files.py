@@ -125,9 +125,11 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
 
 def _spread(uncertainty: Mapping | None, figure: float | None = None) -> str:
     """" ± 4 %" after a trial's figure (" ± 4 %, at least" for a floor); "" without a measured one.
-    A figure of 0 is a knee search none of whose probes met the SLO: no share of it is a spread."""
+    A figure of 0 says why it has none (precision.NO_RATE_MET)."""
     if figure is not None and figure <= 0:
-        return " (no rate met the SLO)"
+        from advisor.tuner.trial.precision import NO_RATE_MET
+
+        return f" ({NO_RATE_MET})"
     if not isinstance(uncertainty, Mapping) or uncertainty.get("rel_sd") is None:
         return ""
     floor = ", at least" if uncertainty.get("bound") == "lower" else ""

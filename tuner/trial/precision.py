@@ -217,11 +217,16 @@ def readings_from_probes(probes: Sequence[Any], counts: Any = None, reads_speed:
     return out
 
 
+NO_RATE_MET = "no rate met the SLO"
+"""What a figure of 0 says: a knee search none of whose probes met the SLO
+(no share of 0 is a spread)."""
+
+
 def figure_text(value: float, unit: str, uncertainty: Mapping[str, Any] | None) -> str:
     """"1,234.5 replies/s ± 4 %", "at least 1,234.5 replies/s (± 3 %)", or the plain figure without one."""
     text = f"{value:,.1f} {unit}".rstrip()
-    if value <= 0:  # a knee search none of whose probes met the SLO: no share of 0 is a spread
-        return f"{text} (no rate met the SLO)"
+    if value <= 0:
+        return f"{text} ({NO_RATE_MET})"
     if not isinstance(uncertainty, Mapping) or uncertainty.get("rel_sd") is None:
         return text
     pct = 100.0 * float(uncertainty["rel_sd"])
