@@ -42,8 +42,8 @@ def check_on_host(request: dict) -> dict:
         raise SystemExit(128 + signum)
 
     # ssh hangs up or the controller is killed: the directory still goes.
-    for name in ("SIGHUP", "SIGTERM", "SIGINT", "SIGPIPE"):
-        signal.signal(getattr(signal, name), leave)
+    for stop in stop_signals():
+        signal.signal(stop, leave)
     binary = next((name for name in ("apache2", "httpd", "/usr/sbin/apache2", "/usr/sbin/httpd")
                    if shutil.which(name)), None)
     if binary is None:
@@ -88,7 +88,6 @@ def config_test_on_copy(tree: tuple, copy: str, candidate: bytes | None) -> tupl
     with `candidate` (None: the tree as it is) in place of the replaced
     paths; its status and complaint, at the tree's paths."""
     import shutil
-    import subprocess
 
     binary, root, main, server_root, files, replaced = tree
     shutil.copytree(root, copy, symlinks=True, ignore_dangling_symlinks=True)
@@ -126,11 +125,44 @@ def config_test_on_copy(tree: tuple, copy: str, candidate: bytes | None) -> tupl
     copy_main = os.path.normpath(os.path.join(copy, os.path.relpath(main, root)))
     copy_root = os.path.normpath(os.path.join(copy, os.path.relpath(server_root, root))) if inside(server_root, root) \
         else server_root
-    done = subprocess.run([binary, "-t", "-d", copy_root, "-f", copy_main], cwd=copy, timeout=60,
-                          env=copy_environment(main, copy_main, os.path.dirname(copy)),
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    text = (done.stderr or done.stdout).decode("utf-8", "surrogateescape")
-    return done.returncode, text.replace(copy, root.rstrip("/") or "/")
+    status, output = run_ending_with_us([binary, "-t", "-d", copy_root, "-f", copy_main], cwd=copy,
+                                        env=copy_environment(main, copy_main, os.path.dirname(copy)))
+    return status, output.replace(copy, root.rstrip("/") or "/")
+
+
+def stop_signals() -> list:
+    """Run on the host: the signals that end the program (ssh's hang-up, a kill, ^C, a closed pipe)."""
+    import signal
+
+    return [signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGPIPE]
+
+
+def run_ending_with_us(args: list, cwd: str, env: dict) -> tuple[int, str]:
+    """Run on the host: a command's status and complaint (stderr, else
+    stdout), the command killed and reaped if this program is stopped at
+    any moment, even while the command is being started."""
+    import signal
+    import subprocess
+
+    stops = stop_signals()
+    # A stop that lands before Popen returns would leave the child orphaned
+    # (no handle to kill it by): hold stops until the handle exists. The
+    # child starts with them unblocked, as httpd expects.
+    signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_UNBLOCK, stops))
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stops)
+        stdout, stderr = process.communicate(timeout=60)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    return process.returncode, (stderr or stdout).decode("utf-8", "surrogateescape")
 
 
 def copy_environment(main: str, copy_main: str, scratch: str) -> dict:
@@ -154,7 +186,7 @@ def copy_environment(main: str, copy_main: str, scratch: str) -> dict:
     return env
 
 
-SHIPPED = (check_on_host, inside, config_test_on_copy, copy_environment)
+SHIPPED = (check_on_host, inside, config_test_on_copy, copy_environment, stop_signals, run_ending_with_us)
 """The functions the program sent to each host is made of."""
 
 
