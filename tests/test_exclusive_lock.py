@@ -23,6 +23,7 @@ from pathlib import Path
 from exclusive import HostLock, host_alone
 lock = HostLock(Path({directory!r}), "selftest", host_lock=Path({host!r}))
 kind, name, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
+until = sys.argv[4] if len(sys.argv) > 4 else None  # hold on until this holder has started too (10 s at most)
 held = {{"exclusive": lock.exclusive, "alone": lambda: host_alone(Path({host!r}))}}.get(kind, lock.shared)
 if kind == "first":  # a worker's first shared test in a run with `load` tests
     lock.wait_for_the_load_block(timeout=2.0)
@@ -30,6 +31,9 @@ with held():
     with open({log!r}, "a") as log:
         log.write(f"{{time.monotonic():.6f}} start {{name}}\\n")
     time.sleep(hold)
+    deadline = time.monotonic() + 10
+    while until and f"start {{until}}" not in Path({log!r}).read_text() and time.monotonic() < deadline:
+        time.sleep(0.01)
     with open({log!r}, "a") as log:
         log.write(f"{{time.monotonic():.6f}} end {{name}}\\n")
 """
@@ -51,24 +55,34 @@ def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] < b[1] and b[0] < a[1]
 
 
-def run_holders(tmp_path: Path, plan: list[tuple[str, str, float, float]]) -> dict[str, tuple[float, float]]:
-    """plan: (kind, name, start after s, hold s); every holder ends by itself."""
+def run_holders(tmp_path: Path, plan: list[tuple]) -> dict[str, tuple[float, float]]:
+    """plan: (kind, name, start after s or once the named holder is in, hold s[, the holder it waits to
+    see start before it lets go]); every holder ends by itself."""
     log = tmp_path / "log"
     script = HOLDER.format(tests=str(REPO / "tests"), directory=str(tmp_path), host=str(tmp_path / "host.lock"),
                            log=str(log))
     processes = []
     began = time.monotonic()
-    for kind, name, after, hold in plan:
-        time.sleep(max(0.0, began + after - time.monotonic()))
-        processes.append(subprocess.Popen([sys.executable, "-c", script, kind, name, str(hold)]))
+    for kind, name, after, hold, *until in plan:
+        if isinstance(after, str):  # once that holder is in
+            deadline = time.monotonic() + 20
+            while f"start {after}" not in (log.read_text() if log.exists() else "") and time.monotonic() < deadline:
+                time.sleep(0.01)
+        else:
+            time.sleep(max(0.0, began + after - time.monotonic()))
+        processes.append(subprocess.Popen([sys.executable, "-c", script, kind, name, str(hold), *until]))
     for process in processes:
         assert process.wait(timeout=30) == 0
     return spans(log)
 
 
 def test_shared_holders_overlap_and_an_exclusive_one_overlaps_nobody(tmp_path):
-    found = run_holders(tmp_path, [("shared", "a", 0.0, 1.0), ("shared", "b", 0.1, 1.0),
-                                   ("exclusive", "x", 0.3, 0.5)])
+    # a holds on until b is in, and x asks once b is in: on a busy host b's
+    # Python may start later than a's hold (CI once saw 1.5 s) or than x's
+    # request (and then rightly waits for x). A lock that let only one holder
+    # in would keep b out until a gave up.
+    found = run_holders(tmp_path, [("shared", "a", 0.0, 1.0, "b"), ("shared", "b", 0.1, 1.0),
+                                   ("exclusive", "x", "b", 0.5)])
     assert overlap(found["a"], found["b"])
     assert not overlap(found["x"], found["a"]) and not overlap(found["x"], found["b"])
     assert found["x"][0] >= max(found["a"][1], found["b"][1])
