@@ -500,3 +500,23 @@ def test_a_measured_mpm_switch_has_its_own_row(session, legacy):
     table = markdown.split("## Effect of each change", 1)[1].split("\n## ", 1)[0]
     row = next(line for line in table.splitlines() if line.startswith("| MPM (LoadModule)"))
     assert "prefork → worker" in row and "+8." in row and "under prefork (a gain)" in row
+
+
+def test_a_winner_that_keeps_mod_http2s_defaults_writes_none_of_them(tmp_path):
+    """H2MaxSessionStreams and H2MaxWorkers unset are 100 and 3/2 of the
+    threads a child: a winner at those values is no change (an HTTP/2 session
+    once recommended `H2MaxSessionStreams 100` and `H2MaxWorkers 37`, the
+    start's own values). Once the winner's threads move, H2MaxWorkers' default
+    moves with them (60 at 40 threads), and what was measured is written: the
+    start's 37 raised to the 40 threads, as Space.settings and lint C209 ask."""
+    conf = tmp_path / "httpd.conf"
+    conf.write_text("LoadModule mpm_event_module /usr/lib/apache2/modules/mod_mpm_event.so\n"
+                    "LoadModule http2_module /usr/lib/apache2/modules/mod_http2.so\n"
+                    "Protocols h2 http/1.1\n")
+    cfg = load_config(str(conf), LoadOptions(server_root=str(tmp_path)))
+    space = derive_space(cfg, 2000, http2=True, protocol="h2")
+    assert (space.start["H2MaxSessionStreams"], space.start["H2MaxWorkers"]) == (100, 37)
+    assert recommend(cfg, space, space.start).changes == []
+    more_threads = recommend(cfg, space, dict(space.start, ThreadsPerChild=40))
+    assert "H2MaxWorkers 40" in more_threads.directives() and "ThreadsPerChild 40" in more_threads.directives()
+    assert not any(line.startswith("H2MaxSessionStreams") for line in more_threads.directives())

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
 
 from advisor.tuner.search.space import ALIASES, CORE_DEFAULTS, Space, Value, format_value
-from advisor.tuner.search.space_derive import loaded_mpm_line, parse_timeout_ms
+from advisor.tuner.search.space_derive import h2_defaults, loaded_mpm_line, parse_timeout_ms
 
 if TYPE_CHECKING:
     from advisor.config.model import Config, Directive, Section
@@ -252,7 +252,11 @@ def recommend(cfg: "Config", space: Space, winner: Mapping[str, Value]) -> Recom
     mpm = space.mpm_of(winner)
     recommended = {k: v for k, v in space.settings(winner).items() if k not in space.unwritten}
     started = space.settings(space.start)
-    defaults: dict[str, Value] = {**CORE_DEFAULTS, **_mpm_defaults(mpm)}
+    pool_defaults = _mpm_defaults(mpm)
+    threads = recommended.get("ThreadsPerChild", pool_defaults.get("ThreadsPerChild"))
+    # mod_http2's own defaults, its workers from the winner's threads: a
+    # winner that keeps them writes nothing for them.
+    defaults: dict[str, Value] = {**CORE_DEFAULTS, **pool_defaults, **h2_defaults(threads)}
     current: dict[str, tuple[Value | None, "Directive | None"]] = {}
     for name in recommended:
         node = _written_node(cfg, name, mpm)

@@ -340,9 +340,16 @@ def _defaults_for(mpm: str) -> dict[str, Value]:
     for key, value in DEFAULTS.get(mpm, {}).items():
         if key in canonical:
             out[canonical[key]] = value
-    out["H2MaxSessionStreams"] = 100
-    if "ThreadsPerChild" in out:
-        out["H2MaxWorkers"] = int(out["ThreadsPerChild"]) * 3 // 2
+    out.update(h2_defaults(out.get("ThreadsPerChild")))
+    return out
+
+
+def h2_defaults(threads_per_child: Value | None) -> dict[str, Value]:
+    """mod_http2's values when unset: 100 streams a connection, and workers
+    3/2 of the MPM's threads a child (it logged workers_max=37 at 25)."""
+    out: dict[str, Value] = {"H2MaxSessionStreams": 100}
+    if threads_per_child is not None:
+        out["H2MaxWorkers"] = int(threads_per_child) * 3 // 2
     return out
 
 
