@@ -398,7 +398,8 @@ class MetricsCollector(threading.Thread):
         self.port = port
         self.status_url = status_url
         self.max_samples = max_samples
-        self.client_pid: int | None = None
+        self.client_pids: list[int] = []
+        """The load generators to watch: httperf or h2load, or both in a protocol mix."""
         self.cpu_quota = cpu_quota  # advisor.tuner.measure.cgroup.CpuQuota or None
         self.samples: list[Sample] = []
         self.capacity: dict[str, float] = {}
@@ -409,7 +410,7 @@ class MetricsCollector(threading.Thread):
         self._status_conn_closed = True  # no connection yet: the first read opens one
         self._watcher: ChildWatcher | None = None
         self._shaped: list[str] = []
-        self._client_cpu: tuple[float, float, float] | None = None
+        self._client_cpu: dict[int, tuple[float, float, float]] = {}
 
     # The collector keeps one persistent connection to mod_status, opened
     # before the load starts: when every worker is busy or holding a
@@ -597,12 +598,23 @@ class MetricsCollector(threading.Thread):
         return sample
 
     def _client(self) -> tuple[float | None, int | None]:
+        """The least share of its wanted core that any load generator got
+        (a mix's h2load can starve while its httperf does not), and the
+        first generator's (httperf's) open descriptors."""
+        shares, fds = [], None
+        for index, pid in enumerate(self.client_pids):
+            share, open_fds = self._client_share(pid)
+            if share is not None:
+                shares.append(share)
+            if index == 0:
+                fds = open_fds
+        return (min(shares) if shares else None), fds
+
+    def _client_share(self, pid: int) -> tuple[float | None, int | None]:
         import psutil
 
-        if not self.client_pid:
-            return None, None
         try:
-            process = psutil.Process(self.client_pid)
+            process = psutil.Process(pid)
             if process.name() == "taskset":
                 return None, None  # not yet exec'd into httperf
             usage = process.cpu_times()
@@ -613,16 +625,16 @@ class MetricsCollector(threading.Thread):
         # busy-polls, so for it that is its share of the wall time; h2load
         # sleeps between requests, and its share of the wall time says how
         # busy the load was, not whether other programs took its core.
-        sched = process_sched(self.client_pid)
+        sched = process_sched(pid)
         now = time.monotonic()
         ran, waited = sched if sched is not None else (usage.user + usage.system, 0.0)
         pct = None
-        if self._client_cpu is not None:
-            then, ran_before, waited_before = self._client_cpu
+        if pid in self._client_cpu:
+            then, ran_before, waited_before = self._client_cpu[pid]
             wanted = (ran - ran_before) + (waited - waited_before)
             if wanted >= CLIENT_IDLE_SHARE * max(1e-3, now - then):
                 pct = round(100.0 * (ran - ran_before) / wanted, 1)
-        self._client_cpu = (now, ran, waited)
+        self._client_cpu[pid] = (now, ran, waited)
         return pct, fds
 
 

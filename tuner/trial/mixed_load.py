@@ -68,7 +68,8 @@ class MixedRun:
         self.h1 = httperf.start(spec.h1, record=record)
         self.h2 = h2load.start(spec.h2, record=record)
         self.record = record
-        self.pid = self.h1.pid  # the collector watches httperf's CPU, the busier of the two
+        self.pid = self.h1.pid  # httperf's: its open descriptors are the ones that hit FD_SETSIZE
+        self.pids = [self.h1.pid, self.h2.pid]  # the collector watches both generators' share of their core
         self.parts: dict[str, httperf.HttperfResult] = {}
 
     def poll(self) -> int | None:

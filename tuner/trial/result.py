@@ -418,7 +418,8 @@ def interference_of(result: "TrialResult") -> dict[str, object]:
         reasons.append(f"other programs used {statistics.fmean(foreign):.0f} % of the server's cores on average")
     elif foreign and max(foreign) >= FOREIGN_PEAK_PCT + headroom:
         reasons.append(f"other programs used {max(foreign):.0f} % of the server's cores in one sample")
-    tool = "h2load" if result.inputs.protocol == "h2" else "httperf"  # a mix watches its httperf
+    # A mix's figure is the less served of its two generators.
+    tool = {"h2": "h2load", "mix": "httperf or h2load"}.get(result.inputs.protocol or "", "httperf")
     if client and statistics.fmean(client) < HTTPERF_STARVED_PCT:
         reasons.append(f"{tool} got only {statistics.fmean(client):.0f} % of its core on average")
     elif client and min(client) < HTTPERF_STARVED_PEAK_PCT:

@@ -287,7 +287,8 @@ def _measured_run(target: StagingTarget, inputs: TrialInputs, spec: LoadSpec, pi
     process = start_load(target, spec, clients)
     if registry is not None:
         registry.append(process)
-    collector.client_pid = process.pid
+    # A mix runs httperf and h2load: either one may be starved of its core.
+    collector.client_pids = list(getattr(process, "pids", [process.pid]))
     # Bounded: the planned duration, httperf's own timeout, think times, slack.
     think = inputs.wsess[1] * inputs.wsess[2] if inputs.wsess else 0.0
     if inputs.replayed() is not None:
