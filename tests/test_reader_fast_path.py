@@ -1,7 +1,7 @@
 """The reader's fast paths read exactly what its careful path reads.
 
-The fast path (a directive whose name was read before, in a file without
-${...}, backslashes or a macro's lines), the regex split of quoted words and
+The fast path (a directive whose name was read before, on a line without a
+backslash, in a file without ${...} or a macro's lines), the regex split of quoted words and
 the effective tree built while reading exist for speed only: on any input
 they must build the same model, node for node, and split the same words, as
 the paths they shortcut.
@@ -130,6 +130,10 @@ LINES = [
     "LogLevel warn", "Alias /a \xa0/b", "Listen 80", "<IfDefine NAME>", "</IfDefine>", "<If \"true\">",
     "</If>", "IfModule as_a_directive", "<Location />", "</Location>", "IncludeOptional part*.conf",
     "<IfVersion >= 2.4>", "</IfVersion>", "Undefine NAME",
+    # A backslash inside a line (not a continuation): that line takes the
+    # careful path, the file's others the fast one.
+    '<FilesMatch ".+\\.php$">', "</FilesMatch>", 'Header set X "a\\"b"', "RewriteRule ^/a\\.b$ /c [L]",
+    "ServerAlias a\\\\b.test",
 ]
 
 

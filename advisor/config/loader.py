@@ -182,7 +182,7 @@ class _Reader:
                 "look for a recursion in the Include lines")
         text, identity = self.read_text(path, where)
         state.include_stack.append((path, identity, where))
-        saved_plain, saved_fast = state.plain, state.fast
+        saved = state.plain, state.fast, state.mixed
         try:
             if identity is not None:
                 self._check_cycle()
@@ -190,12 +190,14 @@ class _Reader:
             state.sources[path] = text
             state.plain = plain = splits_like_httpd(text)
             # (A one-character search first: memchr, far cheaper than a substring.)
-            state.fast = plain and ("$" not in text or "${" not in text) and "\\" not in text
+            fast = plain and ("$" not in text or "${" not in text)
+            escapes = "\\" in text
+            state.fast, state.mixed = fast and not escapes, fast and escapes
             cursor = deque(logical_lines(text, path))
             self.build(cursor, container, path, True, None, effective)
         finally:
             state.include_stack.pop()
-            state.plain, state.fast = saved_plain, saved_fast
+            state.plain, state.fast, state.mixed = saved
 
     def _check_cycle(self) -> None:
         """Whether the file being read (the top of the include stack) is one
@@ -233,15 +235,16 @@ class _Reader:
         popleft = cursor.popleft
         plain = state.plain
         fast = state.fast
+        mixed = state.mixed
         names = self.names
         words = self.words
         lines = self.lines
         slow_names = _SLOW_PATH_DIRECTIVES
         while cursor:
             logical = popleft()
-            if fast:
-                # The file has no ${...} and no backslash, and splits like
-                # httpd: a directive whose name was read before (not a
+            if fast or (mixed and "\\" not in logical[0]):
+                # The file has no ${...}, the line no backslash, and both
+                # split like httpd: a directive whose name was read before (not a
                 # section, not one the reader acts on) needs nothing but a
                 # split, and its words were likely split before.
                 text, start, end = logical  # type: ignore[misc]
@@ -293,7 +296,8 @@ class _Reader:
                     rest = parts[1] if len(parts) == 2 else ""
                     if not (active and "macro_module" in state.modules and name.lower() == "<macro"):
                         self.section(name, rest, start, end, cursor, container, file_path, active, effective)
-                        fast = state.fast  # a macro used in the section may have ended it
+                        # A macro used in the section may have ended the fast path.
+                        fast, mixed = state.fast, state.mixed
                         continue
             if len(logical) == 3:
                 text, start, end = logical  # type: ignore[misc]
@@ -330,7 +334,7 @@ class _Reader:
                 if expansion is not None:
                     self.pending_expansion = expansion
                 self.section(name, rest, start, end, cursor, container, path, active, effective)
-                fast = state.fast  # a macro used in the section may have ended it
+                fast, mixed = state.fast, state.mixed  # (a macro, as above)
                 continue
             lname = name.lower()
             if expansion is None and lname not in slow_names:
@@ -356,7 +360,7 @@ class _Reader:
                 effective_append(node)
             if active and lname in macros.MACRO_DIRECTIVES and "macro_module" in state.modules:
                 # The cursor may now hold a macro's lines (five-tuples, any text).
-                state.fast = fast = False
+                state.fast = state.mixed = fast = mixed = False
                 macros.use_or_undefine(state, node, cursor)
         if closing is not None:
             if active and _inside_open_conditional(closing):
@@ -403,7 +407,7 @@ class _Reader:
             raise ConfigError(f"<{bare}> directive missing closing '>'", path, end,
                               "end the line with '>'")
         inner = raw_args[:bracket]
-        if state.fast:  # shared words, as for directives (see build)
+        if state.fast or state.mixed:  # shared words, as for directives (see build)
             found = self.words.get(inner)
             if found is None:
                 found = self.words[inner] = (inner, split_words(inner, True))

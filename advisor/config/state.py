@@ -49,6 +49,11 @@ class ReadState:
     fast: bool = True
     """The lines left of the file being read are its own (no macro's), plain,
     without ${...} and without backslashes: the reader's fast path applies."""
+    mixed: bool = False
+    """As `fast`, but the file has a backslash somewhere: the fast path
+    applies to its lines without one (a line with one, an escape or a
+    continuation, takes the careful path). Two flags, so that the usual
+    file, without backslashes, pays nothing per line for the test."""
     section_depth: int = 0
     sources: dict[str, str] = field(default_factory=dict)
     macros: dict[str, Macro] = field(default_factory=dict)
