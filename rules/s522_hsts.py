@@ -114,6 +114,11 @@ def hsts_lines(ctx: LintContext) -> list[HstsLine]:
     parsed = per_argument_list(_parsed)
     found: list[HstsLine] = []
     for node in ctx.directives("Header"):
+        if HEADER not in node.raw_args.lower():
+            # Cannot name the header (its words are this text's, expanded):
+            # not looked up, since a host's own `Header set X-Site "siteN"`
+            # has a list of its own that the memo would miss.
+            continue
         hsts, max_age, rest = parsed(node.args)
         if hsts:
             vhost, conditional = _scope(node, rest)
