@@ -269,11 +269,53 @@ def test_the_estimate_left_ignores_the_long_first_trial(tmp_path, monkeypatch):
         etas[name] = session_with(pace).eta(first + [Observation(trial=2, point={}, objective=1.0, valid=True,
                                                                   verdict="none", origin="model",
                                                                   elapsed_s=seconds)])
-        save("this host", pace)
+        save(f"{name} host", pace)
         # The next session's plan starts from this one's cost per probe and probes per run.
-        assert load_earlier("this host")["probe_s"]["all"] == round(seconds / 3, 2)
-        assert session_with(Pace(earlier=load_earlier("this host"))).estimate_s(0) != plan
+        assert load_earlier(f"{name} host")["probe_s"]["all"] == round(seconds / 3, 2)
+        assert session_with(Pace(earlier=load_earlier(f"{name} host"))).estimate_s(0) != plan
     assert etas["fast"] < after_first < etas["slow"]
+
+
+def test_one_slow_session_does_not_make_the_next_plan(tmp_path, monkeypatch):
+    """The plan takes the lower median of the last sessions' cost of a probe
+    and probes per run: the mix session of 2026-12-07 planned 34:42 from one
+    session slowed by a neighbour, and took 22:19."""
+    from advisor.tuner.trial.pace import OWN, PACE_SESSIONS, SEARCH, Pace, load_earlier, save
+
+    monkeypatch.setenv("APACHE_ADVISOR_CACHE_DIR", str(tmp_path / "cache"))
+
+    def session(probe_s: float, probes: int = 3) -> Pace:
+        pace = Pace(earlier=load_earlier("host"))
+        pace.record(SEARCH, probes, probe_s * probes)
+        pace.record(OWN, probes, probe_s * probes)
+        return pace
+
+    def planned() -> tuple[float | None, float | None]:
+        pace = Pace(earlier=load_earlier("host"))
+        return pace.probe_s(), pace.probes_per_run(SEARCH)
+
+    save("host", session(10.0))
+    save("host", session(25.0, probes=6))  # disturbed: its probes repeated, each slower
+    assert planned() == (10.0, 3.0)
+    save("host", session(11.0))
+    assert planned() == (11.0, 3.0)
+    # Near miss: when the host itself got slower, the plan follows within a few sessions.
+    save("host", session(30.0, probes=6))
+    save("host", session(30.0, probes=6))
+    assert planned() == (25.0, 6.0)
+    for _ in range(PACE_SESSIONS):
+        save("host", session(30.0, probes=6))
+    assert planned() == (30.0, 6.0) and len(load_earlier("host")["sessions"]) == PACE_SESSIONS
+
+
+def test_an_entry_saved_before_the_sessions_were_kept_counts_as_one(tmp_path, monkeypatch):
+    from advisor.tuner.trial.pace import SEARCH, Pace, past_sessions
+
+    old = {"probe_s": {"all": 12.5}, "probes_per_run": {"search": 4.0}, "runs": {"search": 15}}
+    assert past_sessions(old) == [{"probe_s": 12.5, "probes_per_run": {"search": 4.0}}]
+    pace = Pace(earlier=old)
+    assert (pace.probe_s(), pace.probes_per_run(SEARCH)) == (12.5, 4.0)
+    assert past_sessions({}) == [] and past_sessions({"sessions": "damaged"}) == []
 
 
 def test_the_plan_counts_the_runs_after_the_search_that_sessions_here_made(tmp_path, monkeypatch):

@@ -5,14 +5,15 @@ one host, workload and MPM to the next (the stock session's plan said 14 min
 for a session that took 34). So each run of the trial objective is timed,
 with the probes its knee search needed, by the kind of run it was; the
 session's ETA uses these figures as soon as it has them, and the plan of the
-next session on this host, workload and transport starts from the last
-session's (kept in the cache directory, beside lint's results).
+next session on this host, workload and transport starts from the median of
+the last sessions' (kept in the cache directory, beside lint's results).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -117,15 +118,60 @@ class Pace:
         runs, sessions = self._after_search_totals()
         return runs / sessions if sessions else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def own_figures(self) -> dict[str, Any]:
+        """This session's cost of a probe and probes per run (its first knee search's left out of the cost)."""
         probes = {kind: round(c.probes_per_run, 2) for kind, c in self.costs.items() if c.runs}
         later = self.probe_s() if any(c.runs for k, c in self.costs.items() if k != FIRST) else None
-        out: dict[str, Any] = {"probe_s": {"all": round(later, 2)} if later else {}, "probes_per_run": probes,
+        return {"probe_s": round(later, 2) if later else None, "probes_per_run": probes}
+
+    def to_dict(self) -> dict[str, Any]:
+        sessions = (past_sessions(self.earlier) + [self.own_figures()])[-PACE_SESSIONS:]
+        out: dict[str, Any] = {**planned_figures(sessions), "sessions": sessions,
                                "runs": {kind: c.runs for kind, c in self.costs.items()}}
         runs, sessions = self._after_search_totals()
         if sessions:
             out[RECORD_FIELD] = {"sessions": sessions, "runs": round(runs, 2)}
         return out
+
+
+# The sessions whose cost of a probe and probes per run the record keeps;
+# the next plan takes their median. One session's figures alone once made
+# the plan: a session slowed by a neighbour (its probes repeated for doubt,
+# 65 s an ablation run where 35 s was usual) left the next one a plan of
+# 34:42 for a session of 22:19 (the mix session of 2026-12-07). A slow
+# session only ever slows the figures, so of two the lower is taken.
+PACE_SESSIONS = 5
+
+
+def past_sessions(earlier: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The figures of the sessions a saved entry kept; an entry from
+    before the sessions were kept counts as one session."""
+    kept = earlier.get("sessions") if isinstance(earlier, Mapping) else None
+    if isinstance(kept, list):
+        return [one for one in kept if isinstance(one, dict)][-PACE_SESSIONS:]
+    if isinstance(earlier, Mapping) and ("probe_s" in earlier or "probes_per_run" in earlier):
+        cost = earlier.get("probe_s")
+        return [{"probe_s": cost.get("all") if isinstance(cost, Mapping) else None,
+                 "probes_per_run": earlier.get("probes_per_run") or {}}]
+    return []
+
+
+def _low_median(values: list[Any]) -> float | None:
+    numbers = sorted(float(v) for v in values if isinstance(v, (int, float)) and v > 0)
+    return statistics.median_low(numbers) if numbers else None
+
+
+def planned_figures(sessions: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the next plan uses: the (lower) median of the sessions' cost of a
+    probe, and of their probes per run of each kind."""
+    cost = _low_median([one.get("probe_s") for one in sessions])
+    kinds = {kind for one in sessions for kind in (one.get("probes_per_run") or {})}
+    probes = {}
+    for kind in sorted(kinds):
+        value = _low_median([(one.get("probes_per_run") or {}).get(kind) for one in sessions])
+        if value is not None:
+            probes[kind] = value
+    return {"probe_s": {"all": cost} if cost else {}, "probes_per_run": probes}
 
 
 # Sessions the record of runs after the search keeps (older ones are scaled away).
