@@ -20,6 +20,20 @@ A search's best is the highest of its noisy measurements, so `--confirm N`
 measures each search's best point and the grid's N times more, interleaved,
 and prints their means: the fair comparison of the points.
 
+`--confirm-seeds N` (issue 56) confirms each seed as soon as its searches
+end, in the same sandbox: the tuner's and random search's best points, N
+rounds each, in an order drawn per round, then the paired 95 % interval of
+tuner/random over the rounds (ahead, within noise or behind) and whether the
+tuner's searched figure for its point lies within its reported uncertainty
+of the confirmed mean (its own, plus the run-to-run spread of the
+confirmation runs, as a session's report checks it: session/figure_check).
+Each seed is one JSON line in `--json` when it ends, so a long benchmark
+can be run a few seeds at a time (`--seed-list`) and summed up with
+`--from FILE`.
+
+    sudo .venv/bin/python bench/tune_bench.py --starts stock --seed-list 0,1 --skip-grid --allow-mpm-switch \
+        --tls --rtt 50 --cpu-quota 50 --confirm-seeds 5 --json bench/results/tune-bench-seeds.jsonl
+    .venv/bin/python bench/tune_bench.py --from bench/results/tune-bench-seeds.jsonl
     sudo .venv/bin/python bench/tune_bench.py --seeds 3 --budget 15 --cpu-quota 50 --confirm 3
     sudo .venv/bin/python bench/tune_bench.py --allow-mpm-switch --tls --rtt 50 --cpu-quota 50 --confirm 3
     sudo .venv/bin/python bench/tune_bench.py --starts stock --confirm-from figures.jsonl --cpu-quota 50
@@ -212,6 +226,7 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
                 row[f"{kind}_s"] = time.monotonic() - t0
                 row[f"{kind}_trials"] = len(result.observations)
                 row[f"{kind}_point"] = result.best
+                row[f"{kind}_searched"] = searched_figure(space, result)
                 row[f"{kind}_stop"] = result.stop_reason + (f": {result.advice}" if result.advice else "")
                 if len(result.observations) < args.budget:
                     last = result.observations[-1] if result.observations else None
@@ -221,9 +236,42 @@ def one_start(name: str, directives: list[str], args, work: Path) -> dict:
                           flush=True)
             figures["seeds"].append(row)
             print_seed(name, figures, row)
+            if args.confirm_seeds:
+                from seed_confirm import confirm_seed
+
+                confirmed = confirm_seed(space, fresh, row, args.confirm_seeds, seed)
+                if args.json:
+                    with open(args.json, "a") as out:
+                        out.write(json.dumps({"kind": "seed", "name": name, "start": figures["start"],
+                                              "args": _run_args(args), **row, **confirmed}, default=str) + "\n")
             print(f"{name:6} seed {seed} points: tuner {row.get('bayesian_point')}, random {row.get('random_point')}",
                   flush=True)
     return figures
+
+
+def searched_figure(space, result) -> dict | None:
+    """The search's own figure for its best point: the mean of its valid
+    measurements there, with the uncertainty they reported (averaged over
+    them), and a bound when every one of them was one."""
+    if result.best is None:
+        return None
+    key = point_key(space, result.best)
+    found = [o for o in result.observations if o.valid and o.objective and point_key(space, o.point) == key]
+    exact = [o for o in found if not ((o.details or {}).get("uncertainty") or {}).get("bound")] or found
+    if not exact:
+        return None
+    sds = [((o.details or {}).get("uncertainty") or {}).get("rel_sd") for o in exact]
+    known = [float(v) for v in sds if v is not None]
+    bound = None if exact is not found or len(exact) != len(found) else \
+        ((exact[0].details or {}).get("uncertainty") or {}).get("bound")
+    return {"figure": statistics.fmean(float(o.objective) for o in exact), "count": len(exact),
+            "rel_sd": (sum(v * v for v in known) ** 0.5 / len(known)) if known else None, "bound": bound,
+            "trials": [o.trial for o in exact]}
+
+
+def _run_args(args) -> dict:
+    return {k: getattr(args, k) for k in ("budget", "allow_mpm_switch", "tls", "rtt", "cpu_quota", "duration",
+                                          "confirm_seeds")}
 
 
 def _observation(point, outcome):
@@ -299,9 +347,22 @@ def main() -> int:
     parser.add_argument("--cpu-quota", type=float, default=None, help="percent of core 0 for httpd (root)")
     parser.add_argument("--confirm", type=int, default=0,
                         help="then measure each search's best point and the grid's this many times more, interleaved")
+    parser.add_argument("--confirm-seeds", type=int, default=0,
+                        help="confirm each seed's tuner and random points this many rounds each, interleaved, "
+                             "as soon as its searches end (one JSON line a seed in --json)")
+    parser.add_argument("--from", dest="from_file", default=None,
+                        help="summarise the seed lines of this --json file; measure nothing")
     parser.add_argument("--confirm-from", default=None,
                         help="no searches: confirm the points of the starts in this --json file")
     args = parser.parse_args()
+    if args.from_file:
+        from seed_confirm import summarise
+
+        print("\n".join(summarise([json.loads(line) for line in Path(args.from_file).read_text().splitlines()
+                                   if line.strip()])))
+        return 0
+    if args.confirm_seeds == 1:
+        parser.error("--confirm-seeds needs at least 2 rounds (a paired interval)")
     if args.grid_dims is None:
         args.grid_dims = MPM_GRID_DIMS if args.allow_mpm_switch else GRID_DIMS
     unknown = set(args.starts.split(",")) - set(START_DIRECTIVES)
