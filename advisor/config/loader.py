@@ -142,30 +142,25 @@ class _Reader:
                 if stat.S_ISDIR(info.st_mode):
                     raise IsADirectoryError
                 identity = (info.st_dev, info.st_ino)
-                chunks = [os.read(descriptor, info.st_size + 1)]
-                # Files that report no size (or grew) are read to the end.
-                while chunks[-1] and (len(chunks) > 1 or len(chunks[0]) > info.st_size):
-                    chunks.append(os.read(descriptor, 1 << 16))
-            else:
-                # Into one buffer kept for the whole tree, decoded from there:
-                # a bytes object per file, made at the size of a read and
-                # then shrunk, leaves a hole in the heap beside each file's
-                # text (8 MiB on 20,000 files).
-                view = self.buffer
+            # Into one buffer kept for the whole tree, decoded from there: a
+            # bytes object per file, made at the size of a read and then
+            # shrunk, leaves a hole in the heap beside each file's text (8 MiB
+            # on 20,000 files), with or without a recorder.
+            view = self.buffer
+            count = os.readv(descriptor, (view,))
+            text = str(view[:count], "utf-8", "surrogateescape")
+            more = os.readv(descriptor, (view,)) if count else 0
+            if not more:
+                return text, identity
+            # Not at its end yet (a pipe, a large file): the rest as bytes.
+            # The text decoded so far encodes back to the bytes read
+            # (surrogate escapes keep any byte, a cut character too).
+            chunks = [text.encode("utf-8", "surrogateescape"), bytes(view[:more])]
+            while True:
                 count = os.readv(descriptor, (view,))
-                text = str(view[:count], "utf-8", "surrogateescape")
-                more = os.readv(descriptor, (view,)) if count else 0
-                if not more:
-                    return text, None
-                # Not at its end yet (a pipe, a large file): the rest as
-                # bytes. The text decoded so far encodes back to the bytes
-                # read (surrogate escapes keep any byte, a cut character too).
-                chunks = [text.encode("utf-8", "surrogateescape"), bytes(view[:more])]
-                while True:
-                    count = os.readv(descriptor, (view,))
-                    if not count:
-                        break
-                    chunks.append(bytes(view[:count]))
+                if not count:
+                    break
+                chunks.append(bytes(view[:count]))
         except OSError as exc:
             raise _unreadable(path, where, exc) from None
         finally:
