@@ -107,3 +107,40 @@ def test_a_config_against_itself_is_no_difference_and_a_third_of_the_cpu_is_slow
         assert all(entry["runs"][side]["probes"] >= 1 and entry["runs"][side]["figure"] > 0 for side in "AB")
         assert all(entry["runs"][side]["passing_figure"] > 0 for side in "AB")
     assert document["stop_reason"] in ("precision reached", "max rounds spent")
+    # What set each side's peak, counted over the rounds (a CGI that sums numbers: mostly the server's CPU).
+    counts = document["bottlenecks"]
+    assert set(counts) == {"A", "B"} and all(sum(counts[s].values()) == len(document["rounds"]) for s in "AB")
+    assert all("bottleneck" in entry["runs"][side] for entry in document["rounds"] for side in "AB")
+
+
+def _rounds(labels_a: list[str | None], labels_b: list[str | None], quotas=(50.0, 45.0)):
+    from types import SimpleNamespace
+
+    from advisor.tuner.trial.compare import CompareResult, CompareRound, CompareSettings, CompareSide
+
+    def run(side, label):
+        return SimpleNamespace(side=side, bottleneck=label)
+
+    sides = (CompareSide("A", (), "the config as it is", quotas[0]), CompareSide("B", (), "the config as it is", quotas[1]))
+    result = CompareResult(sides, CompareSettings(start_rate=10, max_rate=1000))
+    result.rounds = [CompareRound(n, ("A", "B"), {"A": run("A", a), "B": run("B", b)}, None)
+                     for n, (a, b) in enumerate(zip(labels_a, labels_b), 1)]
+    return result
+
+
+def test_a_quota_comparison_whose_peaks_the_pool_set_says_so():
+    """On this host (2026-12-07) the prefork sandbox with 256 workers read the
+    same peak with the whole core and with half of it: its sessions held
+    every worker first. The comparison's ratio is right; it must say what it measured."""
+    pool = "keep-alive holding workers"
+    result = _rounds([pool, pool, "server CPU"], [pool, pool, pool])
+    assert result.bottlenecks == {"A": {pool: 2, "server CPU": 1}, "B": {pool: 3}}
+    notes = result.notes
+    assert len(notes) == 2 and all("did not set its peak" in note for note in notes), notes
+    assert "side A's peak was set by keep-alive holding workers in 2 of 3 rounds" in notes[0]
+    assert result.notes == notes  # made afresh from the rounds, as to_dict() writes them
+    # Near misses: both sides on the server's CPU say nothing; without a quota moved, only differing limits do.
+    assert _rounds(["server CPU"] * 3, ["server CPU", "server CPU", None]).notes == []
+    assert _rounds([pool] * 3, [pool] * 3, quotas=(None, None)).notes == []
+    assert _rounds([pool] * 3, ["server CPU"] * 3, quotas=(None, None)).notes == [
+        "the sides ran into different limits: A keep-alive holding workers, B server CPU"]

@@ -222,7 +222,12 @@ def result_lines(result) -> list[str]:
                      f"±{percent(interval.half_width)} reached, ±{percent(result.settings.precision)} asked")
     elif interval is not None:
         lines.append(f"{result.stop_reason} after {len(result.rounds)} rounds: ±{percent(interval.half_width)}")
-    return lines
+    limits = result.bottlenecks
+    if limits:
+        lines.append("what set each side's peak: " + "; ".join(
+            f"{name} " + ", ".join(f"{label} ({count} of {sum(counts.values())} rounds)"
+                                   for label, count in counts.items()) for name, counts in limits.items()))
+    return lines + [f"note: {note}" for note in result.notes]
 
 
 class _Printer:
@@ -259,7 +264,8 @@ class _Printer:
 
     def round(self, current) -> None:
         runs = current.runs
-        parts = [f"{name} {runs[name].figure:.0f} replies/s ({runs[name].probes} probes)" for name in current.order]
+        parts = [f"{name} {runs[name].figure:.0f} replies/s ({runs[name].probes} probes"
+                 f"{', ' + runs[name].bottleneck if runs[name].bottleneck else ''})" for name in current.order]
         text = f"round {current.number} ({' then '.join(current.order)}): " + ", ".join(parts)
         if current.interval is not None:
             text += f"; B/A {times(current.interval.ratio)} ({interval_text(current.interval)})"

@@ -28,6 +28,7 @@ from advisor.errors import UsageError
 from advisor.tuner.staging.managed_config import ManagedConfig
 from advisor.tuner.staging.target import SandboxTarget, StagingTarget
 from advisor.tuner.stats.ratio import RatioInterval, bracket_sd, paired_interval
+from advisor.tuner.trial.compare_limits import bottleneck_notes, bottlenecks
 from advisor.tuner.trial.knee import KneeResult, knee_search
 from advisor.tuner.trial.objective import GUESS_STEP
 from advisor.tuner.trial.result import TrialInputs, TrialResult
@@ -108,9 +109,12 @@ class SideRun:
     figure_how: str = ""
     probe_served: tuple[float, ...] = ()
     probe_met: tuple[bool, ...] = ()
+    bottleneck: str | None = None
+    """The verdict of the first failing probe above the peak: what set this peak."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"side": self.side, "start_rate": self.start_rate, "first_step": round(self.first_step, 4),
+                "bottleneck": self.bottleneck,
                 "peak_rate": self.peak_rate, "figure": self.figure, "passing_figure": self.passing_figure,
                 "figure_how": self.figure_how, "probes": self.probes,
                 "probe_served": [round(v, 2) for v in self.probe_served], "probe_met": list(self.probe_met),
@@ -149,6 +153,16 @@ class CompareResult:
     stop_reason: str = ""
 
     @property
+    def bottlenecks(self) -> dict[str, dict[str, int]]:
+        """Per side, how many rounds each verdict set its peak."""
+        return bottlenecks(self)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the sides' limits mean for the ratio (compare_limits)."""
+        return bottleneck_notes(self)
+
+    @property
     def precision_reached(self) -> bool:
         return self.interval is not None and self.interval.half_width <= self.settings.precision
 
@@ -164,7 +178,8 @@ class CompareResult:
                 "confidence": interval.confidence if interval else None,
                 "method": interval.method if interval else None,
                 "verdict": self.verdict, "stop_reason": self.stop_reason,
-                "precision_reached": self.precision_reached}
+                "precision_reached": self.precision_reached,
+                "bottlenecks": self.bottlenecks, "notes": self.notes}
 
 
 MeasureSide = Callable[[CompareSide, float, float], KneeResult]
@@ -248,7 +263,8 @@ def _side_run(name: str, start: float, step: float, knee: KneeResult, settings: 
                    len(knee.probes), knee.stop_reason, never_failed, seconds,
                    tuple(p.inputs.rate for p in knee.probes), figure.passing if figure else None,
                    figure.how if figure else "", tuple(float(p.served_rate) for p in knee.probes),
-                   tuple(bool(p.meets_slo) for p in knee.probes))
+                   tuple(bool(p.meets_slo) for p in knee.probes),
+                   knee.limiting.label if knee.limiting is not None else None)
 
 
 def _unusable(run: SideRun, settings: CompareSettings) -> str | None:
