@@ -7,7 +7,13 @@ with visitors --rtt ms away):
 - A/A: the config against itself; a comparison that reports a difference
   at 95 % is a false one;
 - A/B: the same config with the quota at --quota against --quota-b (a
-  predicted ratio of quota-b / quota when the server's CPU is the limit);
+  predicted ratio of quota-b / quota when the server's CPU is the limit),
+  both sides with --ab-lines (MaxRequestWorkers 512): with the sandbox's
+  own 256 workers the sessions held every worker before half a core ran out
+  whenever this host ran fast (2026-12-07 23:05: the whole core and half of
+  it read 1,248-1,271 and 1,169-1,215 replies/s), and the quota did not set
+  the peak it was meant to; A/B comparisons made that way (no --ab-lines in
+  their sides) are summed up apart;
 interleaved (A/A, A/B, A/A, ...) so that both see the same hours of the
 host.
 Each comparison is `apache-advisor bench --compare ... --format json`; its
@@ -36,6 +42,7 @@ from pathlib import Path
 from advisor.tuner.stats.ratio import bracket_sd, paired_interval
 
 LOAD = ["--tls", "--workload", "almeida", "--num-calls", "5", "--think", "0.2", "--slo-ms", "100"]
+AB_LINES = "MaxRequestWorkers 512; ServerLimit 512"
 TODAY_TOLERANCE = 0.1
 """Today's search calls two single figures different when they are more than a knee bracket apart."""
 
@@ -56,6 +63,8 @@ def run_comparison(kind: str, args: argparse.Namespace, seed: int) -> dict:
         command += ["--compare", "-", "-"]
     else:
         command += ["--compare-quota", str(args.quota), str(args.quota_b)]
+        if args.ab_lines:
+            command += ["--compare", args.ab_lines, args.ab_lines]
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=args.max_rounds * 300)
     if done.returncode not in (0, 1):
@@ -76,12 +85,26 @@ def _pairs(document: dict, key: str) -> list[tuple[float, float]]:
     return pairs
 
 
-def _summary(documents: list[dict], kind: str, tolerance: float, predicted: float | None) -> list[str]:
-    chosen = [d for d in documents if d.get("bench_kind") == kind]
+def _design(document: dict) -> str:
+    """The directives both sides ran, as the document's sides name them ('' for the config as it is)."""
+    lines = {"; ".join(side.get("directives") or []) for side in document.get("sides", [])}
+    return lines.pop() if len(lines) == 1 else " | ".join(sorted(lines))
+
+
+def _title(kind: str, design: str) -> str:
+    if kind == "aa":
+        return "A/A (the config against itself)" + (f", {design}" if design else "")
+    if design:
+        return f"A/B (quota), both sides with {design}"
+    return "A/B (quota) on the sandbox's own 256 workers (the pool bound first on fast hours: kept apart)"
+
+
+def _summary(documents: list[dict], kind: str, tolerance: float, predicted: float | None,
+             design: str) -> list[str]:
+    chosen = [d for d in documents if d.get("bench_kind") == kind and _design(d) == design]
     if not chosen:
         return []
-    lines = [f"### {'A/A (the config against itself)' if kind == 'aa' else 'A/B (quota)'}: "
-             f"{len(chosen)} comparisons", "",
+    lines = [f"### {_title(kind, design)}: {len(chosen)} comparisons", "",
              "| method | differences reported | median half-width | median rounds | holds the prediction |",
              "| --- | --- | --- | --- | --- |"]
     for label, key in (("paired rounds, figure inside the bracket (bench --compare)", "figure"),
@@ -121,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precision", type=float, default=0.05)
     parser.add_argument("--max-rounds", type=int, default=15)
     parser.add_argument("--tolerance", type=float, default=0.1)
+    parser.add_argument("--ab-lines", default=AB_LINES,
+                        help="the directives both A/B sides run ('' for the config as it is)")
     parser.add_argument("--kinds", default="aa,ab", help="aa, ab or both (aa,ab)")
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seed of the first comparison (to add to a file of earlier ones without repeating a seed)")
@@ -137,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         # The summary covers the whole file: comparisons add up across sessions.
         documents = [json.loads(line) for line in Path(args.out).read_text().splitlines() if line.strip()]
     for kind in ("aa", "ab"):
-        for line in _summary(documents, kind, args.tolerance, predicted if kind == "ab" else None):
-            print(line)
-        print()
+        for design in sorted({_design(d) for d in documents if d.get("bench_kind") == kind}, reverse=True):
+            for line in _summary(documents, kind, args.tolerance, predicted if kind == "ab" else None, design):
+                print(line)
+            print()
     return 0
 
 
