@@ -76,10 +76,25 @@ def run_comparison(kind: str, args: argparse.Namespace, seed: int) -> dict:
     return document
 
 
+CORRECTED = "corrected"
+"""Not a key of the run: its figure times the geometric mean of its CPU-speed
+reference readings (ms of the fixed work), so that a core that ran slower
+for a while does not read as a slower config."""
+
+
+def _value(run: dict, key: str) -> float | None:
+    if key != CORRECTED:
+        return run.get(key)
+    readings = [float(v) for v in run.get("reference_ms") or [] if v and v > 0]
+    if not run.get("figure") or not readings:
+        return None
+    return float(run["figure"]) * math.exp(statistics.fmean(math.log(v) for v in readings))
+
+
 def _pairs(document: dict, key: str) -> list[tuple[float, float]]:
     pairs = []
     for one in document["rounds"]:
-        a, b = one["runs"].get("A", {}).get(key), one["runs"].get("B", {}).get(key)
+        a, b = _value(one["runs"].get("A", {}), key), _value(one["runs"].get("B", {}), key)
         if a and b:
             pairs.append((float(a), float(b)))
     return pairs
@@ -108,7 +123,8 @@ def _summary(documents: list[dict], kind: str, tolerance: float, predicted: floa
              "| method | differences reported | median half-width | median rounds | holds the prediction |",
              "| --- | --- | --- | --- | --- |"]
     for label, key in (("paired rounds, figure inside the bracket (bench --compare)", "figure"),
-                       ("paired rounds, passing probe's figure", "passing_figure")):
+                       ("paired rounds, passing probe's figure", "passing_figure"),
+                       ("paired rounds, figure x CPU reference (the cores' drift taken out)", CORRECTED)):
         intervals = []
         for document in chosen:
             pairs = _pairs(document, key)

@@ -111,6 +111,10 @@ def test_a_config_against_itself_is_no_difference_and_a_third_of_the_cpu_is_slow
     counts = document["bottlenecks"]
     assert set(counts) == {"A", "B"} and all(sum(counts[s].values()) == len(document["rounds"]) for s in "AB")
     assert all("bottleneck" in entry["runs"][side] for entry in document["rounds"] for side in "AB")
+    # The CPU-speed reference on the server's core, before each search and after each of its probes.
+    assert all(len(entry["runs"][side]["reference_ms"]) >= 1 + entry["runs"][side]["probes"]
+               and all(v > 0 for v in entry["runs"][side]["reference_ms"])
+               for entry in document["rounds"] for side in "AB")
 
 
 def _rounds(labels_a: list[str | None], labels_b: list[str | None], quotas=(50.0, 45.0)):

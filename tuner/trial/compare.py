@@ -111,10 +111,13 @@ class SideRun:
     probe_met: tuple[bool, ...] = ()
     bottleneck: str | None = None
     """The verdict of the first failing probe above the peak: what set this peak."""
+    reference_ms: tuple[float, ...] = ()
+    """The CPU-speed reference on the server's cores before the search and
+    after each probe (a server on this machine): how fast its cores ran."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"side": self.side, "start_rate": self.start_rate, "first_step": round(self.first_step, 4),
-                "bottleneck": self.bottleneck,
+                "bottleneck": self.bottleneck, "reference_ms": [round(v, 4) for v in self.reference_ms],
                 "peak_rate": self.peak_rate, "figure": self.figure, "passing_figure": self.passing_figure,
                 "figure_how": self.figure_how, "probes": self.probes,
                 "probe_served": [round(v, 2) for v in self.probe_served], "probe_met": list(self.probe_met),
@@ -264,7 +267,7 @@ def _side_run(name: str, start: float, step: float, knee: KneeResult, settings: 
                    tuple(p.inputs.rate for p in knee.probes), figure.passing if figure else None,
                    figure.how if figure else "", tuple(float(p.served_rate) for p in knee.probes),
                    tuple(bool(p.meets_slo) for p in knee.probes),
-                   knee.limiting.label if knee.limiting is not None else None)
+                   knee.limiting.label if knee.limiting is not None else None, knee.reference_ms)
 
 
 def _unusable(run: SideRun, settings: CompareSettings) -> str | None:
@@ -331,8 +334,29 @@ def knee_measure(target: StagingTarget, managed: ManagedConfig, base: TrialInput
             target.move_quota(side.quota_pct)
         managed.apply(lines)
         inputs = replace(base, directives=lines)
-        return knee_search(target, inputs, start_rate=start_rate, max_rate=settings.max_rate,
+        readings: list[float] = []
+        read = _reference_reader(target, base.server_cpus, readings)
+        read()
+
+        def after_probe(trial: TrialResult) -> None:
+            read()
+            if on_trial is not None:
+                on_trial(trial)
+
+        knee = knee_search(target, inputs, start_rate=start_rate, max_rate=settings.max_rate,
                            tolerance=settings.tolerance, max_probes=settings.max_probes, retries=settings.retries,
-                           retry_short_pool=True, step=step, on_trial=on_trial, **trial_options)
+                           retry_short_pool=True, step=step, on_trial=after_probe, **trial_options)
+        return replace(knee, reference_ms=tuple(readings))
 
     return measure
+
+
+def _reference_reader(target: StagingTarget, server_cpus: list[int] | None, readings: list[float]
+                      ) -> Callable[[], None]:
+    """Appends a reading of the CPU-speed reference on the server's cores
+    (15 to 35 ms) to `readings`; does nothing for a server on another machine."""
+    from advisor.tuner.measure.cpu_reference import read_reference
+
+    if not getattr(target, "on_this_machine", True):
+        return lambda: None
+    return lambda: readings.append(read_reference(server_cpus).ms)

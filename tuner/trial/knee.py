@@ -46,6 +46,9 @@ class KneeResult:
     limiting: Verdict | None  # verdict of the first failing probe above the peak
     stop_reason: str
     stopped_early: bool = False  # the first probe failed clearly: the point lies below the start rate
+    reference_ms: tuple[float, ...] = ()
+    """CPU-speed reference readings on the server's cores, before the search
+    and after each probe, when the caller took them (bench --compare)."""
 
     @property
     def served_bound(self) -> float | None:
