@@ -65,18 +65,29 @@ def _lint_findings(main: Path, cwd: Path) -> tuple[int, set[tuple[str, str]]]:
 def test_a_winner_that_brings_p102_keeps_its_measured_reason_and_lint_and_fix_agree(tmp_path):
     require("apache2", "httperf")
     two_cores()
-    report = tmp_path / "report"
     space = tmp_path / "space.toml"
     space.write_text(SPACE)
-    with SandboxRun(mpm="prefork") as run:
-        result = cli("tune", "--workdir", str(run.dir), "--report", str(report), "--space", str(space),
-                     "--objective", "throughput", "--rate", "100", "--duration", "2", "--budget", "3",
-                     "--gain-replicates", "3", "--retries", "2", "--yes", check=False,
-                     cwd=tmp_path)
-        assert result.returncode == 0, result.stderr[-3000:]
-        run.assert_stock_restored()
-        config = run.sandbox.config_path
-        _check_report(report, config, result.stdout, tmp_path)
+    # The premise is a measurement: KeepAlive Off's gain beyond noise in three
+    # replicates a side. On a host whose speed swings within minutes (a CI run
+    # of 2026-12-08 measured it at x0.78 to x2.01) the session rightly keeps
+    # KeepAlive On and says why; then a second session must show the gain.
+    for attempt in (1, 2):
+        report = tmp_path / f"report-{attempt}"
+        with SandboxRun(mpm="prefork") as run:
+            result = cli("tune", "--workdir", str(run.dir), "--report", str(report), "--space", str(space),
+                         "--objective", "throughput", "--rate", "100", "--duration", "2", "--budget", "3",
+                         "--gain-replicates", "3", "--retries", "2", "--yes", check=False,
+                         cwd=tmp_path)
+            assert result.returncode == 0, result.stderr[-3000:]
+            run.assert_stock_restored()
+            config = run.sandbox.config_path
+            data = json.loads((report / "report.json").read_text())
+            kept = {c["directive"]: c["value"] for c in data["recommendation"]["changes"]}.get("KeepAlive")
+            if kept == "Off" or attempt == 2:
+                _check_report(report, config, result.stdout, tmp_path)
+                return
+            assert any("KeepAlive stays On" in note and "not beyond noise" in note for note in data["notes"]), \
+                data["notes"]
 
 
 def _check_report(report: Path, config: Path, stdout: str, tmp_path: Path) -> None:
