@@ -27,7 +27,8 @@ from advisor.tuner.trial.precision import CHECK_FACTOR, agrees
 KINDS = ("bayesian", "random")
 
 
-def _observation(point, outcome):
+def observation(point, outcome):
+    """A trial's outcome as the optimizer's Observation, for the objective to learn its peak."""
     from advisor.tuner.search.optimizer import Observation
 
     return Observation(trial=0, point=dict(point), objective=outcome.objective, valid=outcome.valid,
@@ -57,7 +58,7 @@ def confirm_seed(space, fresh: Callable[..., Any], row: dict, rounds: int, seed:
         orders.append(order)
         for kind in order:
             outcome = objective(dict(points[kind]))
-            objective.learn(_observation(points[kind], outcome))
+            objective.learn(observation(points[kind], outcome))
             runs[kind].append(float(outcome.objective) if outcome.valid and outcome.objective else float("nan"))
             print(f"  confirm {number + 1}/{rounds} {kind}: {runs[kind][-1]:8.1f} replies/s", flush=True)
     return {"confirm": runs, "orders": orders, **judge(row, runs)}

@@ -70,6 +70,7 @@ from advisor.tuner.staging.target import SandboxTarget
 from advisor.tuner.trial.objective import TrialObjective, point_key
 from advisor.tuner.trial.objective_spec import ObjectiveSpec, ProbeSettings
 from advisor.tuner.trial.session_workload import make_session_workload
+from seed_confirm import observation as _observation
 
 # The worst practice. MaxConnectionsPerChild 100 and MaxRequestWorkers 8
 # lie below the space's guards (lint calls MaxConnectionsPerChild <= 1,000 an
@@ -257,13 +258,16 @@ def searched_figure(space, result) -> dict | None:
         return None
     key = point_key(space, result.best)
     found = [o for o in result.observations if o.valid and o.objective and point_key(space, o.point) == key]
-    exact = [o for o in found if not ((o.details or {}).get("uncertainty") or {}).get("bound")] or found
+
+    def uncertainty(o) -> dict:
+        return (o.details or {}).get("uncertainty") or {}
+
+    exact = [o for o in found if not uncertainty(o).get("bound")]
+    bound = None if exact else (uncertainty(found[0]).get("bound") if found else None)
+    exact = exact or found
     if not exact:
         return None
-    sds = [((o.details or {}).get("uncertainty") or {}).get("rel_sd") for o in exact]
-    known = [float(v) for v in sds if v is not None]
-    bound = None if exact is not found or len(exact) != len(found) else \
-        ((exact[0].details or {}).get("uncertainty") or {}).get("bound")
+    known = [float(v) for v in (uncertainty(o).get("rel_sd") for o in exact) if v is not None]
     return {"figure": statistics.fmean(float(o.objective) for o in exact), "count": len(exact),
             "rel_sd": (sum(v * v for v in known) ** 0.5 / len(known)) if known else None, "bound": bound,
             "trials": [o.trial for o in exact]}
@@ -272,13 +276,6 @@ def searched_figure(space, result) -> dict | None:
 def _run_args(args) -> dict:
     return {k: getattr(args, k) for k in ("budget", "allow_mpm_switch", "tls", "rtt", "cpu_quota", "duration",
                                           "confirm_seeds")}
-
-
-def _observation(point, outcome):
-    from advisor.tuner.search.optimizer import Observation
-
-    return Observation(trial=0, point=dict(point), objective=outcome.objective, valid=outcome.valid,
-                       verdict=outcome.verdict, details=outcome.details)
 
 
 def _over(value: float, base: float) -> float:

@@ -33,7 +33,7 @@ def bottleneck_notes(result: Any) -> list[str]:
     found = bottlenecks(result)
     notes: list[str] = []
     quotas = {side.name: side.quota_pct for side in result.sides}
-    quota_moved = len({q for q in quotas.values()}) > 1 and None not in quotas.values()
+    quota_moved = len(set(quotas.values())) > 1 and None not in quotas.values()
     for name, counts in found.items():
         if not counts:
             continue
